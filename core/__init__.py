@@ -1,0 +1,99 @@
+"""capmetrics: fast, plugin-based evaluation of image captions and other conditional text
+generation.
+
+>>> import capmetrics
+>>> capmetrics.compose("mean")([1.0, 2.0, 6.0])
+3.0
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("capmetrics")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0.0.0+unknown"
+
+from capmetrics.component import (
+    KINDS,
+    Aggregator,
+    Component,
+    Distance,
+    Embedder,
+    Learner,
+    ProbabilitySource,
+    Scores,
+    Statistic,
+    StatResult,
+    Tokenizer,
+)
+from capmetrics.errors import (
+    CapmetricsError,
+    DataError,
+    MetricError,
+    NotFittedError,
+    PluginError,
+    SpecError,
+    SpecSyntaxError,
+    UnknownComponentError,
+)
+from capmetrics.hookspecs import hookimpl
+
+
+def compose(spec, kind=None, **params):  # type: ignore[no-untyped-def]
+    """Build a component from a spec; see :func:`capmetrics.registry.compose`."""
+    from capmetrics.registry.compose import compose as _compose
+
+    return _compose(spec, kind, **params)
+
+
+def __getattr__(name: str):  # type: ignore[no-untyped-def]
+    # Lazily expose the heavier modules, so ``import capmetrics`` stays light.
+    lazy = {
+        "Item": "capmetrics.data.model",
+        "Dataset": "capmetrics.data.model",
+        "load_dataset": "capmetrics.data.loaders",
+        "score": "capmetrics.scoring",
+        "Results": "capmetrics.results",
+        "MetricResult": "capmetrics.results",
+        "load_config": "capmetrics.config",
+    }
+    if name in lazy:
+        import importlib
+
+        return getattr(importlib.import_module(lazy[name]), name)
+    raise AttributeError(f"module 'capmetrics' has no attribute {name!r}")
+
+
+__all__ = [
+    "KINDS",
+    "Aggregator",
+    "CapmetricsError",
+    "Component",
+    "DataError",
+    "Dataset",
+    "Distance",
+    "Embedder",
+    "Item",
+    "Learner",
+    "MetricError",
+    "MetricResult",
+    "NotFittedError",
+    "PluginError",
+    "ProbabilitySource",
+    "Results",
+    "Scores",
+    "SpecError",
+    "SpecSyntaxError",
+    "StatResult",
+    "Statistic",
+    "Tokenizer",
+    "UnknownComponentError",
+    "__version__",
+    "compose",
+    "hookimpl",
+    "load_config",
+    "load_dataset",
+    "score",
+]

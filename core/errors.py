@@ -1,0 +1,58 @@
+"""Exception hierarchy. Every error capmetrics raises derives from :class:`CapmetricsError`
+and also from the builtin that callers would catch anyway."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class CapmetricsError(Exception):
+    """Base class of every capmetrics error."""
+
+
+class SpecError(CapmetricsError, ValueError):
+    """A component spec names a wrong parameter or value."""
+
+
+class SpecSyntaxError(SpecError):
+    """A component spec does not parse."""
+
+
+class UnknownComponentError(CapmetricsError, LookupError):
+    """A spec names a component that no loaded plugin registers."""
+
+    def __str__(self) -> str:  # LookupError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class PluginError(CapmetricsError):
+    """A plugin failed to load or registered something invalid."""
+
+
+class NotFittedError(CapmetricsError, ValueError, AttributeError):
+    """A learned component was used before ``fit``."""
+
+
+class DataError(CapmetricsError, ValueError):
+    """Input data has problems; ``problems`` lists every one of them."""
+
+    def __init__(self, problems: Iterable[object], header: str = "invalid input") -> None:
+        self.problems = list(problems)
+        lines = [f"{header}: {len(self.problems)} problem(s)"]
+        lines += [f"  {p}" for p in self.problems[:50]]
+        if len(self.problems) > 50:
+            lines.append(f"  ... and {len(self.problems) - 50} more")
+        super().__init__("\n".join(lines))
+
+
+class MetricError(CapmetricsError, ValueError):
+    """A metric cannot produce a value for the given input."""
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """Return ``" Did you mean 'x'?"`` for close matches of ``word``, or ``""``."""
+    close = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return " Did you mean " + " or ".join(repr(c) for c in close) + "?"

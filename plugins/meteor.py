@@ -1,0 +1,1 @@
+"""The meteor metric (being written; registers nothing yet)."""

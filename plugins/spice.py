@@ -1,0 +1,1 @@
+"""The spice metric (being written; registers nothing yet)."""

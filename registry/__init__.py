@@ -1,0 +1,31 @@
+"""Plugin loading, the component table, and the spec language."""
+
+from capmetrics.registry.compose import METRIC_KINDS, compose, parameter_help
+from capmetrics.registry.manager import (
+    ComponentEntry,
+    PluginInfo,
+    Registry,
+    get_registry,
+    make_plugin_manager,
+    register_plugin,
+    reset_registry,
+    unregister_plugin,
+)
+from capmetrics.registry.spec import Spec, format_value, parse
+
+__all__ = [
+    "METRIC_KINDS",
+    "ComponentEntry",
+    "PluginInfo",
+    "Registry",
+    "Spec",
+    "compose",
+    "format_value",
+    "get_registry",
+    "make_plugin_manager",
+    "parameter_help",
+    "parse",
+    "register_plugin",
+    "reset_registry",
+    "unregister_plugin",
+]

@@ -1,0 +1,203 @@
+"""Build components from specs. A parameter's annotation decides how its value is read:
+a bare word given to a parameter annotated with a component kind (``distance: Distance``) is
+looked up among that kind, the same word given to a ``str`` or ``Literal`` parameter stays text.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, Union
+
+from capmetrics.component import KIND_BASES, Component
+from capmetrics.errors import SpecError, UnknownComponentError, did_you_mean
+from capmetrics.registry.manager import Registry, get_registry
+from capmetrics.registry.spec import Spec, format_value, normalize_name, parse
+
+#: Kinds that ``capmetrics score --metric`` accepts.
+METRIC_KINDS = ("distance", "statistic")
+
+
+def compose(
+    spec: str | Spec | Component,
+    kind: str | tuple[str, ...] | None = None,
+    *,
+    definitions: Mapping[str, Spec] | None = None,
+    registry: Registry | None = None,
+    **params: Any,
+) -> Component:
+    """Build the component that ``spec`` names.
+
+    Args:
+        spec: a spec string (``"trm(distance=meteor)"``), a parsed :class:`Spec` or a component.
+        kind: restrict the look-up to one kind or a tuple of kinds.
+        definitions: named specs (from a config file) usable as component names.
+        registry: the registry to use (default: the process-wide one).
+        **params: extra parameters; values may be specs, plain values or components.
+
+    Raises:
+        SpecSyntaxError, SpecError, UnknownComponentError.
+    """
+    if isinstance(spec, Component):
+        if params:
+            raise SpecError("parameters cannot be added to an already built component")
+        return spec
+    text = spec if isinstance(spec, str) else str(spec)
+    parsed = parse(spec) if isinstance(spec, str) else spec
+    if params:
+        parsed = Spec(parsed.name, parsed.args + tuple(params.items()), called=True)
+    kinds = (kind,) if isinstance(kind, str) else kind
+    builder = _Builder(registry or get_registry(), definitions or {}, text)
+    return builder.build(parsed, kinds)
+
+
+def parameter_help(cls: type[Component]) -> str:
+    """``name accepts: a (type, required), b (type, default x)``."""
+    hints = _hints(cls)
+    parts = []
+    for key, p in cls.constructor_parameters().items():
+        typ = _type_name(hints.get(key, Any))
+        default = "required" if p.default is p.empty else f"default {format_value(p.default)}"
+        parts.append(f"{key} ({typ}, {default})")
+    return f"{cls.name} accepts: " + (", ".join(parts) if parts else "no parameters")
+
+
+def _hints(cls: type[Component]) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(cls.__init__)
+    except Exception:  # unresolvable forward references: fall back to no annotations
+        return {}
+
+
+def _type_name(tp: Any) -> str:
+    if isinstance(tp, type):
+        return tp.__name__
+    return str(tp).replace("typing.", "").replace("capmetrics.component.", "")
+
+
+def _union_args(tp: Any) -> tuple[Any, ...]:
+    origin = typing.get_origin(tp)
+    if origin is Union or origin is types.UnionType:
+        return typing.get_args(tp)
+    return (tp,)
+
+
+class _Builder:
+    def __init__(self, registry: Registry, definitions: Mapping[str, Spec], text: str) -> None:
+        self.registry = registry
+        self.definitions = {normalize_name(k): v for k, v in definitions.items()}
+        self.text = text
+        self._expanding: list[str] = []
+
+    @property
+    def context(self) -> str:
+        return f" in spec {self.text!r}"
+
+    def build(self, spec: Spec, kinds: tuple[str, ...] | None) -> Component:
+        definition = self.definitions.get(spec.key)
+        if definition is not None:
+            if spec.key in self._expanding:
+                raise SpecError(f"definition {spec.name!r} refers to itself{self.context}")
+            self._expanding.append(spec.key)
+            try:
+                merged = Spec(definition.name, definition.args + spec.args, called=True)
+                return self.build(merged, kinds)
+            finally:
+                self._expanding.pop()
+        entry = self.registry.lookup(spec.name, kinds, self.context)
+        cls = entry.cls
+        params = cls.constructor_parameters()
+        hints = _hints(cls)
+        kwargs: dict[str, Any] = {}
+        for key, value in spec.args:
+            if key is None:
+                if not params:
+                    raise SpecError(f"{cls.name}() takes no parameters{self.context}\n{parameter_help(cls)}")
+                key = next(iter(params))
+            if key not in params:
+                raise SpecError(
+                    f"{cls.name}() got an unexpected parameter {key!r}{self.context}."
+                    f"{did_you_mean(key, params)}\n{parameter_help(cls)}"
+                )
+            kwargs[key] = self.convert(value, hints.get(key, Any), cls, key)
+        missing = [k for k, p in params.items() if p.default is p.empty and k not in kwargs]
+        if missing:
+            raise SpecError(
+                f"{cls.name}() is missing the required parameter(s) {', '.join(map(repr, missing))}"
+                f"{self.context}\n{parameter_help(cls)}"
+            )
+        try:
+            return cls(**kwargs)
+        except (SpecError, UnknownComponentError):
+            raise
+        except (TypeError, ValueError) as err:
+            raise SpecError(f"{cls.name}(): {err}{self.context}\n{parameter_help(cls)}") from err
+
+    def convert(self, value: Any, tp: Any, cls: type[Component], key: str) -> Any:
+        where = f"parameter {key!r} of {cls.name}(){self.context}"
+        options = _union_args(tp)
+        if value is None:
+            if type(None) in options or tp is Any:
+                return None
+            raise SpecError(f"{where} cannot be none; expected {_type_name(tp)}")
+        kinds = tuple(
+            kind for o in options for kind, base in KIND_BASES.items()
+            if isinstance(o, type) and issubclass(o, base)
+        )
+        if kinds:
+            if isinstance(value, Component):
+                return value
+            if isinstance(value, str):
+                value = parse(value)
+            if isinstance(value, Spec):
+                return self.build(value, kinds)
+            raise SpecError(f"{where} must name a {' or '.join(kinds)}, got {format_value(value)}")
+        errors = []
+        for option in options:
+            try:
+                return self._convert_plain(value, option, where)
+            except SpecError as err:
+                errors.append(err)
+        raise errors[0]
+
+    def _convert_plain(self, value: Any, tp: Any, where: str) -> Any:
+        if isinstance(value, Spec) and not value.is_bare:
+            raise SpecError(f"{where} takes a plain value, not the spec {value}")
+        word = value.name if isinstance(value, Spec) else None
+        origin = typing.get_origin(tp)
+        if tp is Any:
+            return word if word is not None else value
+        if origin is Literal:
+            allowed = typing.get_args(tp)
+            candidate = word if word is not None else value
+            if candidate in allowed:
+                return candidate
+            names = [str(a) for a in allowed]
+            raise SpecError(
+                f"{where} must be one of {', '.join(names)}, got {format_value(candidate)}."
+                f"{did_you_mean(str(candidate), names)}"
+            )
+        if origin in (list, tuple) or tp in (list, tuple):
+            if not isinstance(value, list):
+                raise SpecError(f"{where} must be a list, got {format_value(value)}")
+            inner = typing.get_args(tp)[:1] or (Any,)
+            return [self._convert_plain(v, inner[0], where) for v in value]
+        if tp is bool:
+            if isinstance(value, bool):
+                return value
+        elif tp is int:
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        elif tp is float:
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return float(value)
+        elif tp in (str, Path):
+            if word is not None:
+                return word
+            if isinstance(value, str):
+                return value
+        else:
+            return word if word is not None else value
+        raise SpecError(f"{where} must be {_type_name(tp)}, got {format_value(word or value)}")
