@@ -139,13 +139,14 @@ class Results:
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(title=f"{self.source}: {self.n_items} items, {self.n_candidates} candidates")
+        table = Table()
         table.add_column("metric")
         table.add_column("corpus", justify="right")
         table.add_column("signature", overflow="fold")
         for m in self.metrics:
             table.add_row(m.name, _fmt(m.corpus, 4), m.signature_string)
         console = Console(file=io.StringIO(), width=120, color_system=None)
+        console.print(f"{self.source}: {self.n_items} items, {self.n_candidates} candidates", soft_wrap=True)
         console.print(table)
         if self.skipped:
             console.print(f"skipped {len(self.skipped)} problem(s):")

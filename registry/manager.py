@@ -189,8 +189,9 @@ def collect_components(pm: pluggy.PluginManager, infos: list[PluginInfo]) -> Reg
     """
     registry = Registry(pm, list(infos))
     by_name = {i.name: i for i in infos}
-    for plugin in pm.get_plugins():
-        pname = pm.get_name(plugin) or repr(plugin)
+    for pname, plugin in pm.list_name_plugin():
+        if plugin is None:  # blocked
+            continue
         info = by_name.get(pname) or PluginInfo(pname, getattr(plugin, "__name__", repr(plugin)), "(registered in code)", "")
         if pname not in by_name:
             registry.plugins.append(info)
@@ -221,7 +222,8 @@ def _registrar(registry: Registry, kind: str, info: PluginInfo) -> Callable[...,
                 raise PluginError(
                     f"{kind} name {key!r} is registered twice:\n"
                     f"  {old.plugin.describe()}\n  {info.describe()}\n"
-                    f"Uninstall one, or block one with {DISABLE_ENV}={info.name}."
+                    f"Uninstall one, or block one with {DISABLE_ENV}={old.plugin.name} "
+                    f"or {DISABLE_ENV}={info.name}."
                 )
             registry.entries[kind][key] = entry
 

@@ -1,0 +1,142 @@
+"""Scoring, results output (JSON/CSV/table, atomic) and the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import capmetrics
+from capmetrics import hookimpl
+from capmetrics.cli import app
+from capmetrics.data import load_dataset
+from capmetrics.results import Results
+from tests.conftest import DATA, SAMPLE
+from tests.registry.test_registry import Overlap
+
+runner = CliRunner()
+
+
+class OverlapPlugin:
+    @hookimpl
+    def register_distances(self, register):
+        register(Overlap)
+
+
+@pytest.fixture
+def overlap(add_plugin):
+    add_plugin(OverlapPlugin(), "overlap-test")
+
+
+def test_score_distance_and_statistic_on_sample(overlap):
+    ds = load_dataset(SAMPLE)
+    res = capmetrics.score(ds, ["overlap", "over-candidates(distance=overlap, reduce=max)"])
+    plain, best = res["overlap"], res["over-candidates(distance=overlap, reduce=max)"]
+    first = ds[0]
+    ref_words = {w for r in first.references for w in r.split()}
+    expected = [len(set(c.split()) & ref_words) / len(c.split()) for c in first.candidates]
+    assert plain.candidate_values[0].tolist() == pytest.approx(expected)
+    assert plain.item_values[0] == pytest.approx(np.mean(expected))
+    assert best.item_values[0] == pytest.approx(max(expected))
+    assert plain.signature["nrefs"] == "5" and plain.signature["capmetrics"] == capmetrics.__version__
+    assert plain.signature_string.startswith("overlap|nrefs:5|capmetrics:")
+
+
+def test_json_and_csv_output(overlap, tmp_path):
+    res = capmetrics.score(load_dataset(SAMPLE), ["overlap"])
+    data = json.loads(res.to_json())
+    assert data["schema"] == "capmetrics.results/1"
+    assert data["data"] == {"source": str(SAMPLE), "items": 20, "candidates": 112, "skipped": []}
+    metric = data["metrics"][0]
+    assert metric["name"] == "overlap" and metric["corpus"] == pytest.approx(res["overlap"].corpus)
+    assert len(metric["items"]) == 20 and len(metric["items"][0]["candidates"]) == len(load_dataset(SAMPLE)[0].candidates)
+    rows = res.to_csv().splitlines()
+    assert rows[0] == "metric,level,item,candidate,value,p_value,signature"
+    assert rows[1].startswith(f"overlap,corpus,,,{res['overlap'].corpus!r},,overlap|nrefs:5")
+    assert len(rows) == 1 + 1 + 20 + 112
+
+
+def test_atomic_write_leaves_no_partial_file(overlap, tmp_path, monkeypatch):
+    res = capmetrics.score(load_dataset(SAMPLE), ["overlap"])
+    out = tmp_path / "out.json"
+    out.write_text("previous run\n")
+
+    def boom(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Results, "to_json", boom)
+    with pytest.raises(KeyboardInterrupt):
+        res.write(out)
+    assert out.read_text() == "previous run\n"
+    assert os.listdir(tmp_path) == ["out.json"]
+
+
+def test_cli_version_and_plugins():
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output == f"capmetrics {capmetrics.__version__}\n"
+    result = runner.invoke(app, ["plugins", "--kind", "aggregator", "--json"])
+    rows = json.loads(result.output)
+    assert {"kind": "aggregator", "name": "mean", "aliases": [], "plugin": "aggregators",
+            "package": "capmetrics", "version": capmetrics.__version__,
+            "summary": "Arithmetic mean."} in rows
+    result = runner.invoke(app, ["plugins", "--kind", "aggregatr"])
+    assert result.exit_code == 2 and "Did you mean 'aggregator'?" in result.output
+
+
+def test_cli_score_writes_json_and_table(overlap, tmp_path):
+    out = tmp_path / "res.json"
+    result = runner.invoke(app, ["score", str(SAMPLE), "-m", "overlap", "--out", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["metrics"][0]["spec"] == "overlap"
+    result = runner.invoke(app, ["score", str(SAMPLE), "-m", "overlap", "-q"])
+    assert result.exit_code == 0
+    assert "overlap|nrefs:5|capmetrics:" in result.output and "20 items, 112 candidates" in result.output
+
+
+def test_cli_errors_are_one_message_and_no_output_file(overlap, tmp_path):
+    out = tmp_path / "res.json"
+    result = runner.invoke(app, ["score", str(SAMPLE), "-m", "overlapp", "--out", str(out)])
+    assert result.exit_code == 2
+    assert result.output.startswith("Error: unknown distance or statistic 'overlapp' in spec 'overlapp'. "
+                                    "Did you mean 'overlap'?")
+    assert "Traceback" not in result.output
+    result = runner.invoke(app, ["score", str(DATA / "bad" / "problems.jsonl"), "-m", "overlap", "--out", str(out)])
+    assert result.exit_code == 1 and "7 problem(s)" in result.output and "duplicate id" in result.output
+    assert not out.exists() and os.listdir(tmp_path) == []
+
+
+def test_cli_skip_invalid_lists_skipped_items(overlap, tmp_path):
+    out = tmp_path / "res.json"
+    args = ["score", str(DATA / "bad" / "gts.json"), "--results", str(DATA / "bad" / "res.json"),
+            "-m", "overlap", "--skip-invalid", "--out", str(out), "-q"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert [i["id"] for i in data["metrics"][0]["items"]] == ["1", "3"]
+    assert [s["item"] for s in data["data"]["skipped"]] == ["4", "2"]
+
+
+def test_config_file_names_components(overlap, tmp_path):
+    cfg = tmp_path / "capmetrics.toml"
+    cfg.write_text(
+        '[score]\nmetrics = ["overlap", "best"]\nformat = "csv"\n\n'
+        '[components.best]\ncomponent = "over-candidates"\ndistance = "overlap"\nreduce = "max"\n'
+    )
+    result = runner.invoke(app, ["score", str(SAMPLE), "--config", str(cfg), "-q"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert any(line.startswith("best,corpus,,,") and "over-candidates(distance=overlap, reduce=max)|" in line
+               for line in lines)
+    cfg.write_text('[components.bad]\ndistance = "x"\n[scores]\n')
+    result = runner.invoke(app, ["score", str(SAMPLE), "--config", str(cfg), "-q"])
+    assert result.exit_code == 1
+    assert "unknown table [scores]" in result.output
+    assert "[components.bad]: needs a key component" in result.output
+
+
+def test_debug_shows_traceback(overlap):
+    result = runner.invoke(app, ["--debug", "score", str(SAMPLE), "-m", "overlapp"])
+    assert result.exit_code != 0 and isinstance(result.exception, capmetrics.UnknownComponentError)
