@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -150,22 +149,26 @@ def _progress(quiet: bool):  # type: ignore[no-untyped-def]
     return report
 
 
-def _load_plugin_commands() -> None:
-    """Let plugins add commands (``register_commands`` hook)."""
-    if os.environ.get("CAPMETRICS_NO_PLUGIN_COMMANDS"):
-        return
-    try:
-        from capmetrics.registry import get_registry
+_commands_loaded = False
 
-        get_registry().plugin_manager.hook.register_commands(app=app)
-    except CapmetricsError:
-        pass  # the plugin error is reported by the command that needs the registry
+
+def get_app() -> typer.Typer:
+    """The application with the commands that plugins add (``register_commands`` hook)."""
+    global _commands_loaded
+    if not _commands_loaded:
+        _commands_loaded = True
+        try:
+            from capmetrics.registry import get_registry
+
+            get_registry().plugin_manager.hook.register_commands(app=app)
+        except CapmetricsError:
+            pass  # the plugin error is reported by the command that needs the registry
+    return app
 
 
 def main() -> None:
     """Entry point of the ``capmetrics`` script."""
-    _load_plugin_commands()
-    app(prog_name="capmetrics")
+    get_app()(prog_name="capmetrics")
 
 
 if __name__ == "__main__":

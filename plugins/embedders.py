@@ -1,0 +1,1 @@
+"""The embedders plugin (being written; registers nothing yet)."""

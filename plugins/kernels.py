@@ -1,0 +1,1 @@
+"""The kernels plugin (being written; registers nothing yet)."""

@@ -1,0 +1,1 @@
+"""The pregen plugin (being written; registers nothing yet)."""

@@ -1,0 +1,1 @@
+"""The trm plugin (being written; registers nothing yet)."""

@@ -1,0 +1,1 @@
+"""The wembsim plugin (being written; registers nothing yet)."""

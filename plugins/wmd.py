@@ -1,0 +1,1 @@
+"""The wmd plugin (being written; registers nothing yet)."""
