@@ -87,7 +87,9 @@ class Component:
         sig = {"spec": self.spec}
         for key, value in self.get_params().items():
             if isinstance(value, Component):
-                sig.update({k: v for k, v in value.signature().items() if k != "spec"})
+                nested = value.signature()
+                sig[key] = nested.pop("spec")
+                sig.update(nested)
         sig.update(self.signature_extra())
         return sig
 

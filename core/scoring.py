@@ -68,7 +68,7 @@ def score(
     metrics: Sequence[str | Component] = DEFAULT_METRICS,
     *,
     definitions: Mapping[str, Spec] | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> Results:
     """Score ``dataset`` with each metric spec (or component).
 
@@ -76,14 +76,16 @@ def score(
         dataset: the items to score.
         metrics: specs such as ``"bleu-4"`` or ``"over-candidates(distance=cider-d, reduce=max)"``.
         definitions: named specs from a config file, usable as metric names.
-        progress: called with each metric's name before it runs.
+        progress: called as ``progress(name, done, total)`` before each metric and once at the end.
     """
     built = [(m if isinstance(m, str) else m.spec, compose(m, METRIC_KINDS, definitions=definitions))
              for m in metrics]
     results = []
-    for name, component in built:
+    for done, (name, component) in enumerate(built):
         if progress:
-            progress(name)
+            progress(name, done, len(built))
         results.append(evaluate(component, dataset, name))
+    if progress:
+        progress("", len(built), len(built))
     return Results(dataset.source, len(dataset), dataset.n_candidates, results, list(dataset.skipped),
                    _version("capmetrics"))

@@ -3,8 +3,10 @@ Python API; errors are one clear line and a non-zero exit (``--debug`` shows the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -122,8 +124,8 @@ def score_cli(
         fail(err)
     try:
         dataset = load_dataset(data, results, input_format, "skip" if skip_invalid else "raise")
-        progress = _progress(quiet)
-        res = score(dataset, specs, definitions=cfg.definitions, progress=progress)
+        with _progress(quiet) as progress:
+            res = score(dataset, specs, definitions=cfg.definitions, progress=progress)
     except DataError as err:
         fail(err)
     except CapmetricsError as err:
@@ -136,17 +138,23 @@ def score_cli(
         typer.echo(res.render(fmt), nl=False)
 
 
-def _progress(quiet: bool):  # type: ignore[no-untyped-def]
+@contextlib.contextmanager
+def _progress(quiet: bool) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A rich progress bar on stderr over the metrics of a run (nothing when quiet)."""
     if quiet:
-        return None
+        yield None
+        return
     from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    console = Console(stderr=True)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("scoring", total=None)
 
-    def report(name: str) -> None:
-        console.log(f"scoring {name}")
+        def report(name: str, done: int, total: int) -> None:
+            bar.update(task, total=total, completed=done, description=f"scoring {name}" if name else "done")
 
-    return report
+        yield report
 
 
 _commands_loaded = False
