@@ -1,10 +1,24 @@
-"""Tokenizers: ``whitespace`` (split on whitespace, no other change) and the PTB tokenizers."""
+"""Tokenizers: ``whitespace`` (split on whitespace, no other change) and the PTB tokenizers.
+
+``ptb`` reproduces coco-caption's tokenization in pure Python; ``ptb-jar`` runs the Stanford
+CoreNLP 3.4.1 jar that pycocoevalcap ships, as coco-caption does.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import tempfile
 from collections.abc import Callable, Sequence
+from importlib import resources
+from pathlib import Path
 
 from capmetrics import Tokenizer, hookimpl
+from capmetrics.errors import MetricError
+from capmetrics.plugins import _ptb
+
+JAR_NAME = "stanford-corenlp-3.4.1.jar"
 
 
 class WhitespaceTokenizer(Tokenizer):
@@ -21,6 +35,72 @@ class WhitespaceTokenizer(Tokenizer):
         return [t.split() for t in texts]
 
 
+class PTBTokenizer(Tokenizer):
+    """coco-caption's tokenization (PTBTokenizer jar, lower-casing, punctuation removal) in pure Python.
+
+    Token for token equal to pycocoevalcap's ``PTBTokenizer`` on caption text, with no Java. As in
+    coco-caption, the ``-lrb-``/``-rrb-`` bracket tokens and runs like ``!!`` are kept, and a fraction
+    such as "1 1/2" is one token containing a non-breaking space. Like the jar, the tokens of a caption
+    ending in a one-letter acronym ("... I.") depend on the first word of the next caption of the batch.
+    """
+
+    name = "ptb"
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
+        return _ptb.tokenize(texts)
+
+
+class PTBJarTokenizer(Tokenizer):
+    """coco-caption's tokenization run by the CoreNLP 3.4.1 jar shipped with pycocoevalcap (needs Java).
+
+    One JVM call per :meth:`tokenize` batch; the input file goes to a temporary directory.
+    Line breaks inside a caption become spaces (coco-caption does this for ``\\n`` only).
+    """
+
+    name = "ptb-jar"
+
+    def __init__(self, java: str = "java") -> None:
+        self.java = java
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
+        if not texts:
+            return []
+        java = shutil.which(self.java)
+        if java is None:
+            raise MetricError(f"tokenizer 'ptb-jar' needs Java: {self.java!r} was not found on PATH")
+        lines = _ptb.split_lines(texts)
+        with tempfile.TemporaryDirectory(prefix="capmetrics-ptb-") as tmp:
+            path = Path(tmp) / "captions.txt"
+            path.write_text("\n".join(lines), encoding="utf-8")
+            output = self._run(java, path)
+        out_lines = output.split("\n")
+        out_lines += [""] * (len(lines) - len(out_lines))
+        return [[w for w in line.rstrip().split(" ") if w and w not in _ptb.PUNCTUATION] for line in out_lines[: len(lines)]]
+
+    @staticmethod
+    def _run(java: str, path: Path) -> str:
+        cmd = [java, "-Dfile.encoding=UTF-8", "-cp", str(_jar_path()), "edu.stanford.nlp.process.PTBTokenizer",
+               "-preserveLines", "-lowerCase", str(path)]
+        env = {**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}
+        proc = subprocess.run(cmd, capture_output=True, env=env, check=False)
+        if proc.returncode != 0:
+            raise MetricError(f"the PTBTokenizer jar failed (exit {proc.returncode}): {proc.stderr.decode(errors='replace')[-500:]}")
+        return proc.stdout.decode("utf-8")
+
+
+def _jar_path() -> Path:
+    """The CoreNLP jar inside the installed pycocoevalcap package."""
+    try:
+        jar = Path(str(resources.files("pycocoevalcap.tokenizer") / JAR_NAME))
+    except ModuleNotFoundError:
+        raise MetricError("tokenizer 'ptb-jar' needs pycocoevalcap: pip install pycocoevalcap") from None
+    if not jar.is_file():
+        raise MetricError(f"{JAR_NAME} is missing from the pycocoevalcap package ({jar}); reinstall pycocoevalcap")
+    return jar
+
+
 @hookimpl
 def register_tokenizers(register: Callable[..., None]) -> None:
     register(WhitespaceTokenizer)
+    register(PTBTokenizer)
+    register(PTBJarTokenizer)
