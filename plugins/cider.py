@@ -1,1 +1,224 @@
-"""The cider metric (being written; registers nothing yet)."""
+"""CIDEr-D exactly as coco-caption's ``Cider`` computes it, and plain CIDEr (Vedantam et al.).
+
+Weights are tf · (ln N − ln max(1, df)) per n-gram of orders 1-4. CIDEr-D clips the
+candidate weight (min(g_c, g_r) · g_r), multiplies by a Gaussian penalty on the difference of
+the bigram counts (σ = 6) and by 10; plain CIDEr is the cosine similarity, also × 10 (as in
+``vrama91/cider``). The document frequencies come from ``df``: ``"corpus"`` (the references of
+the scored call, coco-caption's behaviour) or a file written by :meth:`CiderD.save_df`;
+:meth:`CiderD.fit` fixes them from another corpus.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import warnings
+from collections.abc import Callable, Sequence
+from itertools import repeat
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+from capmetrics import Scores, Tokenizer, hookimpl
+from capmetrics.errors import MetricError
+from capmetrics.plugins._ngrams import (
+    PTB,
+    Batch,
+    BatchDistance,
+    Matches,
+    Ngrams,
+    make_batch,
+    match,
+    ngrams,
+    set_frequencies,
+)
+
+DF_FORMAT = "capmetrics-cider-df"
+MAX_N = 4
+SIGMA = 6.0
+
+
+def _open(path: Path, mode: str) -> Any:
+    return (
+        gzip.open(path, mode + "t", encoding="utf-8")
+        if path.suffix == ".gz"
+        else path.open(mode, encoding="utf-8")
+    )
+
+
+class CiderD(BatchDistance):
+    """CIDEr-D as coco-caption's ``Cider`` (clipping, length penalty σ = 6, × 10).
+
+    Args:
+        tokenizer: turns texts into tokens.
+        df: ``"corpus"`` for document frequencies from the references of each call, or the path
+            of a df file (JSON, optionally gzipped) written by :meth:`save_df`.
+    """
+
+    name = "cider-d"
+    distance_offset = 10.0
+    clipped: ClassVar[bool] = True
+
+    def __init__(self, tokenizer: Tokenizer = PTB, df: str = "corpus") -> None:
+        self.tokenizer = tokenizer
+        self.df = df
+
+    # -- document frequencies ---------------------------------------------------------------
+    def fit(self, references: Sequence[Sequence[str]]) -> CiderD:
+        """Fix the document frequencies from ``references`` (one reference list per image)."""
+        batch = make_batch(
+            self.tokenizer, [""] * len(references), references, self.split, self.name
+        )
+        df: dict[str, int] = {}
+        for table in ngrams(batch.sentences, MAX_N):
+            counts = set_frequencies(batch, match(batch, table), table.n_grams)
+            present = np.flatnonzero(counts)
+            df.update(
+                zip(
+                    table.strings(batch.sentences)[present].tolist(),
+                    counts[present].astype(int).tolist(),
+                )
+            )
+        self.df_ = df
+        self.n_images_ = len(references)
+        return self
+
+    def save_df(self, path: str | Path) -> None:
+        """Write the fixed document frequencies (fitted or loaded) to a JSON file (``.gz``: gzipped)."""
+        fixed = self.fixed_df()
+        if fixed is None:
+            raise MetricError(
+                f"{self.spec}: no document frequencies to save; call fit(references) first"
+            )
+        df, n_images = fixed
+        data = {
+            "format": DF_FORMAT,
+            "version": 1,
+            "n_images": n_images,
+            "max_n": MAX_N,
+            "tokenizer": self.tokenizer.spec,
+            "df": df,
+        }
+        with _open(Path(path), "w") as f:
+            json.dump(data, f, ensure_ascii=False)
+
+    def fixed_df(self) -> tuple[dict[str, int], int] | None:
+        """The fixed document frequencies and image count (fitted, else from ``df``), or None."""
+        if hasattr(self, "df_"):
+            return self.df_, self.n_images_
+        if self.df == "corpus":
+            return None
+        loaded = getattr(self, "_loaded", None)
+        if loaded is None or loaded[0] != self.df:
+            loaded = (self.df, *self._read_df(Path(self.df)))
+            self._loaded = loaded
+        return loaded[1], loaded[2]
+
+    def _read_df(self, path: Path) -> tuple[dict[str, int], int]:
+        try:
+            with _open(path, "r") as f:
+                data = json.load(f)
+        except (OSError, ValueError) as err:
+            raise MetricError(f"{self.name}: cannot read the df file {path}: {err}") from err
+        if not isinstance(data, dict) or data.get("format") != DF_FORMAT or "df" not in data:
+            raise MetricError(
+                f"{self.name}: {path} is not a capmetrics CIDEr df file (format {DF_FORMAT!r})"
+            )
+        return data["df"], int(data["n_images"])
+
+    def signature_extra(self) -> dict[str, str]:
+        if hasattr(self, "df_"):
+            digest = hashlib.sha256(json.dumps([self.n_images_, sorted(self.df_.items())]).encode())
+            return {"df": f"fitted:{digest.hexdigest()[:16]}"}
+        if self.df != "corpus":
+            return {"df": "sha256:" + hashlib.sha256(Path(self.df).read_bytes()).hexdigest()[:16]}
+        return {}
+
+    @staticmethod
+    def weights(
+        batch: Batch, table: Ngrams, m: Matches, fixed: tuple[dict[str, int], int] | None
+    ) -> np.ndarray:
+        """ln N − ln max(1, df) for each n-gram of ``table``: fixed df, else the batch's own."""
+        if fixed is not None:
+            table_df, n_images = fixed
+            strings = table.strings(batch.sentences)
+            df = np.fromiter(map(table_df.get, strings, repeat(0)), dtype=float, count=len(strings))
+        else:
+            df, n_images = set_frequencies(batch, m, table.n_grams), len(batch)
+        return np.log(float(n_images)) - np.log(np.maximum(1.0, df))
+
+    # -- scores -----------------------------------------------------------------------------
+    def order_values(self, batch: Batch, fixed: tuple[dict[str, int], int] | None) -> np.ndarray:
+        """Similarity of each item's candidate with each reference, per order (n x width x 4)."""
+        n_sent = len(batch.sentences)
+        slots = batch.item_slots
+        valid = slots >= 0
+        out = np.zeros((len(batch), batch.width, MAX_N))
+        for k, table in enumerate(ngrams(batch.sentences, MAX_N)):
+            m = match(batch, table)
+            w = self.weights(batch, table, m, fixed)
+            norm = np.sqrt(
+                np.bincount(table.sent, (table.count * w[table.gram]) ** 2, minlength=n_sent)
+            )
+            g_cand = (m.count * w[m.gram])[:, None]
+            g_ref = m.ref_counts * w[m.gram][:, None]
+            product = np.minimum(g_cand, g_ref) * g_ref if self.clipped else g_cand * g_ref
+            num = m.per_item(product, len(batch))
+            n_cand = norm[batch.cand][:, None]
+            n_ref = np.where(valid, norm[np.maximum(slots, 0)], 0.0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out[..., k] = np.where((n_cand != 0) & (n_ref != 0), num / (n_cand * n_ref), num)
+        if self.clipped:
+            # coco-caption's "length" is the number of bigrams
+            delta = np.maximum(batch.cand_lengths[:, None] - 1, 0) - np.maximum(
+                batch.ref_lengths - 1, 0
+            )
+            out *= (np.e ** (-(delta.astype(float) ** 2) / (2 * SIGMA**2)))[..., None]
+        return out
+
+    def score_batch(self, batch: Batch) -> Scores:
+        fixed = self.fixed_df()
+        if fixed is None and len(batch) == 1:
+            warnings.warn(
+                f"{self.name} with document frequencies from the scored corpus and a single item is "
+                "always 0 (ln N = 0); fit() on a larger corpus or pass df=<file>",
+                stacklevel=3,
+            )
+        values = self.order_values(batch, fixed).sum(axis=1).mean(axis=-1) / batch.n_refs * 10.0
+        return Scores(
+            values, float(np.mean(values)), {"df": "corpus" if fixed is None else "fixed"}
+        )
+
+    def require_fixed(self) -> tuple[dict[str, int], int]:
+        fixed = self.fixed_df()
+        if fixed is None:
+            raise MetricError(
+                f"{self.name} pairs need fixed document frequencies (with df from the pair itself "
+                "every score is 0): call fit(references) or pass df=<file written by save_df>"
+            )
+        return fixed
+
+    def slot_scores(self, batch: Batch) -> np.ndarray:
+        return self.order_values(batch, self.require_fixed()).mean(axis=-1) * 10.0
+
+    def pairwise_scores(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]]
+    ) -> np.ndarray:
+        """Scores with the fixed document frequencies (raises if there are none)."""
+        self.require_fixed()
+        return self.score(candidates, references).values
+
+
+class Cider(CiderD):
+    """Plain CIDEr (Vedantam et al. 2015): mean over orders of the tf-idf cosine, × 10; no
+    clipping, no length penalty. Same document-frequency options as ``cider-d``."""
+
+    name = "cider"
+    clipped = False
+
+
+@hookimpl
+def register_distances(register: Callable[..., None]) -> None:
+    register(CiderD)
+    register(Cider)

@@ -157,6 +157,14 @@ def _progress(quiet: bool) -> Iterator[Callable[[str, int, int], None] | None]:
         yield report
 
 
+def _add_core_commands() -> None:
+    from capmetrics.cli import compare, meta, nneval
+
+    for module in (compare, meta, nneval):
+        module.register(app)
+
+
+_add_core_commands()
 _commands_loaded = False
 
 

@@ -11,7 +11,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-
 from capmetrics.data.model import Dataset, Item, Problem
 from capmetrics.errors import DataError
 
@@ -34,7 +33,14 @@ def _rows(path: Path, n_fields: int) -> list[list[str]]:
         for number, line in enumerate(f, 1):
             fields = line.strip().split("\t")
             if len(fields) != n_fields:
-                problems.append(Problem(str(path), None, f"expected {n_fields} tab-separated fields, got {len(fields)}", number))
+                problems.append(
+                    Problem(
+                        str(path),
+                        None,
+                        f"expected {n_fields} tab-separated fields, got {len(fields)}",
+                        number,
+                    )
+                )
             rows.append(fields)
     if problems:
         raise DataError(problems, header=f"cannot load {path}")
@@ -58,13 +64,19 @@ def load_captions(root: str | Path) -> tuple[dict[str, str], dict[str, list[str]
 
 def _caption(by_id: dict[str, str], caption_id: str, source: Path, line: int) -> str:
     if caption_id not in by_id:
-        raise DataError([Problem(str(source), None, f"unknown caption id {caption_id!r}", line)],
-                        header=f"cannot load {source}")
+        raise DataError(
+            [Problem(str(source), None, f"unknown caption id {caption_id!r}", line)],
+            header=f"cannot load {source}",
+        )
     return by_id[caption_id]
 
 
 def _item(image: str, caption_id: str, refs: list[str], caption: str) -> Item:
-    return Item(f"{image}#{caption_id}", tuple(normalize_space(r) for r in refs), (normalize_space(caption),))
+    return Item(
+        f"{image}#{caption_id}",
+        tuple(normalize_space(r) for r in refs),
+        (normalize_space(caption),),
+    )
 
 
 def load_expert(root: str | Path) -> tuple[Dataset, np.ndarray]:

@@ -1,0 +1,328 @@
+"""Vectorised machinery shared by BLEU, ROUGE-L and CIDEr.
+
+Texts are deduplicated and tokenised once, tokens become integer ids and n-grams dense integer
+ids (built order by order, so keys never overflow). A :class:`Batch` holds the items to score:
+each item is one candidate sentence and a reference set; identical reference sets are stored
+once. :func:`match` joins every candidate n-gram of every item with its count in each reference
+of the item's set, which is all that BLEU and CIDEr need. :class:`BatchDistance` is the base
+of the three metrics: per-item values for ``score``, per-reference values for ``pairwise``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import chain
+from typing import Any
+
+import numpy as np
+from capmetrics.component import Distance, Scores, Tokenizer
+from capmetrics.errors import MetricError
+from capmetrics.plugins.tokenizers import PTBTokenizer
+
+Split = Callable[[str], list[str]]
+
+#: The default tokenizer of the metrics: coco-caption's PTB tokenisation.
+PTB = PTBTokenizer()
+
+
+def expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(starts[i], starts[i] + counts[i])`` over i."""
+    counts = np.asarray(counts, dtype=np.int64)
+    total = int(counts.sum())
+    shift = np.asarray(starts, dtype=np.int64) - (np.cumsum(counts) - counts)
+    return np.arange(total, dtype=np.int64) + np.repeat(shift, counts)
+
+
+@dataclass(frozen=True)
+class Sentences:
+    """Tokenised sentences as one flat array of integer token ids."""
+
+    ids: np.ndarray
+    offsets: np.ndarray
+    vocab: list[str]
+
+    @cached_property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def tokens(self, i: int) -> np.ndarray:
+        """Token ids of sentence i."""
+        return self.ids[self.offsets[i] : self.offsets[i + 1]]
+
+
+def encode(token_lists: Sequence[Sequence[str]]) -> Sentences:
+    """Map tokens to integer ids (in order of first appearance)."""
+    flat = list(chain.from_iterable(token_lists))
+    vocab = {t: i for i, t in enumerate(dict.fromkeys(flat))}
+    offsets = np.zeros(len(token_lists) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, token_lists), np.int64, len(token_lists)), out=offsets[1:])
+    return Sentences(
+        np.fromiter(map(vocab.__getitem__, flat), np.int64, len(flat)), offsets, list(vocab)
+    )
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Items to score, each one candidate sentence against one reference set.
+
+    ``cand[i]`` is the sentence of item i's candidate and ``refset[i]`` its reference set;
+    row q of ``slots`` lists the sentences of reference set q, padded with -1.
+    """
+
+    sentences: Sentences
+    cand: np.ndarray
+    refset: np.ndarray
+    slots: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.cand)
+
+    @property
+    def width(self) -> int:
+        """Slots per reference set (the largest number of references)."""
+        return self.slots.shape[1]
+
+    @cached_property
+    def item_slots(self) -> np.ndarray:
+        """Sentence of each item's j-th reference, -1 past its last one (n_items x width)."""
+        return self.slots[self.refset]
+
+    @cached_property
+    def n_refs(self) -> np.ndarray:
+        """Number of references of each item."""
+        return (self.item_slots >= 0).sum(axis=1)
+
+    @cached_property
+    def ref_lengths(self) -> np.ndarray:
+        """Token count of each item's j-th reference (0 for padding)."""
+        slots = self.item_slots
+        return np.where(slots >= 0, self.sentences.lengths[np.maximum(slots, 0)], 0)
+
+    @cached_property
+    def cand_lengths(self) -> np.ndarray:
+        return self.sentences.lengths[self.cand]
+
+
+def _tokenize(tokenizer: Tokenizer, texts: dict[str, int], split: Split) -> Sentences:
+    """Tokenise the deduplicated texts the way coco-caption's scorers see them."""
+    return encode([split(t) for t in tokenizer.tokenize_joined(list(texts))])
+
+
+def _index(keys: Sequence[Any]) -> tuple[dict[Any, int], np.ndarray]:
+    """Distinct keys (in order of first appearance) and the index of each key among them."""
+    index = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+    return index, np.fromiter(map(index.__getitem__, keys), np.int64, len(keys))
+
+
+def _check(candidates: Sequence[str], references: Sequence[Sequence[str]], metric: str) -> None:
+    if len(candidates) != len(references):
+        raise MetricError(
+            f"{metric}: {len(candidates)} candidates but {len(references)} reference lists"
+        )
+    if (
+        set(map(type, candidates)) <= {str}
+        and str not in set(map(type, references))
+        and all(references)
+    ):
+        return
+    bad = [
+        i
+        for i, (c, r) in enumerate(zip(candidates, references))
+        if not isinstance(c, str) or isinstance(r, str) or len(r) == 0
+    ]
+    raise MetricError(
+        f"{metric}: item(s) {bad[:10]} need a candidate string and a non-empty list of reference strings"
+    )
+
+
+def make_batch(
+    tokenizer: Tokenizer,
+    candidates: Sequence[str],
+    references: Sequence[Sequence[str]],
+    split: Split,
+    metric: str,
+) -> Batch:
+    """Validate and tokenise ``candidates[i]`` with ``references[i]`` for every i."""
+    _check(candidates, references, metric)
+    sets, refset = _index(list(map(tuple, references)))
+    texts, cand = _index(list(chain(candidates, chain.from_iterable(sets))))
+    width = max(map(len, sets), default=1)
+    slots = np.full((len(sets), width), -1, dtype=np.int64)
+    for q, refs in enumerate(sets):
+        slots[q, : len(refs)] = [texts[t] for t in refs]
+    return Batch(_tokenize(tokenizer, texts, split), cand[: len(candidates)], refset, slots)
+
+
+def make_pairwise_batch(
+    tokenizer: Tokenizer, a: Sequence[str], b: Sequence[str], split: Split
+) -> Batch:
+    """Every ``a[i]`` as a candidate against the single reference set ``b``: the per-slot
+    values of this batch are the pairwise values (a_i, [b_j])."""
+    texts: dict[str, int] = {}
+    cand = [texts.setdefault(t, len(texts)) for t in a]
+    slots = np.array([[texts.setdefault(t, len(texts)) for t in b]], dtype=np.int64)
+    return Batch(
+        _tokenize(tokenizer, texts, split),
+        np.array(cand, dtype=np.int64),
+        np.zeros(len(cand), dtype=np.int64),
+        slots,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# n-grams
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Ngrams:
+    """The distinct n-grams of one order in every sentence, with their counts.
+
+    Entries are sorted by sentence, then n-gram id; ``starts[s]:starts[s + 1]`` are sentence
+    s's entries. ``first[g]`` is a flat token position where n-gram g occurs.
+    """
+
+    order: int
+    sent: np.ndarray
+    gram: np.ndarray
+    count: np.ndarray
+    starts: np.ndarray
+    n_grams: int
+    first: np.ndarray
+
+    def strings(self, sentences: Sentences) -> np.ndarray:
+        """Each n-gram id's tokens joined by single spaces (an object array)."""
+        vocab = np.array(sentences.vocab + [""], dtype=object)
+        out = vocab[sentences.ids[self.first]]
+        for t in range(1, self.order):
+            out = out + " " + vocab[sentences.ids[self.first + t]]
+        return out
+
+
+def ngrams(sentences: Sentences, max_n: int) -> list[Ngrams]:
+    """The n-grams of orders 1..max_n of every sentence (contiguous windows)."""
+    ids, lengths = sentences.ids, sentences.lengths
+    n_sent, n_tok = len(sentences), len(ids)
+    sent_of = np.repeat(np.arange(n_sent, dtype=np.int64), lengths)
+    room = sentences.offsets[1:][sent_of] - np.arange(n_tok)  # tokens left from each position
+    gram_at = ids
+    n_grams = len(sentences.vocab)
+    tables = []
+    for k in range(1, max_n + 1):
+        pos = np.flatnonzero(room >= k)
+        if k == 1:
+            first = np.zeros(n_grams, dtype=np.int64)
+            first[ids] = np.arange(n_tok)
+        else:
+            key = gram_at[pos] * len(sentences.vocab) + ids[pos + k - 1]
+            _, first_idx, inverse = np.unique(key, return_index=True, return_inverse=True)
+            gram_at = np.full(n_tok, -1, dtype=np.int64)
+            gram_at[pos] = inverse
+            n_grams, first = len(first_idx), pos[first_idx]
+        g = max(n_grams, 1)
+        entry_key, count = np.unique(sent_of[pos] * g + gram_at[pos], return_counts=True)
+        sent = entry_key // g
+        starts = np.searchsorted(sent, np.arange(n_sent + 1))
+        tables.append(Ngrams(k, sent, entry_key - sent * g, count, starts, n_grams, first))
+    return tables
+
+
+@dataclass(frozen=True)
+class Matches:
+    """Every n-gram of every item's candidate, with its count in each of the item's references.
+
+    ``ref_counts[e, j]`` is the count of entry e's n-gram in the item's j-th reference (0 when
+    absent or past the last reference). ``set_grams`` are the distinct (reference set, n-gram)
+    pairs, as ``set_of`` and ``gram_of`` arrays, for document frequencies.
+    """
+
+    item: np.ndarray
+    gram: np.ndarray
+    count: np.ndarray
+    ref_counts: np.ndarray
+    set_of: np.ndarray
+    gram_of: np.ndarray
+
+    def per_item(self, values: np.ndarray, n_items: int) -> np.ndarray:
+        """Sum of per-entry values by item; ``values`` is (entries,) or (entries, width)."""
+        if values.ndim == 1:
+            return np.bincount(self.item, values, minlength=n_items)
+        width = values.shape[1]
+        index = (self.item[:, None] * width + np.arange(width)).ravel()
+        return np.bincount(index, values.ravel(), minlength=n_items * width).reshape(n_items, width)
+
+
+def match(batch: Batch, table: Ngrams) -> Matches:
+    """Join each item's candidate n-grams with the n-gram counts of its references."""
+    g = max(table.n_grams, 1)
+    starts = table.starts
+    # the reference sets' n-grams: one row per (set, n-gram), one column per slot
+    set_idx, slot_idx = np.nonzero(batch.slots >= 0)
+    sent = batch.slots[set_idx, slot_idx]
+    n_entries = starts[sent + 1] - starts[sent]
+    e = expand_ranges(starts[sent], n_entries)
+    keys = np.repeat(set_idx, n_entries) * g + table.gram[e]
+    set_keys, row = np.unique(keys, return_inverse=True)
+    counts = np.zeros((len(set_keys), batch.width), dtype=np.int64)
+    counts[row, np.repeat(slot_idx, n_entries)] = table.count[e]
+    # the candidates' n-grams, one block per item
+    c_entries = starts[batch.cand + 1] - starts[batch.cand]
+    ce = expand_ranges(starts[batch.cand], c_entries)
+    item = np.repeat(np.arange(len(batch), dtype=np.int64), c_entries)
+    c_keys = batch.refset[item] * g + table.gram[ce]
+    ref_counts = np.zeros((len(c_keys), batch.width), dtype=np.int64)
+    if len(set_keys):
+        at = np.minimum(np.searchsorted(set_keys, c_keys), len(set_keys) - 1)
+        hit = set_keys[at] == c_keys
+        ref_counts[hit] = counts[at[hit]]
+    return Matches(item, table.gram[ce], table.count[ce], ref_counts, set_keys // g, set_keys % g)
+
+
+def set_frequencies(batch: Batch, matches: Matches, n_grams: int) -> np.ndarray:
+    """Number of items whose reference set contains each n-gram (CIDEr's df over the batch)."""
+    items_per_set = np.bincount(batch.refset, minlength=batch.slots.shape[0])
+    return np.bincount(
+        matches.gram_of, items_per_set[matches.set_of].astype(float), minlength=n_grams
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# the base of the n-gram metrics
+# ---------------------------------------------------------------------------------------------
+class BatchDistance(Distance):
+    """A distance computed on a :class:`Batch`: per-item values for :meth:`score`, per-slot
+    values for :meth:`pairwise`. Subclasses implement :meth:`score_batch` and
+    :meth:`slot_scores`; ``split`` is how coco-caption's scorer splits the tokenised text."""
+
+    higher_is_better = True
+    tokenizer: Tokenizer
+
+    @staticmethod
+    def split(text: str) -> list[str]:
+        return text.split()
+
+    def score_batch(self, batch: Batch) -> Scores:
+        """Per-item scores and the corpus score."""
+        raise NotImplementedError
+
+    def slot_scores(self, batch: Batch) -> np.ndarray:
+        """Score of each item's candidate against each of its references alone (n_items x width)."""
+        raise NotImplementedError
+
+    def batch(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Batch:
+        return make_batch(self.tokenizer, candidates, references, self.split, self.name)
+
+    def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
+        if len(candidates) == 0 and len(references) == 0:
+            return Scores(np.zeros(0), float("nan"))
+        return self.score_batch(self.batch(candidates, references))
+
+    def pairwise(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+        """Matrix of distances d(a_i, b_j), ``a_i`` scored against ``[b_j]`` (vectorised)."""
+        if len(a) == 0 or len(b) == 0:
+            return np.zeros((len(a), len(b)))
+        batch = make_pairwise_batch(self.tokenizer, a, b, self.split)
+        return self.to_distance(self.slot_scores(batch))

@@ -1,0 +1,153 @@
+"""CIDEr-D and CIDEr: the ALGORITHMS.md §3.5 test vector, document-frequency sources (corpus,
+fit, file), pairwise, edge cases, and exact parity with pycocoevalcap's ``Cider`` on
+Flickr8k-Expert and Flickr8k-CF."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from capmetrics.errors import MetricError
+from capmetrics.plugins import cider
+from capmetrics.plugins.cider import Cider, CiderD
+from capmetrics.plugins.tokenizers import WhitespaceTokenizer
+
+from tests.plugins import coco_reference as cr
+
+WS = WhitespaceTokenizer()
+globals().update(cr.coco_parity_tests(lambda: CiderD(tokenizer=WS), "cider"))
+
+
+def plain_cider(candidate: str, references: list[str], corpus: list[list[str]]) -> float:
+    """Vedantam et al.'s CIDEr × 10, written out directly (df over ``corpus``'s reference sets)."""
+
+    def grams(text: str, n: int) -> Counter:
+        words = text.split()
+        return Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
+
+    def tfidf(text: str, n: int, df: Counter) -> dict[tuple[str, ...], float]:
+        log_n = math.log(len(corpus))
+        return {g: c * (log_n - math.log(max(1, df[g]))) for g, c in grams(text, n).items()}
+
+    def norm(vec: dict[tuple[str, ...], float]) -> float:
+        return math.sqrt(sum(v * v for v in vec.values()))
+
+    total = 0.0
+    for n in range(1, 5):
+        df = Counter(g for refs in corpus for g in set().union(*(grams(r, n) for r in refs)))
+        c = tfidf(candidate, n, df)
+        for r in (tfidf(ref, n, df) for ref in references):
+            dot = sum(v * r.get(g, 0.0) for g, v in c.items())
+            total += dot / (norm(c) * norm(r)) if norm(c) * norm(r) else dot
+    return 10 * total / 4 / len(references)
+
+
+def test_vector() -> None:
+    metric = CiderD(tokenizer=WS)
+    scores = metric.score(cr.RES, cr.GTS)
+    assert scores.corpus == pytest.approx(2.5790625766259514, rel=1e-13)
+    np.testing.assert_allclose(
+        scores.values, [3.8695643258460244, 1.8447534087912678, 2.022869995240562], rtol=1e-13
+    )
+    two = metric.score(cr.RES[:2], cr.GTS[:2])  # the IDF changes with the corpus
+    assert two.corpus == pytest.approx(2.972811448093891, rel=1e-13)
+    np.testing.assert_allclose(two.values, [4.200455003174463, 1.7451678930133188], rtol=1e-13)
+
+
+def test_single_item_with_corpus_df_warns_and_scores_zero() -> None:
+    with pytest.warns(UserWarning, match="single item is always 0"):
+        scores = CiderD(tokenizer=WS).score(cr.RES[:1], cr.GTS[:1])
+    assert scores.values.tolist() == [0.0] and scores.corpus == 0.0
+
+
+def test_registers_both_variants() -> None:
+    names: list[str] = []
+    cider.register_distances(lambda cls, aliases=(): names.append(cls.name))
+    assert names == ["cider-d", "cider"]
+    assert CiderD.distance_offset == Cider.distance_offset == 10.0
+
+
+def test_plain_cider_is_the_tfidf_cosine() -> None:
+    scores = Cider(tokenizer=WS).score(cr.RES, cr.GTS)
+    expected = [plain_cider(c, r, cr.GTS) for c, r in zip(cr.RES, cr.GTS)]
+    np.testing.assert_allclose(scores.values, expected, rtol=1e-12)
+
+
+@cr.needs_coco
+@pytest.mark.parametrize("seed", [0, 1])
+def test_random_captions_match_coco(seed: int) -> None:
+    cr.assert_matches_coco(
+        CiderD(tokenizer=WS), "cider", *cr.random_captions(seed, 300, 25, vocab="abcdef")
+    )
+
+
+def test_fit_on_the_same_references_equals_corpus_df() -> None:
+    fitted = CiderD(tokenizer=WS).fit(cr.GTS)
+    assert (
+        fitted.n_images_ == 3
+        and fitted.df_["a"] == 2
+        and fitted.df_["snow"] == 1
+        and fitted.df_["a man is"] == 1
+    )
+    np.testing.assert_allclose(
+        fitted.score(cr.RES, cr.GTS).values,
+        CiderD(tokenizer=WS).score(cr.RES, cr.GTS).values,
+        rtol=1e-14,
+    )
+    # fixed df: a single item no longer degenerates
+    assert fitted.score(cr.RES[:1], cr.GTS[:1]).values[0] == pytest.approx(
+        3.8695643258460244, rel=1e-13
+    )
+
+
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+def test_saved_df_file_gives_the_fitted_scores(tmp_path: Path, suffix: str) -> None:
+    fitted = CiderD(tokenizer=WS).fit(cr.GTS)
+    path = tmp_path / f"df{suffix}"
+    fitted.save_df(path)
+    from_file = CiderD(tokenizer=WS, df=str(path))
+    np.testing.assert_array_equal(
+        from_file.score(cr.RES, cr.GTS).values, fitted.score(cr.RES, cr.GTS).values
+    )
+    np.testing.assert_array_equal(
+        from_file.pairwise(cr.RES, cr.GTS[0]), fitted.pairwise(cr.RES, cr.GTS[0])
+    )
+    assert from_file.signature()["df"].startswith("sha256:")
+
+
+def test_bad_df_file_and_unfitted_save_raise(tmp_path: Path) -> None:
+    path = tmp_path / "df.json"
+    path.write_text(json.dumps({"a": 1}))
+    with pytest.raises(MetricError, match="not a capmetrics CIDEr df file"):
+        CiderD(tokenizer=WS, df=str(path)).score(cr.RES, cr.GTS)
+    with pytest.raises(MetricError, match="cannot read the df file"):
+        CiderD(tokenizer=WS, df=str(tmp_path / "missing.json")).score(cr.RES, cr.GTS)
+    with pytest.raises(MetricError, match="call fit"):
+        CiderD(tokenizer=WS).save_df(path)
+
+
+@pytest.mark.parametrize("cls", [CiderD, Cider])
+def test_pairwise_needs_fixed_df_and_scores_each_pair_alone(cls: type[CiderD]) -> None:
+    with pytest.raises(MetricError, match="need fixed document frequencies"):
+        cls(tokenizer=WS).pairwise(cr.RES, cr.GTS[0])
+    metric = cls(tokenizer=WS).fit(cr.GTS)
+    a, b = cr.RES + [""], cr.GTS[0] + [cr.RES[0]]
+    expected = np.array([[metric.score([x], [[y]]).values[0] for y in b] for x in a])
+    np.testing.assert_allclose(metric.pairwise(a, b), 10.0 - expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        metric.pairwise_scores(a, [[y] for y in a]), np.diag(10.0 - metric.pairwise(a, a))
+    )
+    assert metric.pairwise(cr.RES[:1], cr.RES[:1])[0, 0] == pytest.approx(
+        0.0, abs=1e-12
+    )  # d(x, x) = 0
+
+
+def test_empty_and_unseen_candidates_score_zero() -> None:
+    scores = CiderD(tokenizer=WS).score(
+        ["", "zebra zebra"] + cr.RES, [cr.GTS[0], cr.GTS[1]] + cr.GTS
+    )
+    assert scores.values[:2].tolist() == [0.0, 0.0]
