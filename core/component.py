@@ -235,6 +235,11 @@ class Statistic(Component):
     kind = "statistic"
     higher_is_better: ClassVar[bool] = True
 
+    def fit(self, references: Sequence[Sequence[str]]) -> Statistic:
+        """Learn corpus statistics from every item's references before items are compared
+        (e.g. CIDEr-D's document frequencies for its distance); a no-op by default."""
+        return self
+
     def compare(self, candidates: Sequence[str], references: Sequence[str]) -> StatResult:
         """The statistic for one item."""
         raise NotImplementedError

@@ -10,6 +10,7 @@ import numpy as np
 from capmetrics.component import Component, Distance, Statistic
 from capmetrics.data.model import Dataset
 from capmetrics.errors import MetricError
+from capmetrics.parallel import Executor, evaluate_statistic
 from capmetrics.registry.compose import METRIC_KINDS, compose
 from capmetrics.registry.spec import Spec
 from capmetrics.results import MetricResult, Results
@@ -35,8 +36,9 @@ def run_signature(component: Component, dataset: Dataset) -> dict[str, str]:
     return sig
 
 
-def evaluate(component: Component, dataset: Dataset, name: str | None = None) -> MetricResult:
-    """Evaluate one built metric on a dataset."""
+def evaluate(component: Component, dataset: Dataset, name: str | None = None,
+             executor: Executor | None = None) -> MetricResult:
+    """Evaluate one built metric on a dataset; statistics map items over ``executor``."""
     if not len(dataset):
         raise MetricError("the dataset has no items to score")
     ids = dataset.ids
@@ -52,14 +54,7 @@ def evaluate(component: Component, dataset: Dataset, name: str | None = None) ->
                             component.higher_is_better, float(scores.corpus), ids, item_values,
                             per_item, run_signature(component, dataset), details=dict(scores.details))
     if isinstance(component, Statistic):
-        stats = [component.compare(item.candidates, item.references) for item in dataset]
-        item_values = np.array([s.value for s in stats], dtype=float)
-        p = [s.p_value for s in stats]
-        p_values = None if all(x is None for x in p) else np.array([np.nan if x is None else x for x in p])
-        return MetricResult(name or component.spec, component.spec, component.kind,
-                            bool(component.higher_is_better), float(np.mean(item_values)), ids,
-                            item_values, [np.array([v]) for v in item_values],
-                            run_signature(component, dataset), p_values=p_values)
+        return evaluate_statistic(component, dataset, name, executor)
     raise MetricError(f"{component.spec} is a {component.kind}; only distances and statistics can score a dataset")
 
 
@@ -69,6 +64,7 @@ def score(
     *,
     definitions: Mapping[str, Spec] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    executor: Executor | None = None,
 ) -> Results:
     """Score ``dataset`` with each metric spec (or component).
 
@@ -77,6 +73,8 @@ def score(
         metrics: specs such as ``"bleu-4"`` or ``"over-candidates(distance=cider-d, reduce=max)"``.
         definitions: named specs from a config file, usable as metric names.
         progress: called as ``progress(name, done, total)`` before each metric and once at the end.
+        executor: where multi-candidate statistics run their items (serial, local processes,
+            Dask); the values do not depend on it.
     """
     built = [(m if isinstance(m, str) else m.spec, compose(m, METRIC_KINDS, definitions=definitions))
              for m in metrics]
@@ -84,7 +82,7 @@ def score(
     for done, (name, component) in enumerate(built):
         if progress:
             progress(name, done, len(built))
-        results.append(evaluate(component, dataset, name))
+        results.append(evaluate(component, dataset, name, executor))
     if progress:
         progress("", len(built), len(built))
     return Results(dataset.source, len(dataset), dataset.n_candidates, results, list(dataset.skipped),

@@ -66,7 +66,13 @@ class CiderD(BatchDistance):
 
     # -- document frequencies ---------------------------------------------------------------
     def fit(self, references: Sequence[Sequence[str]]) -> CiderD:
-        """Fix the document frequencies from ``references`` (one reference list per image)."""
+        """Fix the document frequencies from ``references`` (one reference list per image).
+
+        With ``df`` naming a file, the file's frequencies stay in force and this is a no-op, so
+        a statistic that fits its distance on the evaluated corpus keeps the user's choice.
+        """
+        if self.df != "corpus":
+            return self
         batch = make_batch(
             self.tokenizer, [""] * len(references), references, self.split, self.name
         )

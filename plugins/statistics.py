@@ -25,6 +25,11 @@ class OverCandidates(Statistic):
     def higher_is_better(self) -> bool:  # type: ignore[override]
         return self.distance.higher_is_better
 
+    def fit(self, references: Sequence[Sequence[str]]) -> OverCandidates:
+        """Fit the distance's corpus statistics on every item's references."""
+        self.distance.fit(references)
+        return self
+
     def compare(self, candidates: Sequence[str], references: Sequence[str]) -> StatResult:
         values = self.distance.score(list(candidates), [list(references)] * len(candidates)).values
         return StatResult(float(self.reduce.reduce(np.asarray(values, dtype=float))))

@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from capmetrics.cli.compare import SampleC, SampleR, SampleSeed
 from capmetrics.component import KINDS
 from capmetrics.errors import CapmetricsError, DataError, SpecError, UnknownComponentError
 
@@ -99,11 +100,19 @@ def score_cli(
     fmt: Annotated[Optional[str], typer.Option("--format", help="json, csv or table.")] = None,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Skip bad items and list them, instead of failing.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Local worker processes for multi-candidate statistics.")] = 1,
+    executor: Annotated[Optional[str], typer.Option(help="serial, processes or dask.")] = None,
+    scheduler: Annotated[Optional[str], typer.Option(help="Dask scheduler address (implies --executor dask).")] = None,
+    sample_candidates: SampleC = None,
+    sample_references: SampleR = None,
+    sample_seed: SampleSeed = 0,
 ) -> None:
     """Score a dataset with one or more metrics (default: coco-caption's set)."""
     from capmetrics.config import Config, load_config
     from capmetrics.data.loaders import load_dataset
+    from capmetrics.parallel import Executor
     from capmetrics.results import OUTPUT_FORMATS
+    from capmetrics.sampling import sample_dataset
     from capmetrics.scoring import DEFAULT_METRICS, score
 
     try:
@@ -123,9 +132,12 @@ def score_cli(
     except CapmetricsError as err:
         fail(err)
     try:
+        run_on = Executor.from_options(executor, jobs, scheduler)
         dataset = load_dataset(data, results, input_format, "skip" if skip_invalid else "raise")
+        if sample_candidates or sample_references:
+            dataset = sample_dataset(dataset, sample_candidates, sample_references, sample_seed)
         with _progress(quiet) as progress:
-            res = score(dataset, specs, definitions=cfg.definitions, progress=progress)
+            res = score(dataset, specs, definitions=cfg.definitions, progress=progress, executor=run_on)
     except DataError as err:
         fail(err)
     except CapmetricsError as err:

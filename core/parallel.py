@@ -1,0 +1,238 @@
+"""Run independent items on an executor: in this process, on local processes or on Dask.
+
+Items are cut into contiguous chunks; each chunk runs ``function(shared, item)`` for its items
+and the chunks' results are joined in item order. Whatever computes an item, its result is
+the same (the statistics seed their Monte-Carlo splits from the item's own texts), so a run
+gives the same bytes with any executor and any number of workers. A failed chunk fails the
+whole run: results are never returned partially.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import CancelledError, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import numpy as np
+
+from capmetrics.component import Statistic, StatResult
+from capmetrics.errors import CapmetricsError
+
+if TYPE_CHECKING:
+    from capmetrics.data.model import Dataset
+    from capmetrics.results import MetricResult
+
+T = TypeVar("T")
+R = TypeVar("R")
+ExecutorName = Literal["serial", "processes", "dask"]
+EXECUTORS: tuple[str, ...] = ("serial", "processes", "dask")
+
+
+class ExecutorError(CapmetricsError, RuntimeError):
+    """The executor failed (unreachable scheduler, dead worker); no results were kept."""
+
+
+@dataclass(frozen=True)
+class Executor:
+    """Where items run.
+
+    Args:
+        kind: ``serial`` (this process), ``processes`` (``jobs`` local processes) or ``dask``.
+        jobs: number of local processes, or of workers of the Dask LocalCluster.
+        address: a Dask scheduler address (``tcp://host:8786``); none starts a LocalCluster.
+        chunk_size: items per task. Chunk boundaries never depend on the executor or on the
+            number of workers, so batched work (n-gram batches, embedding batches) sees the
+            same inputs everywhere and the results are the same bytes.
+        timeout: seconds to wait for a Dask scheduler.
+        dask_processes: LocalCluster workers are processes (True) or threads (False).
+    """
+
+    kind: ExecutorName = "serial"
+    jobs: int = 1
+    address: str | None = None
+    chunk_size: int = 64
+    timeout: float = 10.0
+    dask_processes: bool = True
+
+    @classmethod
+    def from_options(cls, executor: str | None = None, jobs: int = 1, address: str | None = None) -> Executor:
+        """The executor that CLI options name: ``--jobs N`` alone means local processes."""
+        kind = executor or ("dask" if address else "processes" if jobs > 1 else "serial")
+        if kind not in EXECUTORS:
+            raise CapmetricsError(f"unknown executor {kind!r}; use one of {', '.join(EXECUTORS)}")
+        if jobs < 1:
+            raise CapmetricsError(f"--jobs must be at least 1, got {jobs}")
+        return cls(kind, jobs, address)  # type: ignore[arg-type]
+
+    def chunks(self, count: int) -> list[range]:
+        """Contiguous index ranges covering ``count`` items."""
+        size = max(1, self.chunk_size)
+        return [range(start, min(count, start + size)) for start in range(0, count, size)]
+
+
+# ------------------------------------------------------------------------------------------
+# workers
+# ------------------------------------------------------------------------------------------
+_SHARED: dict[str, Any] = {}
+
+
+def _run_chunk(function: Callable[[Any, list[Any]], list[Any]], shared: Any, items: list[Any]) -> list[Any]:
+    out = function(shared, items)
+    if len(out) != len(items):
+        raise ExecutorError(f"a task returned {len(out)} results for {len(items)} items")
+    return out
+
+
+def _set_process_shared(function: Callable[[Any, list[Any]], list[Any]], shared: Any) -> None:
+    _SHARED["function"], _SHARED["shared"] = function, shared
+
+
+def _run_process_chunk(items: Sequence[Any]) -> list[Any]:
+    return _run_chunk(_SHARED["function"], _SHARED["shared"], items)
+
+
+def map_chunks(function: Callable[[T, list[Any]], list[R]], shared: T, items: Sequence[Any],
+               executor: Executor | None = None) -> list[R]:
+    """``function(shared, chunk)`` over contiguous chunks of ``items`` on ``executor``; the
+    chunks' result lists are joined in item order.
+
+    ``function`` must be importable by name (a module-level function) for process and Dask
+    executors; ``shared`` (e.g. a built, fitted statistic) goes once to each worker.
+
+    Raises:
+        ExecutorError: the pool or cluster failed; no partial results are returned.
+    """
+    executor = executor or Executor()
+    chunks = [[items[i] for i in r] for r in executor.chunks(len(items))]
+    if executor.kind == "serial" or not items:
+        parts = [_run_chunk(function, shared, chunk) for chunk in chunks]
+    elif executor.kind == "processes":
+        parts = _map_processes(function, shared, chunks, executor)
+    else:
+        parts = _map_dask(function, shared, chunks, executor)
+    return [result for part in parts for result in part]
+
+
+def _map_processes(function: Callable[[Any, list[Any]], list[Any]], shared: Any, chunks: list[list[Any]],
+                   executor: Executor) -> list[list[Any]]:
+    # fork (Linux) hands ``shared`` to the workers without pickling it
+    method = "fork" if sys.platform.startswith("linux") else "spawn"
+    context = multiprocessing.get_context(method)
+    try:
+        with ProcessPoolExecutor(max_workers=executor.jobs, mp_context=context,
+                                 initializer=_set_process_shared, initargs=(function, shared)) as pool:
+            return list(pool.map(_run_process_chunk, chunks))
+    except BrokenProcessPool as err:
+        raise ExecutorError(f"a worker process died ({err}); the run was stopped and no results "
+                            "were kept") from err
+
+
+def _dask_client(executor: Executor) -> tuple[Any, Any]:
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as err:
+        raise ExecutorError("the Dask executor needs dask[distributed]: pip install 'capmetrics[dask]'") from err
+    if executor.address:
+        try:
+            return Client(executor.address, timeout=executor.timeout), None
+        except (OSError, TimeoutError) as err:
+            raise ExecutorError(f"cannot reach the Dask scheduler at {executor.address} "
+                                f"within {executor.timeout:g} s: {err}") from err
+    cluster = LocalCluster(n_workers=executor.jobs, threads_per_worker=1, processes=executor.dask_processes,
+                           dashboard_address=None)
+    return Client(cluster), cluster
+
+
+def _map_dask(function: Callable[[Any, list[Any]], list[Any]], shared: Any, chunks: list[list[Any]],
+              executor: Executor) -> list[list[Any]]:
+    client, cluster = _dask_client(executor)
+    try:
+        from distributed import KilledWorker
+
+        shared_future = client.scatter(shared, broadcast=True)
+        futures = client.map(_run_chunk, [function] * len(chunks), [shared_future] * len(chunks), chunks,
+                             pure=False)
+        try:
+            return client.gather(futures)
+        except (KilledWorker, CancelledError) as err:
+            raise ExecutorError(f"Dask workers died while running a task ({type(err).__name__}: {err}); "
+                                "the run was stopped and no results were kept") from err
+        except (OSError, TimeoutError) as err:
+            raise ExecutorError(f"lost the connection to the Dask scheduler: {err}") from err
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+# ------------------------------------------------------------------------------------------
+# statistics over items
+# ------------------------------------------------------------------------------------------
+def _compare_chunk(statistic: Statistic, items: list[tuple[list[str], list[str]]]) -> list[StatResult]:
+    many = getattr(statistic, "compare_many", None)
+    with single_threaded_blas():
+        if callable(many):
+            return list(many(items))
+        return [statistic.compare(c, r) for c, r in items]
+
+
+@contextmanager
+def single_threaded_blas() -> Iterator[None]:
+    """One BLAS thread: the statistics' matrices are tiny, so BLAS threads only add overhead
+    (and oversubscribe the cores when items already run on several processes)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # optional: without it BLAS keeps its own setting
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+def compare_items(statistic: Statistic, items: Sequence[tuple[Sequence[str], Sequence[str]]],
+                  executor: Executor | None = None) -> list[StatResult]:
+    """Run ``statistic.compare(candidates, references)`` for every item on ``executor``.
+
+    The statistic is first fitted on all the items' references (e.g. CIDEr-D's document
+    frequencies), in this process, so every worker uses the same fitted state.
+    """
+    fit = getattr(statistic, "fit", None)
+    if callable(fit):
+        fit([list(refs) for _, refs in items])
+    return map_chunks(_compare_chunk, statistic, [(list(c), list(r)) for c, r in items], executor)
+
+
+def evaluate_statistic(component: Statistic, dataset: Dataset, name: str | None = None,
+                       executor: Executor | None = None) -> MetricResult:
+    """A statistic's :class:`MetricResult` on a dataset, items run on ``executor``.
+
+    The corpus value is the mean over the items where the statistic is defined; ``details``
+    lists the undefined items with the reason, counts the p-value methods, and holds the
+    asymptotically exact harmonic mean p-value of the per-item p-values (``hmp``).
+    """
+    from capmetrics.plugins.aggregators import HarmonicMeanP
+    from capmetrics.results import MetricResult
+    from capmetrics.scoring import run_signature
+
+    stats = compare_items(component, [(item.candidates, item.references) for item in dataset], executor)
+    values = np.array([s.value for s in stats], dtype=float)
+    p = [s.p_value for s in stats]
+    p_values = None if all(x is None for x in p) else np.array([np.nan if x is None else x for x in p], dtype=float)
+    defined = np.isfinite(values)
+    details: dict[str, Any] = {
+        "undefined": [{"item": item.id, "problem": s.details.get("undefined", "not finite")}
+                      for item, s, ok in zip(dataset, stats, defined) if not ok],
+        "p_methods": dict(Counter(s.details["p_method"] for s in stats if "p_method" in s.details)),
+    }
+    if p_values is not None and np.isfinite(p_values).any():
+        details["hmp"] = float(HarmonicMeanP()(p_values[np.isfinite(p_values)]))
+    corpus = float(values[defined].mean()) if defined.any() else float("nan")
+    return MetricResult(name or component.spec, component.spec, component.kind, bool(component.higher_is_better),
+                        corpus, dataset.ids, values, [np.array([v]) for v in values],
+                        run_signature(component, dataset), p_values=p_values, details=details)

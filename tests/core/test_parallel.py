@@ -1,0 +1,142 @@
+"""Executors: serial, local processes and Dask give the same bytes; failures are reported."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from capmetrics.errors import CapmetricsError
+from capmetrics.parallel import Executor, ExecutorError, compare_items, map_chunks
+from capmetrics.plugins.trm import TRM
+
+from tests.plugins.test_trm import LineDistance
+
+
+def random_items(count: int, seed: int = 0) -> list[tuple[list[str], list[str]]]:
+    rng = np.random.default_rng(seed)
+    items = []
+    for _ in range(count):
+        n, m = int(rng.integers(2, 7)), int(rng.integers(2, 7))
+        items.append(([repr(float(x)) for x in rng.normal(0, 1, n)], [repr(float(x)) for x in rng.normal(0.3, 1, m)]))
+    items.append((["1.0"], ["2.0", "3.0"]))  # undefined: one candidate
+    return items
+
+
+def as_bytes(results) -> bytes:
+    return json.dumps([[r.value, r.p_value, r.details] for r in results]).encode()
+
+
+@pytest.fixture(scope="module")
+def items():
+    return random_items(40)
+
+
+@pytest.fixture(scope="module")
+def serial_bytes(items):
+    return as_bytes(compare_items(TRM(LineDistance(), permutations=30, seed=1), items))
+
+
+def test_processes_give_the_same_bytes(items, serial_bytes):
+    for chunk in (3, 64):
+        out = compare_items(TRM(LineDistance(), permutations=30, seed=1), items,
+                            Executor("processes", jobs=2, chunk_size=chunk))
+        assert as_bytes(out) == serial_bytes
+    assert "undefined" in json.loads(serial_bytes)[-1][2]
+
+
+def test_dask_gives_the_same_bytes(items, serial_bytes):
+    from distributed import LocalCluster
+
+    out = compare_items(TRM(LineDistance(), permutations=30, seed=1), items,
+                        Executor("dask", jobs=2, chunk_size=7, dask_processes=False))
+    assert as_bytes(out) == serial_bytes
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        out = compare_items(TRM(LineDistance(), permutations=30, seed=1), items,
+                            Executor.from_options(address=cluster.scheduler_address))
+    assert as_bytes(out) == serial_bytes
+
+
+def test_cider_trm_on_the_sample_is_the_same_on_processes():
+    from capmetrics import compose
+    from capmetrics.data.loaders import load_dataset
+    from tests.conftest import SAMPLE
+
+    items = [(i.candidates, i.references) for i in load_dataset(SAMPLE)]
+    serial = compare_items(compose("trm(cider-d)"), items)
+    assert all(0 <= r.value <= 2 and 0 < r.p_value <= 1 for r in serial)
+    parallel = compare_items(compose("trm(cider-d)"), items, Executor("processes", jobs=2, chunk_size=64))
+    assert as_bytes(parallel) == as_bytes(serial)
+
+
+def test_evaluate_statistic_reports_undefined_items_and_the_hmp(items):
+    from capmetrics.data.model import Dataset, Item
+    from capmetrics.parallel import evaluate_statistic
+    from capmetrics.plugins.aggregators import HarmonicMeanP
+
+    dataset = Dataset([Item(k, tuple(r), tuple(c)) for k, (c, r) in enumerate(items)], "mem")
+    res = evaluate_statistic(TRM(LineDistance(), permutations=30, seed=1), dataset, executor=Executor(chunk_size=9))
+    assert res.details["undefined"] == [{"item": 40, "problem": "trm needs at least 2 candidates and 2 "
+                                                                "references, got 1 and 2"}]
+    assert res.corpus == pytest.approx(np.nanmean(res.item_values)) and np.isnan(res.item_values[-1])
+    assert res.details["hmp"] == pytest.approx(HarmonicMeanP()(res.p_values[:-1]))
+    assert sum(res.details["p_methods"].values()) == 40 and res.signature["p_value"] == "auto"
+
+
+def test_unreachable_scheduler_fails_clearly():
+    with pytest.raises(ExecutorError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
+        map_chunks(_double, None, [1, 2, 3], Executor("dask", address="tcp://127.0.0.1:9", timeout=1))
+
+
+def _double(shared, chunk):
+    return [2 * x for x in chunk]
+
+
+def _die_on_three(shared, chunk):
+    if 3 in chunk:
+        os._exit(3)
+    return chunk
+
+
+def test_map_chunks_keeps_order_on_every_executor():
+    data = list(range(23))
+    for executor in (Executor(chunk_size=5), Executor("processes", jobs=2, chunk_size=4)):
+        assert map_chunks(_double, None, data, executor) == [2 * x for x in data]
+
+
+def test_a_dead_process_worker_fails_the_run():
+    with pytest.raises(ExecutorError, match="worker process died"):
+        map_chunks(_die_on_three, None, list(range(8)), Executor("processes", jobs=2, chunk_size=2))
+
+
+def test_a_dead_dask_worker_fails_the_run():
+    import dask
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            pytest.raises(ExecutorError, match="no results were kept"):
+        map_chunks(_die_on_three, None, list(range(4)), Executor("dask", jobs=1, chunk_size=2))
+
+
+def test_executor_from_options():
+    assert Executor.from_options().kind == "serial"
+    assert Executor.from_options(jobs=2) == Executor("processes", 2)
+    assert Executor.from_options(address="tcp://h:8786").kind == "dask"
+    with pytest.raises(CapmetricsError, match="unknown executor 'threads'"):
+        Executor.from_options("threads")
+    with pytest.raises(CapmetricsError, match="at least 1"):
+        Executor.from_options(jobs=0)
+    assert [len(r) for r in Executor(jobs=1, chunk_size=4).chunks(10)] == [4, 4, 2]
+
+
+def test_statistics_are_fitted_once_on_all_references():
+    seen = []
+
+    class Fitting(LineDistance):
+        def fit(self, references):
+            seen.append([list(r) for r in references])
+            return self
+
+    compare_items(TRM(Fitting()), [(["0", "1"], ["2", "3"]), (["4", "5"], ["6", "7"])])
+    assert seen == [[["2", "3"], ["6", "7"]]]
