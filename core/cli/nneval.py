@@ -1,0 +1,119 @@
+"""``capmetrics nneval train`` and ``capmetrics nneval score`` (the NNEval learned metric)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from capmetrics.errors import CapmetricsError, SpecError, UnknownComponentError
+
+DEFAULT_CACHE = Path.home() / ".cache" / "capmetrics" / "nneval"
+
+
+def _training_images(train: Path | None, flickr8k_split: str | None, root: Path | None):  # type: ignore[no-untyped-def]
+    from capmetrics.data.loaders import load_dataset
+    from capmetrics.meta import flickr8k_root
+    from capmetrics.plugins._nneval_data import load_flickr8k_split
+
+    if (train is None) == (flickr8k_split is None):
+        raise SpecError("give either --train DATASET or --flickr8k-split train|dev|test")
+    if train is not None:
+        return load_dataset(train)
+    return load_flickr8k_split(flickr8k_root(root), flickr8k_split)  # type: ignore[arg-type]
+
+
+def _validation(spec: str | None, root: Path | None, fraction: float, seed: int):  # type: ignore[no-untyped-def]
+    """Validation judgments: a preset name or a JSONL file, optionally one seeded half of its images."""
+    from capmetrics.cli.meta import load_judgments_arg
+    from capmetrics.data.judgments import Judgments
+    from capmetrics.meta import PRESETS
+
+    if spec is None:
+        return None
+    preset = spec if spec in PRESETS else None
+    judgments, _ = load_judgments_arg(None if preset else spec, preset, root, None)
+    if not isinstance(judgments, Judgments):
+        raise SpecError(f"{spec}: early stopping needs rated judgments, not pairwise ones")
+    if fraction < 1:
+        first, _ = judgments.split_by_group(fraction, seed)
+        judgments = judgments.subset(first)
+    return judgments
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``nneval`` command group to the ``capmetrics`` application."""
+    group = typer.Typer(help="Train and use the NNEval learned metric.", no_args_is_help=True)
+    app.add_typer(group, name="nneval")
+
+    @group.command("train")
+    def train_cli(
+        out: Annotated[Path, typer.Argument(help="Folder to write the model to.")],
+        train: Annotated[Path | None, typer.Option(help="Captioned dataset whose references give the training images.")] = None,
+        flickr8k_split: Annotated[str | None, typer.Option(help="Train on a Flickr8k split (train, dev, test) from --root.")] = None,
+        root: Annotated[Path | None, typer.Option(help="Folder of the raw Flickr8k files (or $CAPMETRICS_FLICKR8K).")] = None,
+        system_output: Annotated[Path | None, typer.Option(help="Machine captions per image (JSON, COCO results or JSONL); default: impostors.")] = None,
+        validation: Annotated[str | None, typer.Option(help="Early-stopping judgments: flickr8k-expert, flickr8k-cf or a JSONL file.")] = None,
+        validation_fraction: Annotated[float, typer.Option(help="Use this seeded share of the validation images (the rest stays unseen).")] = 1.0,
+        learner: Annotated[str, typer.Option(help="Learner spec, e.g. 'nneval(lr=0.001, patience=20)'.")] = "nneval",
+        feature: Annotated[list[str] | None, typer.Option("--feature", "-f", help="Feature metric spec; repeat. Default: the paper's set.")] = None,
+        impostor_pool: Annotated[int, typer.Option(help="Draw impostors from this many nearest captions of other images (0: all).")] = 0,
+        impostor_sampling: Annotated[str, typer.Option(help="Ranks of the impostors within the pool: uniform or log-rank.")] = "uniform",
+        seed: Annotated[int, typer.Option(help="Seeds the training set, the validation split and the network.")] = 0,
+        cache: Annotated[Path | None, typer.Option(help="Feature cache folder.")] = DEFAULT_CACHE,
+    ) -> None:
+        """Train NNEval: human vs machine captions, early-stopped on human judgments."""
+        from capmetrics.cli import fail
+        from capmetrics.plugins._nneval_data import build_training_set, load_system_output
+        from capmetrics.registry.compose import compose
+
+        try:
+            params: dict[str, object] = {"seed": seed, "cache_dir": str(cache) if cache else None}
+            if feature:
+                params["features"] = list(feature)
+            model = compose(learner, "learner", **params)
+        except (SpecError, UnknownComponentError) as err:
+            fail(err, 2)
+        try:
+            images = _training_images(train, flickr8k_split, root)
+            machine = load_system_output(system_output) if system_output else None
+            training = build_training_set(images, system_output=machine, impostor_pool=impostor_pool,
+                                          impostor_sampling=impostor_sampling, seed=seed)
+            judged = _validation(validation, root, validation_fraction, seed)
+            typer.echo(f"training on {len(training)} candidates from {len(images)} images", err=True)
+            model.fit(training, judged)  # type: ignore[attr-defined]
+            model.save(out)  # type: ignore[attr-defined]
+        except SpecError as err:
+            fail(err, 2)
+        except CapmetricsError as err:
+            fail(err)
+        log = model.log_  # type: ignore[attr-defined]
+        best = f", validation tau {log.validation[log.best_epoch]:.4f}" if log.validation else ""
+        typer.echo(f"wrote {out} (epoch {log.best_epoch + 1} of {len(log.loss)}{best})", err=True)
+
+    @group.command("score")
+    def score_cli(
+        data: Annotated[Path, typer.Argument(help="Dataset to score (any format `capmetrics score` reads).")],
+        model: Annotated[Path, typer.Option(help="Model folder written by `capmetrics nneval train`.")],
+        fmt: Annotated[str, typer.Option("--format", help="json, csv or table.")] = "table",
+        out: Annotated[Path | None, typer.Option(help="Write the results to this file.")] = None,
+    ) -> None:
+        """Score a dataset with a trained NNEval model (same as --metric 'nneval(model=PATH)')."""
+        import json
+
+        from capmetrics.cli import fail
+        from capmetrics.data.loaders import load_dataset
+        from capmetrics.scoring import score
+
+        try:
+            spec = f"nneval(model={json.dumps(str(model))})"
+            results = score(load_dataset(data), [spec])
+        except (SpecError, UnknownComponentError) as err:
+            fail(err, 2)
+        except CapmetricsError as err:
+            fail(err)
+        if out:
+            results.write(out, fmt)
+            typer.echo(f"wrote {out}", err=True)
+        else:
+            typer.echo(results.render(fmt), nl=False)
