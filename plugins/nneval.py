@@ -1,0 +1,348 @@
+"""NNEval (Sharif et al., ECCV 2018): a learned caption metric over other metrics' scores.
+
+The learner ``nneval`` fits a ReLU MLP that tells human captions (class 1) from machine captions
+(class 0) on a feature vector of metric scores, early-stopped on the Kendall τ between P(human)
+and validation human judgments. Saved, it is the distance ``nneval(model=PATH)``: the score of
+a caption is P(human). Defaults follow the paper; the released code's choices are options
+(``scaling=none``, ``init=he-normal``, ``lr_decay=0.5``/``decay_every=3``). See docs/metrics/nneval.md.
+
+Non-finite feature values (e.g. a WMD with no shared vocabulary) follow ``nonfinite``:
+``worst`` replaces each by the feature's worst finite training value (its minimum for a
+similarity, its maximum for a distance) and counts the replacements in the model file; ``raise``
+refuses them. No example is ever dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from capmetrics import Distance, Learner, Scores, hookimpl
+from capmetrics.errors import MetricError, NotFittedError, UnknownComponentError
+
+MODEL_FORMAT = "capmetrics-nneval"
+MODEL_JSON = "nneval.json"
+WEIGHTS = "weights.npz"
+
+#: The paper's feature set (SPICE is added when its plugin is usable).
+PAPER_FEATURES = ("cider-d", "bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "wmd")
+
+
+def _build(spec: str) -> Distance:
+    from capmetrics.registry.compose import compose
+
+    return compose(spec, "distance")  # type: ignore[return-value]
+
+
+def paper_features() -> list[str]:
+    """The paper's features that the installed plugins provide (SPICE only when it runs)."""
+    from capmetrics.registry import get_registry
+
+    names = set(get_registry().names("distance"))
+    chosen = [f for f in PAPER_FEATURES if f in names]
+    missing = [f for f in PAPER_FEATURES if f not in names]
+    if missing:
+        warnings.warn(f"NNEval: feature metric(s) {', '.join(missing)} not installed; training without them",
+                      stacklevel=3)
+    if "spice" in names and _spice_usable():
+        chosen.insert(0, "spice")
+    return chosen
+
+
+def _spice_usable() -> bool:
+    """SPICE runs only with Java and the user-supplied CoreNLP jars (see the spice plugin)."""
+    import shutil
+
+    try:
+        from capmetrics.plugins.spice import find_corenlp
+
+        find_corenlp(None)
+    except (ImportError, MetricError):
+        return False
+    return shutil.which("java") is not None
+
+
+def check_features(specs: Sequence[str], source: str) -> list[Distance]:
+    """Build every feature metric; name all that no installed plugin provides."""
+    built, missing = [], []
+    for spec in specs:
+        try:
+            built.append(_build(spec))
+        except UnknownComponentError:
+            missing.append(spec)
+    if missing:
+        raise MetricError(f"{source} needs the feature metric(s) {', '.join(map(repr, missing))}, which no "
+                          "installed plugin provides; install the plugin(s) (e.g. pip install 'capmetrics[all]')")
+    return built
+
+
+class NNEval(Learner):
+    """The NNEval learner: an MLP over metric scores trained on human-vs-machine captions.
+
+    Args:
+        features: feature metric specs; ``None`` for the paper's set (CIDEr-D, BLEU-1..4,
+            METEOR, WMD similarity, and SPICE when available) as far as installed.
+        hidden: sizes of the hidden ReLU layers.
+        scaling: ``minmax`` (paper: each feature to [-1, 1] over the training data) or ``none``
+            (released code).
+        init: ``glorot-uniform`` (paper) or ``he-normal`` (released code).
+        l2: weight of ½·Σ‖W‖² (biases not regularised).
+        lr: Adam learning rate.
+        batch_size: mini-batch size (paper 75).
+        max_epochs: at most this many epochs (paper 500).
+        patience: stop after this many epochs without a better validation τ (0: run all).
+        lr_decay: multiply the learning rate by this every ``decay_every`` epochs (0: never).
+        decay_every: see ``lr_decay`` (released code: 0.5 every 3 epochs).
+        validation_rating: per validation item, the ``mode`` (paper; ties: median of the modes)
+            or ``mean`` of its ratings, or ``all`` rating points.
+        kendall: τ variant for early stopping, ``b`` or ``c``.
+        nonfinite: ``worst`` or ``raise`` (module docstring).
+        seed: seeds initialisation and mini-batch order.
+        cache_dir: folder for cached feature matrices (``None``: no cache).
+    """
+
+    name = "nneval"
+
+    def __init__(self, features: list[str] | None = None, hidden: list[int] = [72, 72],  # noqa: B006
+                 scaling: Literal["minmax", "none"] = "minmax",
+                 init: Literal["glorot-uniform", "he-normal"] = "glorot-uniform", l2: float = 1e-4,
+                 lr: float = 1e-3, batch_size: int = 75, max_epochs: int = 500, patience: int = 20,
+                 lr_decay: float = 1.0, decay_every: int = 0,
+                 validation_rating: Literal["mode", "mean", "all"] = "mode", kendall: Literal["b", "c"] = "b",
+                 nonfinite: Literal["worst", "raise"] = "worst", seed: int = 0, cache_dir: str | None = None) -> None:
+        self.features = features
+        self.hidden = hidden
+        self.scaling = scaling
+        self.init = init
+        self.l2 = l2
+        self.lr = lr
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.lr_decay = lr_decay
+        self.decay_every = decay_every
+        self.validation_rating = validation_rating
+        self.kendall = kendall
+        self.nonfinite = nonfinite
+        self.seed = seed
+        self.cache_dir = cache_dir
+
+    # -- features ---------------------------------------------------------------------------
+    def feature_specs(self) -> list[str]:
+        """The fitted feature specs, else the configured ones (resolving ``None``)."""
+        if hasattr(self, "features_"):
+            return list(self.features_)
+        return list(self.features) if self.features is not None else paper_features()
+
+    def raw_features(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:
+        """Feature matrix (candidates × features) before the non-finite policy and scaling."""
+        from capmetrics.plugins._nneval_data import feature_matrix
+
+        metrics = check_features(self.feature_specs(), "NNEval")
+        return feature_matrix(metrics, candidates, references, self.cache_dir)
+
+    def _clean(self, x: np.ndarray, fitting: bool) -> np.ndarray:
+        bad = ~np.isfinite(x)
+        if fitting:
+            counts = bad.sum(axis=0)
+            self.nonfinite_counts_ = {s: int(c) for s, c in zip(self.features_, counts)}
+            if bad.all(axis=0).any():
+                raise MetricError("NNEval: feature(s) with no finite training value: "
+                                  + ", ".join(s for s, b in zip(self.features_, bad.all(axis=0)) if b))
+        if not bad.any():
+            return x
+        if self.nonfinite == "raise":
+            cols = [s for s, b in zip(self.features_, bad.any(axis=0)) if b]
+            rows = np.flatnonzero(bad.any(axis=1))
+            raise MetricError(f"NNEval: {int(bad.sum())} non-finite feature value(s) in {', '.join(cols)} "
+                              f"(first at candidate {rows[0]}); use nonfinite=worst to replace them")
+        return np.where(bad, self.fill_[None, :], x)
+
+    def _worst(self, x: np.ndarray) -> np.ndarray:
+        higher = np.array([_build(s).higher_is_better for s in self.features_])
+        masked = np.where(np.isfinite(x), x, np.nan)
+        return np.where(higher, np.nanmin(masked, axis=0), np.nanmax(masked, axis=0))
+
+    def _inputs(self, raw: np.ndarray) -> np.ndarray:
+        x = self._clean(np.asarray(raw, dtype=float), fitting=False)
+        return self.scaler_.transform(x) if self.scaler_ is not None else x
+
+    # -- training -----------------------------------------------------------------------------
+    def fit(self, training: Any, validation: Any = None) -> NNEval:
+        """Fit on a :class:`~capmetrics.plugins._nneval_data.TrainingSet`, early-stopping on
+        :class:`~capmetrics.data.judgments.Judgments` when given."""
+        self.features_ = self.feature_specs()
+        x = self.raw_features(training.candidates, training.references)
+        val = None
+        if validation is not None:
+            cands, refs, _ = validation.dataset.flat_pairs()
+            val = (self.raw_features(cands, refs), validation)
+        return self.fit_features(x, training.labels, val)
+
+    def fit_features(self, x: np.ndarray, labels: np.ndarray,
+                     validation: tuple[np.ndarray, Any] | None = None) -> NNEval:
+        """Fit on precomputed raw features; ``validation`` = (raw features per item, Judgments)."""
+        from capmetrics.plugins._nneval_model import MLP, MinMaxScaler, train
+
+        if not hasattr(self, "features_"):
+            self.features_ = self.feature_specs()
+        x = np.asarray(x, dtype=float)
+        labels = np.asarray(labels, dtype=int)
+        if x.shape != (labels.size, len(self.features_)):
+            raise MetricError(f"NNEval: feature matrix {x.shape} does not match {labels.size} labels × "
+                              f"{len(self.features_)} features")
+        if set(np.unique(labels)) != {0, 1}:
+            raise MetricError("NNEval needs both human (1) and machine (0) training candidates")
+        self.fill_ = self._worst(x)
+        x = self._clean(x, fitting=True)
+        self.scaler_ = MinMaxScaler.fit(x) if self.scaling == "minmax" else None
+        inputs = self.scaler_.transform(x) if self.scaler_ is not None else x
+        rng = np.random.default_rng(self.seed)
+        self.mlp_ = MLP.create([x.shape[1], *self.hidden, 2], self.init, rng)
+        validate = None
+        if validation is not None:
+            validate = self._validator(*validation)
+        self.log_ = train(self.mlp_, inputs, labels, lr=self.lr, batch_size=self.batch_size, l2=self.l2,
+                          max_epochs=self.max_epochs, patience=self.patience, lr_decay=self.lr_decay,
+                          decay_every=self.decay_every, rng=rng, validate=validate)
+        self.n_train_ = {"human": int(labels.sum()), "machine": int((labels == 0).sum())}
+        if validate is not None and self.log_.best_epoch < 0:
+            warnings.warn("NNEval: no epoch gave a defined validation tau (every caption scored alike); "
+                          "the initial weights were kept. Lower lr.", stacklevel=2)
+        return self
+
+    def _validator(self, raw: np.ndarray, judgments: Any) -> Callable[[Any], float]:
+        from capmetrics.meta import correlations
+
+        inputs = self._inputs(raw)
+        key = f"kendall_{self.kendall}"
+        if self.validation_rating == "all":
+            index, rating = judgments.point_item, judgments.point_rating
+        else:
+            index, rating = np.arange(len(judgments.dataset)), judgments.item_rating(self.validation_rating)
+
+        def validate(model: Any) -> float:
+            value = correlations(model.predict(inputs)[index], rating)[key]
+            return -np.inf if np.isnan(value) else value
+
+        return validate
+
+    # -- use ------------------------------------------------------------------------------------
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "mlp_"):
+            raise NotFittedError("NNEval is not fitted; call fit() or NNEval.load(path)")
+
+    def predict_features(self, raw: np.ndarray) -> np.ndarray:
+        """P(human) from raw feature rows."""
+        self._check_fitted()
+        return self.mlp_.predict(self._inputs(raw))
+
+    def predict(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:
+        """P(human) of each candidate against its references."""
+        self._check_fitted()
+        return self.predict_features(self.raw_features(candidates, references))
+
+    # -- persistence ------------------------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        """Write ``path/nneval.json`` (features, scaler, settings, training log) and ``path/weights.npz``."""
+        self._check_fitted()
+        folder = Path(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        arrays = {f"w{i}": w for i, w in enumerate(self.mlp_.weights)}
+        arrays.update({f"b{i}": b for i, b in enumerate(self.mlp_.biases)})
+        np.savez(folder / WEIGHTS, **arrays)
+        from capmetrics import __version__
+
+        meta = {
+            "format": MODEL_FORMAT, "version": 1, "capmetrics": __version__,
+            "features": self.features_,
+            "feature_signatures": [_build(s).signature() for s in self.features_],
+            "scaler": None if self.scaler_ is None else self.scaler_.to_json(),
+            "fill": self.fill_.tolist(),
+            "params": {k: v for k, v in self.get_params().items() if k not in ("features", "cache_dir")},
+            "training": {"examples": self.n_train_, "nonfinite_replaced": self.nonfinite_counts_,
+                         "best_epoch": self.log_.best_epoch + 1, "epochs_run": len(self.log_.loss),
+                         "loss": self.log_.loss, "validation_kendall": self.log_.validation},
+        }
+        (folder / MODEL_JSON).write_text(json.dumps(meta, indent=1), encoding="utf-8")
+        return folder
+
+    @classmethod
+    def load(cls, path: str | Path) -> NNEval:
+        """Load a model written by :meth:`save` (the folder or its ``nneval.json``)."""
+        from capmetrics.plugins._nneval_model import MLP, MinMaxScaler
+
+        folder = Path(path)
+        folder = folder.parent if folder.name == MODEL_JSON else folder
+        if not (folder / MODEL_JSON).is_file() or not (folder / WEIGHTS).is_file():
+            raise MetricError(f"{folder} is not an NNEval model: expected {MODEL_JSON} and {WEIGHTS} in it")
+        meta = json.loads((folder / MODEL_JSON).read_text(encoding="utf-8"))
+        if meta.get("format") != MODEL_FORMAT:
+            raise MetricError(f"{folder / MODEL_JSON} is not a {MODEL_FORMAT} file")
+        check_features(meta["features"], f"NNEval model {folder}")
+        model = cls(features=list(meta["features"]), **meta["params"])
+        model.features_ = list(meta["features"])
+        arrays = np.load(folder / WEIGHTS)
+        n = len([k for k in arrays.files if k.startswith("w")])
+        model.mlp_ = MLP([arrays[f"w{i}"] for i in range(n)], [arrays[f"b{i}"] for i in range(n)])
+        scaler = meta["scaler"]
+        model.scaler_ = None if scaler is None else MinMaxScaler(np.array(scaler["lo"]), np.array(scaler["hi"]))
+        model.fill_ = np.array(meta["fill"], dtype=float)
+        model.training_ = meta["training"]
+        return model
+
+
+def model_digest(path: str | Path) -> str:
+    """SHA-256 (first 16 hex digits) of a saved model's two files."""
+    folder = Path(path)
+    folder = folder.parent if folder.name == MODEL_JSON else folder
+    h = hashlib.sha256()
+    for name in (MODEL_JSON, WEIGHTS):
+        file = folder / name
+        h.update(file.read_bytes() if file.is_file() else b"")
+    return h.hexdigest()[:16]
+
+
+class NNEvalMetric(Distance):
+    """A trained NNEval model as a metric: P(human-written) of each candidate.
+
+    Args:
+        model: folder written by ``capmetrics nneval train`` (or ``NNEval.save``).
+    """
+
+    name = "nneval"
+    distance_offset = 1.0
+
+    def __init__(self, model: str = "") -> None:
+        self.model = model
+
+    def learner(self) -> NNEval:
+        """The loaded model (loaded once)."""
+        if not self.model:
+            raise MetricError("nneval needs a trained model: nneval(model=PATH)")
+        cached = self.__dict__.get("_learner")
+        if cached is None:
+            cached = self.__dict__["_learner"] = NNEval.load(self.model)
+        return cached
+
+    def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
+        values = self.learner().predict(candidates, references)
+        return Scores(values, float(values.mean()) if values.size else float("nan"))
+
+    def signature_extra(self) -> dict[str, str]:
+        return {"model_sha256": model_digest(self.model)} if self.model else {}
+
+
+@hookimpl
+def register_learners(register: Callable[..., None]) -> None:
+    register(NNEval)
+
+
+@hookimpl
+def register_distances(register: Callable[..., None]) -> None:
+    register(NNEvalMetric)
