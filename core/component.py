@@ -256,6 +256,12 @@ class ProbabilitySource(Component):
 
     kind = "probability-source"
 
+    def probabilities(self, dataset: Any) -> Any:
+        """Per item, per reference, per position (END included): the probability of the
+        reference token and whether it was the model's top choice, as
+        ``capmetrics.plugins.pregen.RaggedProbs`` (flat arrays with offsets)."""
+        raise NotImplementedError
+
 
 #: The base class of each kind, used to resolve nested specs by parameter annotation.
 KIND_BASES: dict[str, type[Component]] = {

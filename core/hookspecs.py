@@ -105,6 +105,18 @@ def register_probability_sources(register: Callable[..., Any]) -> None:
 
 
 @hookspec
+def register_pregen_tiers(register: Callable[..., Any]) -> None:
+    """Register pre-gen tier options: tier-1 token filters and tier-2 sentence scores, or
+    aggregators offered at tiers 3 and 4. Every composition picks them up.
+
+    :param register: call ``register(cls)`` once per
+        ``capmetrics.plugins.pregen.TokenFilter`` or ``SentenceScore`` subclass, or
+        ``register(name)`` with the name of a registered aggregator.
+    :return: nothing; the return value is ignored.
+    """
+
+
+@hookspec
 def register_commands(app: typer.Typer) -> None:
     """Add commands or command groups to the ``capmetrics`` command line.
 

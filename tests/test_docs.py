@@ -24,7 +24,8 @@ def hook_names() -> list[str]:
 def test_every_hook_is_in_the_module():
     assert set(hook_names()) == {
         "register_distances", "register_embedders", "register_aggregators", "register_statistics",
-        "register_tokenizers", "register_learners", "register_probability_sources", "register_commands",
+        "register_tokenizers", "register_learners", "register_probability_sources", "register_pregen_tiers",
+        "register_commands",
     }
 
 
@@ -43,13 +44,22 @@ def test_no_documented_hook_is_missing_from_the_code():
     assert sorted(headings) == sorted(hook_names())
 
 
-def test_components_page_is_up_to_date(monkeypatch):
+def test_components_page_is_up_to_date():
     """docs/components.md lists every bundled component; regenerate it with
     ``python docs/generate_components.py``."""
+    assert (ROOT / "docs" / "components.md").read_text(encoding="utf-8") == _generator("generate_components").render()
+
+
+def _generator(name: str):  # type: ignore[no-untyped-def]
     import importlib.util
 
-    monkeypatch.setenv("CAPMETRICS_DISABLE_PLUGIN_AUTOLOAD", "1")
-    spec = importlib.util.spec_from_file_location("generate_components", ROOT / "docs" / "generate_components.py")
+    spec = importlib.util.spec_from_file_location(name, ROOT / "docs" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert (ROOT / "docs" / "components.md").read_text(encoding="utf-8") == module.render()
+    return module
+
+
+def test_cli_page_is_up_to_date():
+    """docs/usage/cli.md documents every command and option; regenerate it with
+    ``python docs/generate_cli.py``."""
+    assert (ROOT / "docs" / "usage" / "cli.md").read_text(encoding="utf-8") == _generator("generate_cli").render()

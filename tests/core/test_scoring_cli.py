@@ -138,5 +138,8 @@ def test_config_file_names_components(overlap, tmp_path):
 
 
 def test_debug_shows_traceback(overlap):
-    result = runner.invoke(app, ["--debug", "score", str(SAMPLE), "-m", "overlapp"])
-    assert result.exit_code != 0 and isinstance(result.exception, capmetrics.UnknownComponentError)
+    try:
+        result = runner.invoke(app, ["--debug", "score", str(SAMPLE), "-m", "overlapp"])
+        assert result.exit_code != 0 and isinstance(result.exception, capmetrics.UnknownComponentError)
+    finally:
+        runner.invoke(app, ["plugins", "--kind", "learner"])  # resets the debug flag for later tests

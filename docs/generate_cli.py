@@ -1,0 +1,57 @@
+"""Regenerate docs/usage/cli.md from the command definitions: ``python docs/generate_cli.py``.
+
+tests/test_docs.py fails when the committed page differs from what this renders."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from typing import Any
+
+import typer
+
+from capmetrics.cli import get_app
+
+HEADER = """# Command line
+
+`capmetrics` is a typer application. Errors print one message on stderr and exit non-zero
+(2 for usage and spec errors, 1 for data and metric errors); `--debug` (or `CAPMETRICS_DEBUG=1`)
+shows the traceback instead. Plugins can add commands through the `register_commands` hook.
+This page is generated from the commands themselves (`python docs/generate_cli.py`).
+"""
+
+
+def _param(p: Any) -> str:
+    if p.param_type_name == "argument":
+        return f"| `{p.name.upper()}` | argument{'' if p.required else ' (optional)'} | |"
+    names = ", ".join(f"`{o}`" for o in (*p.opts, *p.secondary_opts))
+    empty = p.default is None or p.default is False or p.default == () or callable(p.default)
+    default = "" if empty else f"default `{p.default}`"
+    text = (getattr(p, "help", "") or "").replace("|", "/").replace("\n", " ")
+    return f"| {names} | {text} | {default} |"
+
+
+def _command(path: str, cmd: Any, out: list[str]) -> None:
+    if hasattr(cmd, "commands"):
+        for name in sorted(cmd.commands):
+            _command(f"{path} {name}", cmd.commands[name], out)
+        return
+    out += [f"## `{path}`", "", " ".join((cmd.help or "").split()), ""]
+    params = [p for p in cmd.params if p.name != "help"]
+    if params:
+        out += ["| parameter | meaning | default |", "| --- | --- | --- |", *map(_param, params), ""]
+
+
+def render() -> str:
+    root = typer.main.get_command(get_app())
+    out = [HEADER, "Global options: " + ", ".join(f"`{o}`" for p in root.params for o in p.opts) + "", ""]
+    for name in sorted(root.commands):
+        _command(f"capmetrics {name}", root.commands[name], out)
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    target = Path(__file__).parent / "usage" / "cli.md"
+    target.write_text(render(), encoding="utf-8")
+    sys.stdout.write(f"wrote {target}\n")
