@@ -76,8 +76,9 @@ class GeoMean(_Ufunc):
     def _reduce(values: np.ndarray, axis: int = -1) -> np.ndarray:
         if (values < 0).any():
             raise ValueError("geomean of negative values is undefined")
-        with np.errstate(divide="ignore"):
-            return np.exp(np.mean(np.log(values), axis=axis))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.exp(np.mean(np.log(values), axis=axis))
+        return np.where((values == 0).any(axis=axis), 0.0, out)
 
 
 class Max(_Ufunc):
