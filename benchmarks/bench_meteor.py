@@ -25,11 +25,11 @@ def timed(fn: Callable[[], object]) -> tuple[float, object]:
     return time.perf_counter() - start, out
 
 
-def scorers(cands: list[str], refs: list[list[str]]) -> dict[str, Callable[[], np.ndarray]]:
+def scorers(cands: list[str], refs: list[list[str]], jobs: list[int]) -> dict[str, Callable[[], np.ndarray]]:
     """name -> a call that scores the benchmark and returns the per-caption values (JVM started lazily)."""
     from pycocoevalcap.meteor.meteor import Meteor as CocoMeteor
 
-    ours = Meteor(tokenizer=WhitespaceTokenizer())
+    ours = {j: Meteor(tokenizer=WhitespaceTokenizer(), jobs=j) for j in jobs}
     gts, res = {i: r for i, r in enumerate(refs)}, {i: [c] for i, c in enumerate(cands)}
     coco: list[CocoMeteor] = []
 
@@ -37,20 +37,23 @@ def scorers(cands: list[str], refs: list[list[str]]) -> dict[str, Callable[[], n
         coco[:] = coco or [CocoMeteor()]  # its JVM starts in the constructor
         return np.asarray(coco[0].compute_score(gts, res)[1])
 
-    return {"capmetrics": lambda: ours.score(cands, refs).values, "pycocoevalcap": theirs}
+    runs: dict[str, Callable[[], np.ndarray]] = {
+        f"capmetrics j={j}": (lambda m=m: m.score(cands, refs).values) for j, m in ours.items()}
+    return {**runs, "pycocoevalcap": theirs}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=os.environ.get("CAPMETRICS_FLICKR8K", "/work/shared/data/flickr8k"))
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2], help="capmetrics JVM counts to time")
     args = parser.parse_args()
     dataset, _ = load_expert(args.root)
     ptb = PTBTokenizer()
     cands = ptb.tokenize_joined([it.candidates[0] for it in dataset])
     refs = [ptb.tokenize_joined(list(it.references)) for it in dataset]
     print(f"Flickr8k-Expert: {len(cands)} candidates, {sum(map(len, refs))} references, load {os.getloadavg()[0]:.1f}")
-    runs = scorers(cands, refs)
+    runs = scorers(cands, refs, args.jobs)
     cold, warm, values = {}, {name: [] for name in runs}, {}
     for name, run in runs.items():  # cold: JVM start + paraphrase table + the first call
         cold[name], values[name] = timed(run)
@@ -60,9 +63,14 @@ def main() -> None:
     print(f"{'':16}{'cold (s)':>10}{'warm (s)':>10}{'warm pairs/s':>14}")
     for name in runs:
         print(f"{name:16}{cold[name]:10.2f}{min(warm[name]):10.2f}{len(cands) / min(warm[name]):14.0f}")
-    ratio = {k: d["pycocoevalcap"] / d["capmetrics"] for k, d in (("cold", cold), ("warm", {n: min(w) for n, w in warm.items()}))}
-    print(f"speed-up (pycocoevalcap time / capmetrics time): cold x{ratio['cold']:.2f}, warm x{ratio['warm']:.2f}; "
-          f"identical per-caption values: {np.array_equal(values['capmetrics'], values['pycocoevalcap'])}")
+    for name in runs:
+        if name == "pycocoevalcap":
+            continue
+        best = min(warm[name])
+        print(f"{name}: speed-up over pycocoevalcap cold x{cold['pycocoevalcap'] / cold[name]:.2f}, "
+              f"warm x{min(warm['pycocoevalcap']) / best:.2f}; identical per-caption values: "
+              f"{np.array_equal(values[name], values['pycocoevalcap'])}")
+
 
 if __name__ == "__main__":
     main()

@@ -141,6 +141,12 @@ class LineProcess:
         """Process id of the running child, or None."""
         return self._proc.pid if self._proc is not None else None
 
+    def ensure_started(self) -> None:
+        """Start the child now (and answer its probe) if it is not running."""
+        with self._lock:
+            if self._proc is None:
+                self._start()
+
     def request(self, lines: Sequence[str], n_replies: int, timeout: float) -> list[str]:
         """Send ``lines`` (each without its newline) and return the next ``n_replies`` lines.
 

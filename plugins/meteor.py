@@ -17,6 +17,7 @@ answer) and still counts its references' length in the corpus value.
 from __future__ import annotations
 
 import hashlib
+import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterator, Sequence
@@ -111,8 +112,9 @@ class Meteor(Distance):
         memory: the JVM's maximum heap (``-Xmx``); coco-caption uses 2G.
         max_tokens: longer captions are cut to their first ``max_tokens`` tokens (with a
             warning); None keeps them whole.
-        jobs: JVMs that score the batches of one call in parallel (each holds ~1.4 GB); the
-            values do not depend on it.
+        jobs: JVMs that share the batches of one call (each holds ~1.4 GB). 2 scores a warm
+            run about 1.8x faster on two cores but starts slower, so it pays off for long runs
+            and repeated calls; the values do not depend on it.
     """
 
     name = "meteor"
@@ -126,7 +128,7 @@ class Meteor(Distance):
         java: str | None = None,
         memory: str = "2G",
         max_tokens: int | None = 256,
-        jobs: int = 2,
+        jobs: int = 1,
     ) -> None:
         self.tokenizer = tokenizer
         self.timeout = timeout
@@ -211,18 +213,27 @@ class Meteor(Distance):
         batches = list(_batches(lines, sizes))
         workers = min(self.jobs, len(batches))
 
-        def run(k: int) -> list[list[str]]:
+        replies: list[list[str] | None] = [None] * len(batches)
+        pending = iter(range(len(batches)))
+        lock = threading.Lock()
+
+        def run(k: int) -> None:
+            # Work sharing: a JVM still starting takes no batch, so the running ones go on.
             process = self._process(k)
-            return [process.request(b, len(b), self.timeout) for b in batches[k::workers]]
+            process.ensure_started()
+            while True:
+                with lock:
+                    i = next(pending, None)
+                if i is None:
+                    return
+                replies[i] = process.request(batches[i], len(batches[i]), self.timeout)
 
         if workers == 1:
-            per_worker = [run(0)]
+            run(0)
         else:
             with ThreadPoolExecutor(workers) as pool:
-                per_worker = list(pool.map(run, range(workers)))
-        stats: list[str] = []
-        for i in range(len(batches)):
-            stats += per_worker[i % workers][i // workers]
+                list(pool.map(run, range(workers)))
+        stats = [line for reply in replies for line in reply or ()]
         values = _floats(self._process().request([eval_line(stats)], len(stats) + 1, self.timeout))
         return Scores(np.asarray(values[:-1], dtype=float), values[-1])
 

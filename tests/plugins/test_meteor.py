@@ -273,3 +273,16 @@ def test_killed_mid_batch_returns_every_score(jar: Meteor, expert_scores) -> Non
     assert time.monotonic() - start > 1.0 and jar._process().pid != pid
     np.testing.assert_array_equal(again.values, expert_scores.values)
     assert again.corpus == expert_scores.corpus
+
+
+@needs_java
+@needs_coco
+@needs_flickr8k
+@pytest.mark.java
+def test_two_jvms_give_the_same_bytes(expert_scores) -> None:  # type: ignore[no-untyped-def]
+    cands, refs = tokenized("expert")
+    with Meteor(tokenizer=WS, jobs=2) as parallel:
+        again = parallel.score(cands, refs)
+        assert len(parallel.__dict__["_jvms"]) == 2
+    np.testing.assert_array_equal(again.values, expert_scores.values)
+    assert again.corpus == expert_scores.corpus
