@@ -142,9 +142,13 @@ class Results:
         table = Table()
         table.add_column("metric")
         table.add_column("corpus", justify="right")
+        with_p = any("hmp" in m.details for m in self.metrics)
+        if with_p:
+            table.add_column("p (HMP)", justify="right")
         table.add_column("signature", overflow="fold")
         for m in self.metrics:
-            table.add_row(m.name, _fmt(m.corpus, 4), m.signature_string)
+            p = [_fmt(m.details["hmp"], 4) if "hmp" in m.details else ""] if with_p else []
+            table.add_row(m.name, _fmt(m.corpus, 4), *p, m.signature_string)
         console = Console(file=io.StringIO(), width=120, color_system=None)
         console.print(f"{self.source}: {self.n_items} items, {self.n_candidates} candidates", soft_wrap=True)
         console.print(table)

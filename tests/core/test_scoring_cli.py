@@ -143,3 +143,14 @@ def test_debug_shows_traceback(overlap):
         assert result.exit_code != 0 and isinstance(result.exception, capmetrics.UnknownComponentError)
     finally:
         runner.invoke(app, ["plugins", "--kind", "learner"])  # resets the debug flag for later tests
+
+
+def test_table_shows_the_combined_p_value_of_statistics():
+    res = capmetrics.score(load_dataset(SAMPLE), ["trm(distance=bleu-4)", "bleu-4"])
+    trm = res["trm(distance=bleu-4)"]
+    assert trm.p_values is not None and len(trm.p_values) == 20
+    hmp = capmetrics.compose("hmp")(trm.p_values)
+    assert trm.details["hmp"] == pytest.approx(hmp)
+    lines = res.to_table().splitlines()
+    assert "p (HMP)" in lines[2]
+    assert f"{hmp:.4f}" in next(line for line in lines if line.startswith("│ trm(distance=bleu-4)"))
