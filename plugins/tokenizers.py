@@ -7,16 +7,15 @@ CoreNLP 3.4.1 jar that pycocoevalcap ships, as coco-caption does.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
-from importlib import resources
 from pathlib import Path
 
 from capmetrics import Tokenizer, hookimpl
 from capmetrics.errors import MetricError
 from capmetrics.plugins import _ptb
+from capmetrics.plugins._java import find_java, pycocoevalcap_folder
 
 JAR_NAME = "stanford-corenlp-3.4.1.jar"
 
@@ -59,15 +58,13 @@ class PTBJarTokenizer(Tokenizer):
 
     name = "ptb-jar"
 
-    def __init__(self, java: str = "java") -> None:
+    def __init__(self, java: str | None = None) -> None:
         self.java = java
 
     def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
         if not texts:
             return []
-        java = shutil.which(self.java)
-        if java is None:
-            raise MetricError(f"tokenizer 'ptb-jar' needs Java: {self.java!r} was not found on PATH")
+        java = find_java(self.java)
         lines = _ptb.split_lines(texts)
         with tempfile.TemporaryDirectory(prefix="capmetrics-ptb-") as tmp:
             path = Path(tmp) / "captions.txt"
@@ -90,10 +87,7 @@ class PTBJarTokenizer(Tokenizer):
 
 def _jar_path() -> Path:
     """The CoreNLP jar inside the installed pycocoevalcap package."""
-    try:
-        jar = Path(str(resources.files("pycocoevalcap.tokenizer") / JAR_NAME))
-    except ModuleNotFoundError:
-        raise MetricError("tokenizer 'ptb-jar' needs pycocoevalcap: pip install pycocoevalcap") from None
+    jar = pycocoevalcap_folder("tokenizer", "tokenizer 'ptb-jar'") / JAR_NAME
     if not jar.is_file():
         raise MetricError(f"{JAR_NAME} is missing from the pycocoevalcap package ({jar}); reinstall pycocoevalcap")
     return jar

@@ -70,16 +70,12 @@ def test_whitespace_tokenizer() -> None:
 
 
 def test_ptb_jar_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(MetricError, match="needs Java"):
+    with pytest.raises(MetricError, match="java='no-such-java-binary' is not an executable file"):
         PTBJarTokenizer(java="no-such-java-binary").tokenize(["a"])
     if shutil.which("java") is not None:
-        monkeypatch.setattr("capmetrics.plugins.tokenizers.resources.files", _raise_missing)
-        with pytest.raises(MetricError, match="pip install pycocoevalcap"):
+        monkeypatch.setattr("capmetrics.plugins._java.importlib.util.find_spec", lambda name: None)
+        with pytest.raises(MetricError, match="needs its jar from pycocoevalcap: pip install"):
             PTBJarTokenizer().tokenize(["a"])
-
-
-def _raise_missing(package: str) -> None:
-    raise ModuleNotFoundError(package)
 
 
 # Tricky text beyond Flickr8k; every line is compared with the jar.
