@@ -31,6 +31,7 @@ from capmetrics.component import (
 from capmetrics.errors import (
     CapmetricsError,
     DataError,
+    InternalError,
     MetricError,
     NotFittedError,
     PluginError,
@@ -75,6 +76,7 @@ __all__ = [
     "Dataset",
     "Distance",
     "Embedder",
+    "InternalError",
     "Item",
     "Learner",
     "MetricError",

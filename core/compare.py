@@ -19,7 +19,7 @@ import numpy as np
 
 from capmetrics.component import Component, Distance, Statistic
 from capmetrics.data.model import Dataset, ItemId
-from capmetrics.errors import DataError, MetricError
+from capmetrics.errors import DataError, MetricError, component_errors
 from capmetrics.parallel import Executor, evaluate_statistic
 from capmetrics.registry.compose import METRIC_KINDS, compose
 from capmetrics.registry.spec import Spec
@@ -141,7 +141,8 @@ def item_values(component: Component, dataset: Dataset,
     from capmetrics.scoring import evaluate
 
     if isinstance(component, Statistic):
-        result = evaluate_statistic(component, dataset, executor=executor)
+        with component_errors(component.spec):
+            result = evaluate_statistic(component, dataset, executor=executor)
         undefined = {entry["item"]: entry["problem"] for entry in result.details["undefined"]}
         reasons = [undefined.get(item_id) for item_id in dataset.ids]
     elif isinstance(component, Distance):

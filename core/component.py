@@ -32,12 +32,15 @@ class Component:
     """Base of every registrable component.
 
     Subclasses set the class attributes ``name`` (the registered, kebab-case name) and
-    ``kind``; ``requires`` names the optional extras the component needs.
+    ``kind``; ``requires`` names the optional extras the component needs;
+    ``example_specs`` are specs that build it when the bare name does not (required
+    parameters), used by the docs and the conformance kit (:mod:`capmetrics.testing`).
     """
 
     name: ClassVar[str] = ""
     kind: ClassVar[str] = ""
     requires: ClassVar[tuple[str, ...]] = ()
+    example_specs: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def param_names(cls) -> list[str]:

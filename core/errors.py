@@ -3,8 +3,9 @@ and also from the builtin that callers would catch anyway."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 
 class CapmetricsError(Exception):
@@ -48,6 +49,31 @@ class DataError(CapmetricsError, ValueError):
 
 class MetricError(CapmetricsError, ValueError):
     """A metric cannot produce a value for the given input."""
+
+
+class InternalError(CapmetricsError):
+    """A component failed in a way it does not report itself: a bug, not bad input.
+
+    ``spec`` names the component that was running; the original exception is ``__cause__``.
+    """
+
+    def __init__(self, spec: str, error: BaseException) -> None:
+        self.spec = spec
+        self.error = error
+        where = f" in {spec}" if spec else ""
+        super().__init__(f"internal error{where}: {type(error).__name__}: {error}")
+
+
+@contextlib.contextmanager
+def component_errors(spec: str) -> Iterator[None]:
+    """Let capmetrics' own errors through; turn any other exception raised while ``spec``
+    runs into an :class:`InternalError` that names it (the original stays as ``__cause__``)."""
+    try:
+        yield
+    except CapmetricsError:
+        raise
+    except Exception as err:
+        raise InternalError(spec, err) from err
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

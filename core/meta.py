@@ -22,7 +22,7 @@ import numpy as np
 from capmetrics.component import Component, Distance
 from capmetrics.data.judgments import Judgments, PairJudgments
 from capmetrics.data.model import Dataset, Item
-from capmetrics.errors import DataError, MetricError, SpecError
+from capmetrics.errors import DataError, MetricError, SpecError, component_errors
 from capmetrics.registry.compose import compose
 from capmetrics.scoring import evaluate
 from scipy import stats
@@ -253,7 +253,8 @@ def pairwise_accuracy(metric: str | Component, pairs: PairJudgments,
     component = build_metric(metric)
     if scores is None:
         cands, refs, _ = pairs.dataset.flat_pairs()
-        scores = np.asarray(component.score(cands, refs).values, dtype=float)
+        with component_errors(component.spec):
+            scores = np.asarray(component.score(cands, refs).values, dtype=float)
     s = np.asarray(scores, dtype=float).reshape(len(pairs.dataset), 2)
     sign = 1.0 if component.higher_is_better else -1.0
     first_better = sign * (s[:, 0] - s[:, 1])

@@ -121,8 +121,11 @@ def map_chunks(function: Callable[[T, list[Any]], list[R]], shared: T, items: Se
 
 def _map_processes(function: Callable[[Any, list[Any]], list[Any]], shared: Any, chunks: list[list[Any]],
                    executor: Executor) -> list[list[Any]]:
-    # fork (Linux) hands ``shared`` to the workers without pickling it
-    method = "fork" if sys.platform.startswith("linux") else "spawn"
+    # fork (Linux) hands ``shared`` to the workers without pickling it, but a process that has
+    # started torch's (or OpenMP's) threads cannot fork safely: the children can hang. Then the
+    # workers come from a fresh forkserver and get ``shared`` pickled.
+    forking_safe = sys.platform.startswith("linux") and "torch" not in sys.modules
+    method = "fork" if forking_safe else "forkserver" if sys.platform.startswith("linux") else "spawn"
     context = multiprocessing.get_context(method)
     try:
         with ProcessPoolExecutor(max_workers=executor.jobs, mp_context=context,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ import numpy as np
 
 from capmetrics.atomic import atomic_write
 from capmetrics.data.model import ItemId, Problem
+from capmetrics.strict_json import dumps, jsonable
 
 SCHEMA = "capmetrics.results/1"
 OUTPUT_FORMATS = ("json", "csv", "table")
@@ -81,7 +81,7 @@ class MetricResult:
             "signature": self.signature,
             "signature_string": self.signature_string,
             "corpus": _num(self.corpus),
-            "details": self.details,
+            "details": jsonable(self.details, f"{self.name}.details"),
             "items": items,
         }
 
@@ -117,7 +117,8 @@ class Results:
         }
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        """Strict JSON (numpy values as numbers and lists, NaN/±inf as null)."""
+        return dumps(self.to_dict()) + "\n"
 
     def to_csv(self) -> str:
         """Long format: one row per (metric, level, item, candidate)."""

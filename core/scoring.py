@@ -9,7 +9,7 @@ import numpy as np
 
 from capmetrics.component import Component, Distance, Statistic
 from capmetrics.data.model import Dataset
-from capmetrics.errors import MetricError
+from capmetrics.errors import MetricError, component_errors
 from capmetrics.parallel import Executor, evaluate_statistic
 from capmetrics.registry.compose import METRIC_KINDS, compose
 from capmetrics.registry.spec import Spec
@@ -38,7 +38,15 @@ def run_signature(component: Component, dataset: Dataset) -> dict[str, str]:
 
 def evaluate(component: Component, dataset: Dataset, name: str | None = None,
              executor: Executor | None = None) -> MetricResult:
-    """Evaluate one built metric on a dataset; statistics map items over ``executor``."""
+    """Evaluate one built metric on a dataset; statistics map items over ``executor``.
+
+    An exception that is not a :class:`~capmetrics.errors.CapmetricsError` becomes an
+    :class:`~capmetrics.errors.InternalError` naming the metric."""
+    with component_errors(name or component.spec):
+        return _evaluate(component, dataset, name, executor)
+
+
+def _evaluate(component: Component, dataset: Dataset, name: str | None, executor: Executor | None) -> MetricResult:
     if not len(dataset):
         raise MetricError("the dataset has no items to score")
     ids = dataset.ids
@@ -76,8 +84,11 @@ def score(
         executor: where multi-candidate statistics run their items (serial, local processes,
             Dask); the values do not depend on it.
     """
-    built = [(m if isinstance(m, str) else m.spec, compose(m, METRIC_KINDS, definitions=definitions))
-             for m in metrics]
+    built = []
+    for m in metrics:
+        name = m if isinstance(m, str) else m.spec
+        with component_errors(name):
+            built.append((name, compose(m, METRIC_KINDS, definitions=definitions)))
     results = []
     for done, (name, component) in enumerate(built):
         if progress:

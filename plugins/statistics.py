@@ -16,6 +16,7 @@ class OverCandidates(Statistic):
     multi-candidate statistics are compared with."""
 
     name = "over-candidates"
+    example_specs = ("over-candidates(distance=bleu-4, reduce=max)",)
 
     def __init__(self, distance: Distance, reduce: Aggregator = Mean()) -> None:
         self.distance = distance

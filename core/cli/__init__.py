@@ -4,7 +4,6 @@ Python API; errors are one clear line and a non-zero exit (``--debug`` shows the
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,7 +13,14 @@ import typer
 
 from capmetrics.cli.compare import SampleC, SampleR, SampleSeed
 from capmetrics.component import KINDS
-from capmetrics.errors import CapmetricsError, DataError, SpecError, UnknownComponentError
+from capmetrics.errors import (
+    CapmetricsError,
+    DataError,
+    InternalError,
+    SpecError,
+    UnknownComponentError,
+    component_errors,
+)
 
 app = typer.Typer(
     name="capmetrics",
@@ -44,10 +50,20 @@ def _root(
     _state["debug"] = debug or os.environ.get("CAPMETRICS_DEBUG", "") not in ("", "0")
 
 
-def fail(err: BaseException, code: int = 1) -> None:
-    """Print an error as one block on stderr and exit with ``code``."""
+#: Exit statuses: bad input or a metric that cannot run (1), a wrong spec or option (2),
+#: an internal error, i.e. a bug in capmetrics or a plugin (3).
+EXIT_INPUT, EXIT_USAGE, EXIT_INTERNAL = 1, 2, 3
+DEBUG_HINT = "run again with --debug (or CAPMETRICS_DEBUG=1) to see the traceback"
+
+
+def fail(err: BaseException, code: int = EXIT_INPUT) -> None:
+    """Print an error as one block on stderr and exit with ``code`` (``EXIT_INTERNAL`` for an
+    :class:`~capmetrics.errors.InternalError`, whatever ``code`` says)."""
     if _state["debug"]:
         raise err
+    if isinstance(err, InternalError):
+        typer.echo(f"Error: {err}\n({DEBUG_HINT})", err=True)
+        raise typer.Exit(EXIT_INTERNAL)
     typer.echo(f"Error: {err}", err=True)
     raise typer.Exit(code)
 
@@ -75,7 +91,9 @@ def plugins_cli(
              "package": e.plugin.distribution, "version": e.plugin.version, "summary": e.summary}
             for e in entries
         ]
-        typer.echo(json.dumps(rows, indent=2))
+        from capmetrics.strict_json import dumps
+
+        typer.echo(dumps(rows))
         return
     from rich.console import Console
     from rich.table import Table
@@ -126,7 +144,8 @@ def score_cli(
         from capmetrics.registry.compose import METRIC_KINDS, compose
 
         for spec in specs:
-            compose(spec, METRIC_KINDS, definitions=cfg.definitions)
+            with component_errors(spec):
+                compose(spec, METRIC_KINDS, definitions=cfg.definitions)
     except (SpecError, UnknownComponentError) as err:
         fail(err, 2)
     except CapmetricsError as err:
@@ -195,8 +214,19 @@ def get_app() -> typer.Typer:
 
 
 def main() -> None:
-    """Entry point of the ``capmetrics`` script."""
-    get_app()(prog_name="capmetrics")
+    """Entry point of the ``capmetrics`` script: no raw traceback reaches the user unless
+    ``--debug`` or ``CAPMETRICS_DEBUG`` asks for it."""
+    try:
+        get_app()(prog_name="capmetrics", standalone_mode=True)
+    except Exception as err:  # an error no command caught: a bug, reported as one line
+        if _state["debug"] or os.environ.get("CAPMETRICS_DEBUG", "") not in ("", "0"):
+            raise
+        if isinstance(err, CapmetricsError) and not isinstance(err, InternalError):
+            typer.echo(f"Error: {err}", err=True)
+            raise SystemExit(EXIT_INPUT) from None
+        wrapped = err if isinstance(err, InternalError) else InternalError("", err)
+        typer.echo(f"Error: {wrapped}\n({DEBUG_HINT})", err=True)
+        raise SystemExit(EXIT_INTERNAL) from None
 
 
 if __name__ == "__main__":

@@ -71,6 +71,7 @@ def compare_cli(
     from capmetrics.config import Config, load_config
     from capmetrics.parallel import Executor
     from capmetrics.registry.compose import METRIC_KINDS, compose
+    from capmetrics.strict_json import dumps
 
     try:
         cfg = load_config(config) if config else Config()
@@ -85,7 +86,7 @@ def compare_cli(
         _fail(err)
         return
     payload = {"system_a": str(system_a), "system_b": str(system_b), "comparisons": [r.to_dict() for r in results]}
-    text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+    text = dumps(payload) + "\n"
     if out:
         with atomic_write(out) as handle:
             handle.write(text)

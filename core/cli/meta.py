@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from pathlib import Path
 from typing import Annotated
@@ -70,7 +69,9 @@ def _table(rows: list[dict[str, object]], primary: str, pairwise: bool) -> str:
 def render(rows: list[dict[str, object]], fmt: str, primary: str, pairwise: bool) -> str:
     """Rows as json, csv or a table."""
     if fmt == "json":
-        return json.dumps(rows, indent=2) + "\n"
+        from capmetrics.strict_json import dumps
+
+        return dumps(rows) + "\n"
     if fmt == "csv":
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=list(rows[0]))

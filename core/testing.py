@@ -1,0 +1,388 @@
+"""The conformance kit: one battery of checks for any capmetrics component, bundled or
+third-party, in the spirit of scikit-learn's ``check_estimator``.
+
+>>> from capmetrics.testing import check_component
+>>> check_component("bleu-4")                              # doctest: +SKIP
+['check_spec_round_trip', 'check_signature_fresh_process', ...]
+
+In a plugin's test suite::
+
+    from capmetrics.testing import parametrize_with_checks
+
+    @parametrize_with_checks(["chrf", "over-candidates(distance=chrf, reduce=max)"])
+    def test_conformance(component, check):
+        check(component)
+
+Each check is a named function ``check_*(component, context)`` that raises
+:class:`CheckFailed` with what a plugin author has to fix. The checks are listed in
+docs/plugins/testing.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import pickle
+import random
+import subprocess
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from capmetrics.component import Component, Distance, Statistic
+from capmetrics.data.model import Dataset, Item
+from capmetrics.errors import CapmetricsError, InternalError
+from capmetrics.results import Results
+from capmetrics.strict_json import loads_strict
+
+SAMPLE = Path(__file__).resolve().parent / "sample" / "flickr8k_expert_sample.jsonl"
+METRIC_KINDS = ("distance", "statistic")
+
+
+class CheckFailed(AssertionError):
+    """A component failed a conformance check; the message says what to fix."""
+
+    def __init__(self, check: str, spec: str, problem: str) -> None:
+        self.check, self.spec, self.problem = check, spec, problem
+        super().__init__(f"{check} failed for {spec!r}: {problem}")
+
+
+@dataclass
+class CheckContext:
+    """What the checks share: the dataset they score and options of the run."""
+
+    dataset: Dataset
+    executors: tuple[str, ...] = ("serial", "processes", "dask")
+    fresh_process: bool = True
+    _built: dict[str, Component] = field(default_factory=dict)
+    _scored: dict[str, Results] = field(default_factory=dict)
+
+    def build(self, spec: str) -> Component:
+        """The component of ``spec``, built once per context (JVMs and models load once)."""
+        if spec not in self._built:
+            from capmetrics.registry.compose import compose
+
+            self._built[spec] = compose(spec)
+        return self._built[spec]
+
+    def results(self, spec: str) -> Results:
+        """The component's results on the context's dataset, computed once."""
+        if spec not in self._scored:
+            self._scored[spec] = _score(self.build(spec), self.dataset)
+        return self._scored[spec]
+
+
+def default_dataset(n_items: int = 8) -> Dataset:
+    """The first ``n_items`` items of the bundled Flickr8k-Expert sample."""
+    from capmetrics.data.loaders import load_dataset
+
+    data = load_dataset(SAMPLE)
+    return Dataset(list(data.items[:n_items]), source=data.source)
+
+
+def _score(component: Component, dataset: Dataset, executor: Any = None) -> Results:
+    from capmetrics.scoring import score
+
+    return score(dataset, [component], executor=executor)
+
+
+# ----------------------------------------------------------------------------------------------
+# the checks
+# ----------------------------------------------------------------------------------------------
+CHECKS: dict[str, tuple[tuple[str, ...], Callable[[str, CheckContext], None]]] = {}
+
+
+def _check(*kinds: str) -> Callable[[Callable[[str, CheckContext], None]], Callable[[str, CheckContext], None]]:
+    def add(func: Callable[[str, CheckContext], None]) -> Callable[[str, CheckContext], None]:
+        CHECKS[func.__name__] = (kinds, func)
+        return func
+
+    return add
+
+
+def _fail(check: str, spec: str, problem: str) -> CheckFailed:
+    return CheckFailed(check, spec, problem)
+
+
+@_check()
+def check_spec_round_trip(spec: str, ctx: CheckContext) -> None:
+    """``compose(c.spec)`` rebuilds an equal component whose spec prints the same."""
+    from capmetrics.registry.compose import compose
+
+    c = ctx.build(spec)
+    again = compose(c.spec)
+    if again.spec != c.spec:
+        raise _fail("check_spec_round_trip", spec, f"compose({c.spec!r}).spec is {again.spec!r}; the "
+                    "constructor must store each parameter unchanged under its own name")
+    if again != c:
+        raise _fail("check_spec_round_trip", spec, f"compose({c.spec!r}) has other parameters than the "
+                    f"original: {again.get_params()} != {c.get_params()}")
+
+
+@_check()
+def check_signature_fresh_process(spec: str, ctx: CheckContext) -> None:
+    """The signature is the same in a new Python process (no ids, times or random state in it);
+    the component must be installed as an entry point for a new process to find it."""
+    if not ctx.fresh_process:
+        return
+    here = ctx.build(spec).signature()
+    code = ("import json, sys; from capmetrics import compose; "
+            "print(json.dumps(compose(sys.argv[1]).signature()))")
+    proc = subprocess.run([sys.executable, "-c", code, spec], capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise _fail("check_signature_fresh_process", spec, f"a new process could not build it: {last} "
+                    "(is the plugin installed with an entry point in group 'capmetrics'?)")
+    there = json.loads(proc.stdout.strip().splitlines()[-1])
+    if there != here:
+        diff = {k: (here.get(k), there.get(k)) for k in set(here) | set(there) if here.get(k) != there.get(k)}
+        raise _fail("check_signature_fresh_process", spec, f"signature differs in a new process: {diff}")
+
+
+@_check()
+def check_pickle(spec: str, ctx: CheckContext) -> None:
+    """The component pickles (process and Dask executors send it to workers) and scores the same."""
+    c = ctx.build(spec)
+    try:
+        copy = pickle.loads(pickle.dumps(c))
+    except Exception as err:  # noqa: BLE001 - any pickling failure is what the check reports
+        raise _fail("check_pickle", spec, f"pickling fails ({type(err).__name__}: {err}); keep "
+                    "unpicklable state (processes, models) out of __getstate__ or load it lazily") from err
+    if copy.spec != c.spec:
+        raise _fail("check_pickle", spec, f"the unpickled component's spec is {copy.spec!r}")
+    if c.kind in METRIC_KINDS and _score(copy, ctx.dataset).to_json() != ctx.results(spec).to_json():
+        raise _fail("check_pickle", spec, "the unpickled component gives other values")
+
+
+@_check(*METRIC_KINDS)
+def check_results_formats(spec: str, ctx: CheckContext) -> None:
+    """JSON is strict and loads back equal; CSV has one row per value; the table renders."""
+    res = ctx.results(spec)
+    m = res.metrics[0]
+    try:
+        data = loads_strict(res.to_json())
+    except (CapmetricsError, ValueError) as err:
+        raise _fail("check_results_formats", spec, f"to_json() is not strict JSON: {err}; put numbers, "
+                    "lists and dicts in Scores.details (numpy arrays are converted)") from err
+    loaded = data["metrics"][0]
+    if not _same(loaded["corpus"], m.corpus):
+        raise _fail("check_results_formats", spec, f"corpus {loaded['corpus']} in JSON, {m.corpus} in memory")
+    for i, entry in enumerate(loaded["items"]):
+        if not _same(entry["value"], m.item_values[i]) or len(entry["candidates"]) != len(m.candidate_values[i]) \
+                or not all(_same(a, b) for a, b in zip(entry["candidates"], m.candidate_values[i])):
+            raise _fail("check_results_formats", spec, f"item {entry['id']!r} does not load back equal")
+    rows = res.to_csv().splitlines()
+    expected = 2 + len(m.item_ids) + sum(len(v) for v in m.candidate_values)
+    if len(rows) != expected:
+        raise _fail("check_results_formats", spec, f"CSV has {len(rows)} lines, expected {expected} "
+                    "(header, corpus, one per item and one per candidate)")
+    if m.name not in res.to_table():
+        raise _fail("check_results_formats", spec, "the table does not show the metric")
+
+
+@_check(*METRIC_KINDS)
+def check_item_permutation(spec: str, ctx: CheckContext) -> None:
+    """Shuffling the items permutes item and candidate values; the corpus value is unchanged."""
+    order = list(range(len(ctx.dataset)))
+    random.Random(0).shuffle(order)
+    shuffled = Dataset([ctx.dataset[i] for i in order], source=ctx.dataset.source)
+    m, s = ctx.results(spec).metrics[0], _score(ctx.build(spec), shuffled).metrics[0]
+    for new, old in enumerate(order):
+        if not np.allclose(s.candidate_values[new], m.candidate_values[old], rtol=1e-9, atol=1e-12, equal_nan=True):
+            raise _fail("check_item_permutation", spec, f"item {ctx.dataset[old].id!r} scores differently when "
+                        "the items come in another order (state leaking between items?)")
+    if not np.isclose(s.corpus, m.corpus, rtol=1e-9, atol=1e-12, equal_nan=True):
+        raise _fail("check_item_permutation", spec, f"corpus value {s.corpus} after shuffling, {m.corpus} before")
+
+
+@_check(*METRIC_KINDS)
+def check_determinism(spec: str, ctx: CheckContext) -> None:
+    """A second component built from the same spec gives the same bytes (seeded p-values)."""
+    from capmetrics.registry.compose import compose
+
+    if _score(compose(spec), ctx.dataset).to_json() != ctx.results(spec).to_json():
+        raise _fail("check_determinism", spec, "two runs give different results; seed every random "
+                    "choice from the component's parameters")
+
+
+@_check("statistic")
+def check_executors(spec: str, ctx: CheckContext) -> None:
+    """Serial, local processes and Dask give the same bytes."""
+    from capmetrics.parallel import Executor
+
+    kinds = [k for k in ctx.executors if k != "dask" or _has_dask()]
+    outputs = {k: _score(ctx.build(spec), ctx.dataset, Executor(k, jobs=2, chunk_size=2)).to_json()  # type: ignore[arg-type]
+               for k in kinds}
+    first = outputs[kinds[0]]
+    for kind, text in outputs.items():
+        if text != first:
+            raise _fail("check_executors", spec, f"the {kind} executor gives other values than {kinds[0]}")
+
+
+EDGE_TEXTS = {
+    "cjk": "一只狗在草地上奔跑",
+    "emoji": "a dog 🐕 runs on the grass 🌿",
+    "combining": "a cafe\u0301 with a nai\u0308ve dog",
+    "long": " ".join(["a dog runs on the grass"] * 200),
+}
+
+
+def edge_datasets(dataset: Dataset) -> dict[str, Dataset]:
+    """Small datasets with the inputs that break components: one item, one reference,
+    duplicate candidates, CJK/emoji/combining marks, a 1,000-token caption."""
+    first, second = dataset[0], dataset[1]
+    refs = first.references
+    return {
+        "one item": Dataset([first], source="<edge>"),
+        "one reference": Dataset([Item(it.id, it.references[:1], it.candidates) for it in (first, second)], source="<edge>"),
+        "duplicate candidates": Dataset([Item(first.id, refs, (first.candidates[0],) * 3), second], source="<edge>"),
+        **{name: Dataset([Item(f"edge-{name}", (*refs[:-1], text), (text, first.candidates[0])), second],
+                         source="<edge>") for name, text in EDGE_TEXTS.items()},
+    }
+
+
+@_check(*METRIC_KINDS)
+def check_edge_inputs(spec: str, ctx: CheckContext) -> None:
+    """Edge inputs give values or a capmetrics error naming the problem, never another exception;
+    an empty candidate is scored or refused as ``accepts_empty_candidates`` declares."""
+    c = ctx.build(spec)
+    cases = edge_datasets(ctx.dataset)
+    first = ctx.dataset[0]
+    cases["empty candidate"] = Dataset([Item(first.id, first.references, ("", first.candidates[0])), ctx.dataset[1]],
+                                       source="<edge>")
+    for name, data in cases.items():
+        try:
+            res = _score(c, data)
+        except InternalError as err:
+            raise _fail("check_edge_inputs", spec, f"{name}: {err}; raise a capmetrics.MetricError "
+                        "naming the item and the problem instead") from err
+        except CapmetricsError as err:
+            if name == "empty candidate" and getattr(type(c), "accepts_empty_candidates", None) is True:
+                raise _fail("check_edge_inputs", spec, f"declares accepts_empty_candidates but refused one: {err}") from err
+            continue
+        if name == "empty candidate" and getattr(type(c), "accepts_empty_candidates", None) is False:
+            raise _fail("check_edge_inputs", spec, "declares accepts_empty_candidates = False but scored one")
+        values = res.metrics[0].candidate_values if c.kind == "distance" else [res.metrics[0].item_values]
+        if c.kind == "distance" and not all(np.isfinite(v).all() for v in values):
+            raise _fail("check_edge_inputs", spec, f"{name}: non-finite values {values}")
+
+
+@_check("tokenizer")
+def check_tokenizer_edge_inputs(spec: str, ctx: CheckContext) -> None:
+    """A tokenizer returns a list of string tokens for every text, empty and odd ones included."""
+    texts = ["", "   ", *EDGE_TEXTS.values(), ctx.dataset[0].candidates[0]]
+    tokens = ctx.build(spec).tokenize(texts)
+    if len(tokens) != len(texts) or not all(isinstance(t, list) and all(isinstance(w, str) for w in t) for t in tokens):
+        raise _fail("check_tokenizer_edge_inputs", spec, "tokenize() must return one list of str per text")
+
+
+@_check("aggregator")
+def check_aggregator_groups(spec: str, ctx: CheckContext) -> None:
+    """``reduce_groups`` equals ``reduce`` applied to each group, and order does not matter."""
+    c = ctx.build(spec)
+    values = np.random.default_rng(0).uniform(0.01, 1.0, 12)
+    offsets = np.array([0, 3, 3 + 4, 12])
+    try:
+        grouped = c.reduce_groups(values, offsets)
+    except CapmetricsError:
+        return  # an aggregator of other inputs (pre-gen probabilities); its own tests cover it
+    each = [c.reduce(values[offsets[g]:offsets[g + 1]]) for g in range(3)]
+    if not np.allclose(grouped, np.asarray(each, dtype=float), rtol=1e-12):
+        raise _fail("check_aggregator_groups", spec, f"reduce_groups gives {grouped}, reduce per group {each}")
+    if not np.isclose(c.reduce(values[::-1]), c.reduce(values), rtol=1e-12):
+        raise _fail("check_aggregator_groups", spec, "the value depends on the order of the values")
+
+
+def _same(loaded: Any, value: float) -> bool:
+    """A JSON number equals the in-memory value; null stands for NaN/±inf."""
+    if loaded is None:
+        return not np.isfinite(value)
+    return float(loaded) == float(value)
+
+
+@functools.lru_cache(maxsize=1)
+def _has_dask() -> bool:
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+# ----------------------------------------------------------------------------------------------
+# running the checks
+# ----------------------------------------------------------------------------------------------
+def checks_for(component: Component | str) -> list[str]:
+    """Names of the checks that apply to the component's kind."""
+    kind = component.kind if isinstance(component, Component) else _kind_of(component)
+    return [name for name, (kinds, _) in CHECKS.items() if not kinds or kind in kinds]
+
+
+def _kind_of(spec: str) -> str:
+    from capmetrics.registry.compose import compose
+
+    return compose(spec).kind
+
+
+def check_component(component: Component | str, *, checks: Iterable[str] | None = None,
+                    dataset: Dataset | None = None, context: CheckContext | None = None) -> list[str]:
+    """Run the checks that apply to the component's kind (those of them named in ``checks``)
+    on a component or spec; raise :class:`CheckFailed` at the first failure, return the names
+    of the checks run."""
+    spec = component if isinstance(component, str) else component.spec
+    ctx = context or CheckContext(dataset or default_dataset())
+    if not isinstance(component, str):
+        ctx._built.setdefault(spec, component)
+    for name in checks or ():
+        if name not in CHECKS:
+            from capmetrics.errors import did_you_mean
+
+            raise ValueError(f"unknown check {name!r}.{did_you_mean(name, CHECKS)}")
+    names = [n for n in checks_for(ctx.build(spec)) if checks is None or n in set(checks)]
+    for name in names:
+        CHECKS[name][1](spec, ctx)
+    return names
+
+
+def registered_specs(kinds: Sequence[str] = METRIC_KINDS) -> list[str]:
+    """A spec for every registered component of ``kinds``: its ``example_specs``, else its name."""
+    from capmetrics.registry import get_registry
+
+    specs: list[str] = []
+    for kind in kinds:
+        for entry in get_registry().components(kind):
+            specs.extend(entry.cls.example_specs or (entry.name,))
+    return specs
+
+
+def parametrize_with_checks(components: Iterable[str], *, checks: Iterable[str] | None = None,
+                            dataset: Callable[[], Dataset] | None = None) -> Any:
+    """A ``pytest.mark.parametrize`` over (spec, check) pairs, with ids ``spec-check_name``:
+    every check that applies to the spec's kind, or those of them named in ``checks``.
+
+    The test receives ``component`` (the spec) and ``check`` (a callable taking the spec).
+    Built components and their results are shared by the checks of one spec.
+    """
+    import pytest
+
+    context: dict[str, CheckContext] = {}
+
+    def get_context() -> CheckContext:
+        if "ctx" not in context:
+            context["ctx"] = CheckContext((dataset or default_dataset)())
+        return context["ctx"]
+
+    params = []
+    for spec in components:
+        names = [n for n in checks_for(spec) if checks is None or n in set(checks)]
+        for name in names:
+            def run(component: str, _name: str = name) -> None:
+                check_component(component, checks=[_name], context=get_context())
+
+            run.__name__ = name
+            params.append(pytest.param(spec, run, id=f"{spec}-{name}"))
+    return pytest.mark.parametrize(("component", "check"), params)

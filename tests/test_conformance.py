@@ -1,0 +1,59 @@
+"""The conformance kit over every registered component, parametrised from the registry: a new
+plugin is covered without editing this file. Components that cannot run offline with their
+defaults are listed, with the reason, in NEEDS_USER_FILES (the one place)."""
+
+from __future__ import annotations
+
+import pytest
+
+from capmetrics.registry import get_registry
+from capmetrics.testing import parametrize_with_checks, registered_specs
+
+#: Components the kit cannot build from their defaults on this machine, and where they are tested.
+NEEDS_USER_FILES = {
+    "spice": "needs the CoreNLP 3.6.0 jars (tests/plugins/test_spice.py)",
+    "nneval": "needs a trained model folder (tests/plugins/test_nneval.py trains one)",
+    "elmo": "needs ELMo options/weights files (tests/plugins/test_embedders.py builds a tiny one)",
+    "fasttext": "needs a fastText file (tests/plugins/test_embedders.py trains one on Flickr8k)",
+    "word2vec": "needs a word2vec file (tests/plugins/test_embedders.py trains one on Flickr8k)",
+    "pregen": "reduces pre-gen probabilities, not plain values (tests/plugins/test_pregen_tiers.py)",
+    "prob-file": "needs a probabilities file (tests/plugins/test_pregen_sources.py)",
+    "torch-model": "needs the user's torch caption model (tests/plugins/test_pregen_sources.py)",
+    "hf-causal-lm": "needs a Hugging Face causal LM (tests/plugins/test_pregen_sources.py, slow)",
+}
+KINDS = ("distance", "statistic", "embedder", "aggregator", "tokenizer")
+
+
+def kit_specs() -> list[str]:
+    return [s for s in registered_specs(KINDS) if s.split("(")[0] not in NEEDS_USER_FILES]
+
+
+@parametrize_with_checks(kit_specs())
+def test_registered_component(component, check):
+    check(component)
+
+
+def test_every_excluded_component_exists():
+    """The exclusion list names only registered components (no stale entries)."""
+    names = {e.name for e in get_registry().components()}
+    assert set(NEEDS_USER_FILES) <= names
+
+
+def test_kit_covers_every_metric():
+    covered = {s.split("(")[0] for s in kit_specs()}
+    for kind in ("distance", "statistic"):
+        for entry in get_registry().components(kind):
+            assert entry.name in covered or entry.name in NEEDS_USER_FILES, entry.name
+    assert {"bleu-4", "cider-d", "meteor", "trm", "mmd", "embedding-cosine", "wmd"} <= covered
+
+
+@pytest.mark.parametrize("spec", ["nneval", "spice"])
+def test_user_file_metrics_fail_with_a_named_error(spec):
+    """Without their files these metrics refuse with a capmetrics error, not a traceback."""
+    from capmetrics import CapmetricsError
+    from capmetrics.testing import default_dataset
+    import capmetrics
+
+    with pytest.raises(CapmetricsError) as info:
+        capmetrics.score(default_dataset(2), [spec])
+    assert "internal error" not in str(info.value)
