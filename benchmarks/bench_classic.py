@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 from capmetrics.data.flickr8k import load_crowdflower
-from capmetrics.plugins.bleu import Bleu4
-from capmetrics.plugins.cider import CiderD
-from capmetrics.plugins.rouge import RougeL
+from capmetrics.plugins.ngram.bleu import Bleu4
+from capmetrics.plugins.ngram.cider import CiderD
+from capmetrics.plugins.ngram.rouge import RougeL
 from capmetrics.plugins.tokenizers import WhitespaceTokenizer
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "flickr8k"

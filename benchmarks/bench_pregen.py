@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 from capmetrics.data.model import Item
-from capmetrics.plugins._pregen_compute import RaggedProbs, evaluate
-from capmetrics.plugins._pregen_tiers import all_compositions, paper_compositions
+from capmetrics.plugins.pregen.compute import RaggedProbs, evaluate
+from capmetrics.plugins.pregen.tiers import all_compositions, paper_compositions
 
 
 def synthetic(items: int, refs: int = 5, seed: int = 0) -> RaggedProbs:

@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from capmetrics.parallel import Executor, compare_items, single_threaded_blas
-from capmetrics.plugins._permutation import all_splits, permutation_test
-from capmetrics.plugins.cider import CiderD
-from capmetrics.plugins.kernels import MMD, Frechet
-from capmetrics.plugins.trm import TRM, triangle_indicators
+from capmetrics.permutation import all_splits, permutation_test
+from capmetrics.plugins.ngram.cider import CiderD
+from capmetrics.plugins.multicandidate.kernels import MMD, Frechet
+from capmetrics.plugins.multicandidate.trm import TRM, triangle_indicators
 
 TOKENS = Path(__file__).resolve().parents[2] / "shared" / "data" / "flickr8k" / "Flickr8k.token.txt"
 #: The paper's Table 2 (MS-COCO, 5 references + 10 candidates, i7-6850K + 2 Titan X), samples/s.
@@ -109,7 +109,7 @@ def bench_trm(caps: list[list[str]], count: int) -> None:
 
 
 def bench_kernels(caps: list[list[str]], count: int) -> None:
-    from capmetrics.plugins._sentence import SentenceTransformerEmbedder
+    from capmetrics.plugins.embeddings.sentence import SentenceTransformerEmbedder
 
     items = make_items(caps, count, 10, 5)
     embedder = SentenceTransformerEmbedder()

@@ -17,7 +17,7 @@ from pathlib import Path
 import capmetrics
 import numpy as np
 from capmetrics.data.flickr8k import load_expert
-from capmetrics.plugins._embed import content_words
+from capmetrics.plugins.embeddings.text import content_words
 
 ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "flickr8k"
 

@@ -34,13 +34,17 @@ class Component:
     Subclasses set the class attributes ``name`` (the registered, kebab-case name) and
     ``kind``; ``requires`` names the optional extras the component needs;
     ``example_specs`` are specs that build it when the bare name does not (required
-    parameters), used by the docs and the conformance kit (:mod:`capmetrics.testing`).
+    parameters), used by the docs and the conformance kit (:mod:`capmetrics.testing`);
+    ``path_params`` name the parameters that are local files or folders: the signature shows
+    them as ``<local>`` and carries the files' checksums (``signature_extra``) instead, so the
+    same files at another path give the same signature.
     """
 
     name: ClassVar[str] = ""
     kind: ClassVar[str] = ""
     requires: ClassVar[tuple[str, ...]] = ()
     example_specs: ClassVar[tuple[str, ...]] = ()
+    path_params: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def param_names(cls) -> list[str]:
@@ -82,12 +86,20 @@ class Component:
 
         return format_component(self)
 
+    def portable_spec(self) -> str:
+        """The spec with local file parameters (``path_params``) as ``<local>``: the same on
+        every machine that has the same files."""
+        from capmetrics.registry.spec import format_component
+
+        return format_component(self, portable=True)
+
     def signature(self) -> dict[str, str]:
-        """What decides this component's numbers: its spec plus the versions it depends on.
+        """What decides this component's numbers: its portable spec plus the versions and file
+        checksums it depends on; never an absolute local path.
 
         Subclasses extend :meth:`signature_extra` (file checksums, jar versions, ...).
         """
-        sig = {"spec": self.spec}
+        sig = {"spec": self.portable_spec()}
         for key, value in self.get_params().items():
             if isinstance(value, Component):
                 nested = value.signature()
@@ -147,9 +159,16 @@ class Tokenizer(Component):
         """Tokenize each text."""
         raise NotImplementedError
 
+    def tokenize_shared(self, texts: Sequence[str]) -> list[list[str]]:
+        """:meth:`tokenize`, computed once per batch of texts within a run
+        (:mod:`capmetrics.prepared`): the metrics of one ``score`` call share the tokens."""
+        from capmetrics.prepared import shared, texts_key
+
+        return shared(("tokens", self.portable_spec(), texts_key(texts)), lambda: self.tokenize(texts))
+
     def tokenize_joined(self, texts: Sequence[str]) -> list[str]:
         """Tokenize and join with single spaces, the form coco-caption's scorers take."""
-        return [" ".join(t) for t in self.tokenize(texts)]
+        return [" ".join(t) for t in self.tokenize_shared(texts)]
 
 
 class Distance(Component):

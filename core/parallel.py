@@ -219,7 +219,7 @@ def evaluate_statistic(component: Statistic, dataset: Dataset, name: str | None 
     lists the undefined items with the reason, counts the p-value methods, and holds the
     asymptotically exact harmonic mean p-value of the per-item p-values (``hmp``).
     """
-    from capmetrics.plugins.aggregators import HarmonicMeanP
+    from capmetrics.pvalues import harmonic_mean_p
     from capmetrics.results import MetricResult
     from capmetrics.scoring import run_signature
 
@@ -234,7 +234,7 @@ def evaluate_statistic(component: Statistic, dataset: Dataset, name: str | None 
         "p_methods": dict(Counter(s.details["p_method"] for s in stats if "p_method" in s.details)),
     }
     if p_values is not None and np.isfinite(p_values).any():
-        details["hmp"] = float(HarmonicMeanP()(p_values[np.isfinite(p_values)]))
+        details["hmp"] = float(harmonic_mean_p(p_values[np.isfinite(p_values)]))
     corpus = float(values[defined].mean()) if defined.any() else float("nan")
     return MetricResult(name or component.spec, component.spec, component.kind, bool(component.higher_is_better),
                         corpus, dataset.ids, values, [np.array([v]) for v in values],

@@ -11,6 +11,7 @@ from capmetrics.component import Component, Distance, Statistic
 from capmetrics.data.model import Dataset
 from capmetrics.errors import MetricError, component_errors
 from capmetrics.parallel import Executor, evaluate_statistic
+from capmetrics.prepared import run_scope
 from capmetrics.registry.compose import METRIC_KINDS, compose
 from capmetrics.registry.spec import Spec
 from capmetrics.results import MetricResult, Results
@@ -90,10 +91,11 @@ def score(
         with component_errors(name):
             built.append((name, compose(m, METRIC_KINDS, definitions=definitions)))
     results = []
-    for done, (name, component) in enumerate(built):
-        if progress:
-            progress(name, done, len(built))
-        results.append(evaluate(component, dataset, name, executor))
+    with run_scope():  # tokens and other prepared data are computed once for all metrics
+        for done, (name, component) in enumerate(built):
+            if progress:
+                progress(name, done, len(built))
+            results.append(evaluate(component, dataset, name, executor))
     if progress:
         progress("", len(built), len(built))
     return Results(dataset.source, len(dataset), dataset.n_candidates, results, list(dataset.skipped),

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from capmetrics.component import Component, Distance, Statistic
+from capmetrics.component import Component
 from capmetrics.data.model import Dataset, Item
 from capmetrics.errors import CapmetricsError, InternalError
 from capmetrics.results import Results

@@ -40,7 +40,7 @@ def render() -> str:
             if e.aliases:
                 name += " (aliases: " + ", ".join(f"`{a}`" for a in e.aliases) + ")"
             params = parameter_help(e.cls).split(" accepts: ", 1)[1].replace("|", "\\|")
-            lines.append(f"| {name} | {e.summary.replace('|', '/')} | {params} |")
+            lines.append(f"| {name} | {e.summary_markdown.replace('|', '/')} | {params} |")
         lines.append("")
     return "\n".join(lines)
 

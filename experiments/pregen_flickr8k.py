@@ -24,14 +24,14 @@ from pathlib import Path
 import capmetrics
 import numpy as np
 from capmetrics.data.model import Item
-from capmetrics.plugins._pregen_search import (
+from capmetrics.plugins.pregen.search import (
     plot_best,
     read_rows,
     search,
     stratified_rows,
     write_rows,
 )
-from capmetrics.plugins._pregen_tiers import all_compositions
+from capmetrics.plugins.pregen.tiers import all_compositions
 
 FLICKR8K = Path(__file__).resolve().parents[2] / "shared" / "data" / "flickr8k"
 SPECIALS = ["<s>", "</s>", "<unk>"]

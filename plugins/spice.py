@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from capmetrics import Distance, Scores, Tokenizer, hookimpl
 from capmetrics.errors import MetricError
-from capmetrics.plugins._java import (
+from capmetrics.plugins.java import (
     LOCALE_OPTIONS,
     check_items,
     find_java,

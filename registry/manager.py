@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.metadata
 import inspect
 import os
+import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -60,9 +61,16 @@ class ComponentEntry:
     aliases: tuple[str, ...] = ()
 
     @property
-    def summary(self) -> str:
+    def summary_markdown(self) -> str:
+        """The first paragraph of the class docstring, with reStructuredText literals
+        (````x````) as Markdown code (```x```)."""
         doc = inspect.getdoc(self.cls) or ""
-        return " ".join(doc.split("\n\n")[0].split())
+        return re.sub(r"``(.+?)``", r"`\1`", " ".join(doc.split("\n\n")[0].split()))
+
+    @property
+    def summary(self) -> str:
+        """The first paragraph of the class docstring as plain text (for terminals and JSON)."""
+        return self.summary_markdown.replace("`", "")
 
 
 @dataclass

@@ -16,6 +16,7 @@ plain string is decided by the annotation of the parameter it is given to.
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
@@ -202,12 +203,13 @@ def parse(text: str) -> Spec:
     return spec
 
 
-def format_value(value: Any) -> str:
-    """Print one value in spec syntax."""
+def format_value(value: Any, portable: bool = False) -> str:
+    """Print one value in spec syntax; an object that specs cannot express (a model or a
+    vocabulary passed in Python) prints as ``<TypeName>``."""
     from capmetrics.component import Component
 
     if isinstance(value, Component):
-        return value.spec
+        return value.portable_spec() if portable else value.spec
     if isinstance(value, Spec):
         return str(value)
     if value is None or isinstance(value, bool):
@@ -219,7 +221,9 @@ def format_value(value: Any) -> str:
             return f'"{value}"'
         return repr(value)
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(format_value(v) for v in value) + "]"
+        return "[" + ", ".join(format_value(v, portable) for v in value) + "]"
+    if not isinstance(value, (str, os.PathLike)):
+        return f"<{type(value).__name__}>"
     text = str(value)
     if NAME_RE.fullmatch(text) and text.lower() not in _KEYWORDS and text.lower() not in ("inf", "nan"):
         return text
@@ -227,14 +231,20 @@ def format_value(value: Any) -> str:
     return f'"{escaped}"'
 
 
-def format_component(component: Component) -> str:
-    """The canonical spec of ``component``: parameters equal to their default are left out."""
+def format_component(component: Component, portable: bool = False) -> str:
+    """The canonical spec of ``component``: parameters equal to their default are left out.
+
+    ``portable``: parameters that name local files (the class's ``path_params``) print as
+    ``<local>``, so that the same files at another path give the same text; the files'
+    checksums are in the component's signature instead.
+    """
     parts = []
+    local = type(component).path_params if portable else ()
     for key, param in type(component).constructor_parameters().items():
         value = getattr(component, key)
         if param.default is not param.empty and _same(value, param.default):
             continue
-        parts.append(f"{key}={format_value(value)}")
+        parts.append(f"{key}=<local>" if key in local and value is not None else f"{key}={format_value(value, portable)}")
     name = type(component).name or type(component).__name__.lower()
     return f"{name}({', '.join(parts)})" if parts else name
 

@@ -9,7 +9,6 @@ import re
 import pytest
 
 from capmetrics import hookspecs
-from capmetrics.registry import get_registry
 
 from tests.conftest import ROOT
 

@@ -113,7 +113,7 @@ def plot_null_cli(
 ) -> None:
     """Plot one item's permutation null distribution with its observed statistic."""
     from capmetrics.plots import plot_null_distribution
-    from capmetrics.plugins._permutation import PermutationStatistic, Undefined
+    from capmetrics.permutation import PermutationStatistic, Undefined
     from capmetrics.registry.compose import compose
 
     try:
@@ -148,7 +148,7 @@ def plot_p_values_cli(
 ) -> None:
     """Plot the per-item p-values of a multi-candidate statistic, with their harmonic mean p-value."""
     from capmetrics.plots import plot_p_values
-    from capmetrics.plugins.aggregators import HarmonicMeanP
+    from capmetrics.pvalues import harmonic_mean_p
 
     try:
         try:
@@ -166,7 +166,7 @@ def plot_p_values_cli(
         ids = [i["id"] for i in m["items"]]
         p = [float("nan") if i.get("p_value") is None else i["p_value"] for i in m["items"]]
         finite = [v for v in p if not math.isnan(v)]
-        combined = float(HarmonicMeanP()(finite)) if finite else None
+        combined = float(harmonic_mean_p(finite)) if finite else None
         plot_p_values(ids, p, out, title=m["name"], alpha=alpha, combined=combined)
     except CapmetricsError as err:
         _fail(err)

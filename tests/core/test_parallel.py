@@ -10,7 +10,7 @@ import pytest
 
 from capmetrics.errors import CapmetricsError
 from capmetrics.parallel import Executor, ExecutorError, compare_items, map_chunks
-from capmetrics.plugins.trm import TRM
+from capmetrics.plugins.multicandidate.trm import TRM
 
 from tests.plugins.test_trm import LineDistance
 

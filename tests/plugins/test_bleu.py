@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from capmetrics.errors import MetricError
-from capmetrics.plugins import bleu
-from capmetrics.plugins.bleu import Bleu1, Bleu2, Bleu3, Bleu4
+from capmetrics.plugins.ngram import bleu
+from capmetrics.plugins.ngram.bleu import Bleu1, Bleu2, Bleu3, Bleu4
 from capmetrics.plugins.tokenizers import WhitespaceTokenizer
 
 from tests.plugins import coco_reference as cr

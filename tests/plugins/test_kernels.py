@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from capmetrics import Embedder, compose
-from capmetrics.plugins.kernels import MMD, Frechet
+from capmetrics.plugins.multicandidate.kernels import MMD, Frechet
 from scipy.linalg import sqrtm
 
 
@@ -139,7 +139,7 @@ def test_monte_carlo_reproducible_and_signature():
 
 
 def test_default_embedder_is_built_once_and_signed(add_plugin, monkeypatch):
-    from capmetrics.plugins import kernels
+    from capmetrics.plugins.multicandidate import kernels
     from tests.registry.test_registry import plugin_module
 
     add_plugin(plugin_module("kernels_default_embedder", CoordEmbedder, "register_embedders"), "kernels-default")

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 import scipy.stats
 from capmetrics.errors import MetricError
-from capmetrics.plugins import _java, meteor
+from capmetrics.plugins import java as _java
+from capmetrics.plugins import meteor
 from capmetrics.plugins.meteor import Meteor, clean_segment, score_line
 from capmetrics.plugins.tokenizers import PTBTokenizer, WhitespaceTokenizer
 

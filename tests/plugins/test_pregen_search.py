@@ -9,8 +9,8 @@ import pytest
 from capmetrics import DataError, Distance, Scores
 from capmetrics.cli import app
 from capmetrics.data.model import Item
-from capmetrics.plugins._pregen_compute import RaggedProbs, evaluate
-from capmetrics.plugins._pregen_search import (
+from capmetrics.plugins.pregen.compute import RaggedProbs, evaluate
+from capmetrics.plugins.pregen.search import (
     pearson,
     read_rows,
     search,

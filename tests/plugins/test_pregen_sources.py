@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from capmetrics import DataError, MetricError
 from capmetrics.data.model import Item
-from capmetrics.plugins._pregen_compute import RaggedProbs, evaluate
-from capmetrics.plugins._pregen_sources import read_probs, write_probs
+from capmetrics.plugins.pregen.compute import RaggedProbs, evaluate
+from capmetrics.plugins.pregen.sources import read_probs, write_probs
 
 from tests.conftest import SHARED
 

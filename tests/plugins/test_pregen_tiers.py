@@ -9,9 +9,9 @@ import capmetrics
 import numpy as np
 import pytest
 from capmetrics import DataError, MetricError, SpecError
-from capmetrics.plugins import _pregen_tiers as tiers
-from capmetrics.plugins._pregen_compute import RaggedProbs, evaluate, group_reduce
-from capmetrics.plugins._pregen_tiers import Composition, SentenceScore, TokenFilter
+from capmetrics.plugins.pregen import tiers
+from capmetrics.plugins.pregen.compute import RaggedProbs, evaluate, group_reduce
+from capmetrics.plugins.pregen.tiers import Composition, SentenceScore, TokenFilter
 
 all_compositions, paper_compositions = tiers.all_compositions, tiers.paper_compositions
 parse_composition, register_tier = tiers.parse_composition, tiers.register_tier

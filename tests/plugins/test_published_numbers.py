@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from capmetrics.component import Distance
-from capmetrics.plugins.bleu import Bleu1, Bleu4
-from capmetrics.plugins.cider import CiderD
-from capmetrics.plugins.rouge import RougeL
+from capmetrics.plugins.ngram.bleu import Bleu1, Bleu4
+from capmetrics.plugins.ngram.cider import CiderD
+from capmetrics.plugins.ngram.rouge import RougeL
 from scipy.stats import kendalltau
 
 from tests.plugins.coco_reference import needs_flickr8k, raw

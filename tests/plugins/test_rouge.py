@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from capmetrics.plugins import rouge
-from capmetrics.plugins.rouge import RougeL, lcs_bigint
+from capmetrics.plugins.ngram import rouge
+from capmetrics.plugins.ngram.rouge import RougeL, lcs_bigint
 from capmetrics.plugins.tokenizers import WhitespaceTokenizer
 
 from tests.plugins import coco_reference as cr

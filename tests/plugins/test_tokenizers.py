@@ -73,7 +73,7 @@ def test_ptb_jar_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(MetricError, match="java='no-such-java-binary' is not an executable file"):
         PTBJarTokenizer(java="no-such-java-binary").tokenize(["a"])
     if shutil.which("java") is not None:
-        monkeypatch.setattr("capmetrics.plugins._java.importlib.util.find_spec", lambda name: None)
+        monkeypatch.setattr("capmetrics.plugins.java.importlib.util.find_spec", lambda name: None)
         with pytest.raises(MetricError, match="needs its jar from pycocoevalcap: pip install"):
             PTBJarTokenizer().tokenize(["a"])
 

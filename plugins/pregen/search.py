@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from capmetrics import DataError, Distance, MetricError
 from capmetrics.errors import SpecError
-from capmetrics.plugins._pregen_compute import RaggedProbs, evaluate
-from capmetrics.plugins._pregen_tiers import Composition, paper_compositions, parse_composition
+from capmetrics.plugins.pregen.compute import RaggedProbs, evaluate
+from capmetrics.plugins.pregen.tiers import Composition, paper_compositions, parse_composition
 
 
 # --------------------------------------------------------------------------------------------

@@ -14,15 +14,15 @@ import gzip
 import hashlib
 import json
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from itertools import repeat
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from capmetrics import Scores, Tokenizer, hookimpl
+from capmetrics import Scores, Tokenizer
 from capmetrics.errors import MetricError
-from capmetrics.plugins._ngrams import (
+from capmetrics.plugins.ngram.counts import (
     PTB,
     Batch,
     BatchDistance,
@@ -59,6 +59,8 @@ class CiderD(BatchDistance):
     name = "cider-d"
     distance_offset = 10.0
     clipped: ClassVar[bool] = True
+
+    path_params = ("df",)
 
     def __init__(self, tokenizer: Tokenizer = PTB, df: str = "corpus") -> None:
         self.tokenizer = tokenizer
@@ -222,9 +224,3 @@ class Cider(CiderD):
 
     name = "cider"
     clipped = False
-
-
-@hookimpl
-def register_distances(register: Callable[..., None]) -> None:
-    register(CiderD)
-    register(Cider)

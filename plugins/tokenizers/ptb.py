@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from itertools import chain
 
-from capmetrics.plugins._ptb_chars import DIGITS, LETTERS, SYMBOLS
+from capmetrics.plugins.tokenizers.ptb_chars import DIGITS, LETTERS, SYMBOLS
 
 #: Tokens coco-caption removes after tokenization (pycocoevalcap ``PUNCTUATIONS``). The bracket
 #: escapes are upper case there, so the lower-cased ``-lrb-`` ... survive, exactly as in coco-caption.

@@ -24,9 +24,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from capmetrics import Distance, MetricError, hookimpl
-from capmetrics.plugins._ngrams import BatchDistance
-from capmetrics.plugins._permutation import (
+from capmetrics import Distance, MetricError
+from capmetrics.plugins.ngram.counts import BatchDistance
+from capmetrics.permutation import (
     PermutationStatistic,
     PValueMethod,
     SplitStatistic,
@@ -157,8 +157,3 @@ def batched_pairwise(distance: BatchDistance, pools: Sequence[list[str]]) -> lis
         out.append(values[row : row + len(pool), : len(pool)])
         row += len(pool)
     return out
-
-
-@hookimpl
-def register_statistics(register: Callable[..., None]) -> None:
-    register(TRM, aliases=("triangle-rank",))

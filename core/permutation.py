@@ -1,4 +1,7 @@
-"""Permutation tests shared by the multi-candidate statistics.
+"""Permutation tests for multi-candidate statistics (public API for statistic plugins).
+
+Subclass :class:`PermutationStatistic` and implement ``pooled`` and ``split_statistic``; the
+exact and Monte-Carlo p-values, the undefined-item handling and batching come with it.
 
 A statistic first builds its item's pooled matrix once (candidates first, then references), and
 returns a function that takes split masks — a float 0/1 array of shape ``(splits, n + m)``, 1
@@ -20,7 +23,8 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from capmetrics import MetricError, Statistic, StatResult
+from capmetrics.component import Statistic, StatResult
+from capmetrics.errors import MetricError
 
 #: How p-values are computed; ``none`` (written ``none`` in specs, read as None) skips them.
 PValueMethod = Literal["auto", "exact", "monte-carlo", "none"] | None

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 from capmetrics.errors import MetricError
-from capmetrics.plugins._vectors import VectorTable, corrupt, memoized, require
+from capmetrics.plugins.embeddings.vectors import VectorTable, corrupt, memoized, require
 
 MASK = (1 << 64) - 1
 M = 0xC6A4A7935BD1E995

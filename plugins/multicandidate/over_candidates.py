@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from capmetrics import Aggregator, Distance, Statistic, StatResult, hookimpl
+from capmetrics import Aggregator, Distance, Statistic, StatResult
 from capmetrics.plugins.aggregators import Mean
 
 
@@ -34,8 +34,3 @@ class OverCandidates(Statistic):
     def compare(self, candidates: Sequence[str], references: Sequence[str]) -> StatResult:
         values = self.distance.score(list(candidates), [list(references)] * len(candidates)).values
         return StatResult(float(self.reduce.reduce(np.asarray(values, dtype=float))))
-
-
-@hookimpl
-def register_statistics(register: Callable[..., None]) -> None:
-    register(OverCandidates)

@@ -9,11 +9,10 @@ per step; longer texts fall back to the same algorithm on Python integers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 
 import numpy as np
-from capmetrics import Scores, Tokenizer, hookimpl
-from capmetrics.plugins._ngrams import PTB, Batch, BatchDistance, Sentences, expand_ranges
+from capmetrics import Scores, Tokenizer
+from capmetrics.plugins.ngram.counts import PTB, Batch, BatchDistance, Sentences, expand_ranges
 
 WORD = 64  # the longest reference handled by the uint64 path
 LONG_CANDIDATE = 256  # candidates longer than this take the Python-integer path
@@ -137,8 +136,3 @@ class RougeL(BatchDistance):
 
     def slot_scores(self, batch: Batch) -> np.ndarray:
         return self.f_measure(*self.precision_recall(batch))
-
-
-@hookimpl
-def register_distances(register: Callable[..., None]) -> None:
-    register(RougeL)

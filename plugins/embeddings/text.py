@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from capmetrics import Embedder, MetricError, Tokenizer
-from capmetrics.plugins._stopwords import NLTK_ENGLISH
+from capmetrics.plugins.embeddings.stopwords import NLTK_ENGLISH
 
 
 def is_contextual(embedder: Embedder) -> bool:

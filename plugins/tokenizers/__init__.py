@@ -14,8 +14,8 @@ from pathlib import Path
 
 from capmetrics import Tokenizer, hookimpl
 from capmetrics.errors import MetricError
-from capmetrics.plugins import _ptb
-from capmetrics.plugins._java import find_java, pycocoevalcap_folder
+from capmetrics.plugins.tokenizers import ptb as _ptb
+from capmetrics.plugins.java import find_java, pycocoevalcap_folder
 
 JAR_NAME = "stanford-corenlp-3.4.1.jar"
 

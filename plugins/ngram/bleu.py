@@ -7,12 +7,11 @@ The corpus value comes from the summed statistics, not from the mean of the per-
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
-from capmetrics import Scores, Tokenizer, hookimpl
-from capmetrics.plugins._ngrams import PTB, Batch, BatchDistance, match, ngrams
+from capmetrics import Scores, Tokenizer
+from capmetrics.plugins.ngram.counts import PTB, Batch, BatchDistance, match, ngrams
 
 TINY = 1e-15
 SMALL = 1e-9
@@ -98,9 +97,3 @@ def _bleu_order(n: int) -> type[Bleu]:
 
 
 Bleu1, Bleu2, Bleu3, Bleu4 = (_bleu_order(n) for n in range(1, 5))
-
-
-@hookimpl
-def register_distances(register: Callable[..., None]) -> None:
-    for cls in (Bleu1, Bleu2, Bleu3, Bleu4):
-        register(cls)

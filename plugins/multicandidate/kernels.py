@@ -6,14 +6,14 @@ Gram (Fréchet) matrix is computed once and every permutation split re-indexes i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Literal
 
 import numpy as np
 
-from capmetrics import Embedder, MetricError, hookimpl
-from capmetrics.plugins._permutation import (
+from capmetrics import Embedder, MetricError
+from capmetrics.permutation import (
     PermutationStatistic,
     PValueMethod,
     SplitStatistic,
@@ -242,9 +242,3 @@ class Frechet(_EmbeddingStatistic):
 
     def split_statistic(self, pooled: np.ndarray, n: int) -> SplitStatistic:
         return frechet_of_splits(require_finite(pooled, "the embeddings"), n)
-
-
-@hookimpl
-def register_statistics(register: Callable[..., None]) -> None:
-    register(MMD, aliases=("mmd-bert",))
-    register(Frechet, aliases=("frechet-bert", "fbd"))

@@ -22,7 +22,7 @@ from capmetrics.errors import SpecError, did_you_mean
 from capmetrics.registry.spec import normalize_name
 
 if TYPE_CHECKING:
-    from capmetrics.plugins._pregen_compute import RaggedProbs
+    from capmetrics.plugins.pregen.compute import RaggedProbs
 
 #: Tier 3 option that concatenates all caption scores instead of reducing per item.
 JOIN = "join"

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import numpy as np
 from capmetrics import Aggregator, DataError, MetricError, SpecError
-from capmetrics.plugins._pregen_tiers import (
+from capmetrics.plugins.pregen.tiers import (
     FILTERS,
     JOIN,
     SCORES,

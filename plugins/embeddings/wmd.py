@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from capmetrics import Distance, Embedder, MetricError, Scores, Tokenizer, hookimpl
-from capmetrics.plugins._embed import content_words, flatten, vocabulary
-from capmetrics.plugins.embedders import GloveEmbedder
+from capmetrics import Distance, Embedder, MetricError, Scores, Tokenizer
+from capmetrics.plugins.embeddings.text import content_words, flatten, vocabulary
+from capmetrics.plugins.embeddings.embedders import GloveEmbedder
 from capmetrics.plugins.tokenizers import PTBTokenizer
 
 ZERO_COST = 1e-8
@@ -160,8 +160,3 @@ class WMD(Distance):
         docs = self.documents(list(position))
         out = np.array([[docs.distance(position[x], position[y]) for y in b] for x in a], dtype=float)
         return self._finite(out.reshape(len(a), len(b)))
-
-
-@hookimpl
-def register_distances(register: Callable[..., None]) -> None:
-    register(WMD)

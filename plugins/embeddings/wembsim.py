@@ -12,15 +12,15 @@ scores ``empty`` (−1, the minimum, as in the authors' code) with a warning, ne
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
-from capmetrics import Aggregator, Distance, Embedder, Scores, Tokenizer, hookimpl
-from capmetrics.plugins._embed import cosine_matrix, cosines, flatten, mean_vectors
-from capmetrics.plugins._sentence import SentenceTransformerEmbedder
-from capmetrics.plugins._stopwords import NLTK_ENGLISH
+from capmetrics import Aggregator, Distance, Embedder, Scores, Tokenizer
+from capmetrics.plugins.embeddings.text import cosine_matrix, cosines, flatten, mean_vectors
+from capmetrics.plugins.embeddings.sentence import SentenceTransformerEmbedder
+from capmetrics.plugins.embeddings.stopwords import NLTK_ENGLISH
 from capmetrics.plugins.aggregators import Mean
-from capmetrics.plugins.embedders import GloveEmbedder
+from capmetrics.plugins.embeddings.embedders import GloveEmbedder
 from capmetrics.plugins.tokenizers import PTBTokenizer
 
 GLOVE = GloveEmbedder()
@@ -125,9 +125,3 @@ class EmbeddingCosine(_CosineMetric):
     def text_vectors(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         vectors = np.asarray(self.embedder.embed_texts(list(texts)), dtype=np.float64)
         return vectors, np.ones(len(texts), bool)
-
-
-@hookimpl
-def register_distances(register: Callable[..., None]) -> None:
-    register(WEmbSim)
-    register(EmbeddingCosine)
