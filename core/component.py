@@ -25,6 +25,7 @@ KINDS: tuple[str, ...] = (
     "tokenizer",
     "learner",
     "probability-source",
+    "pregen-metric",
 )
 
 
@@ -285,6 +286,20 @@ class ProbabilitySource(Component):
         raise NotImplementedError
 
 
+class PregenMetric(Component):
+    """A pre-gen metric: reduces a caption model's reference-token probabilities (as a
+    :class:`ProbabilitySource` gives them) to one number, without generating captions."""
+
+    kind = "pregen-metric"
+
+    def compute(self, probs: Any) -> float:
+        """The metric's value on ``probs`` (``capmetrics.plugins.pregen.RaggedProbs``)."""
+        raise NotImplementedError
+
+    def __call__(self, probs: Any) -> float:
+        return self.compute(probs)
+
+
 #: The base class of each kind, used to resolve nested specs by parameter annotation.
 KIND_BASES: dict[str, type[Component]] = {
     "distance": Distance,
@@ -294,4 +309,5 @@ KIND_BASES: dict[str, type[Component]] = {
     "tokenizer": Tokenizer,
     "learner": Learner,
     "probability-source": ProbabilitySource,
+    "pregen-metric": PregenMetric,
 }

@@ -105,6 +105,16 @@ def register_probability_sources(register: Callable[..., Any]) -> None:
 
 
 @hookspec
+def register_pregen_metrics(register: Callable[..., Any]) -> None:
+    """Register pre-gen metrics: reductions of reference-token probabilities to one number.
+
+    :param register: call ``register(cls, aliases=())`` once per
+        :class:`capmetrics.PregenMetric` subclass.
+    :return: nothing; the return value is ignored.
+    """
+
+
+@hookspec
 def register_pregen_tiers(register: Callable[..., Any]) -> None:
     """Register pre-gen tier options: tier-1 token filters and tier-2 sentence scores, or
     aggregators offered at tiers 3 and 4. Every composition picks them up.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from capmetrics.component import KINDS
 from capmetrics.registry import get_registry
 from capmetrics.testing import parametrize_with_checks, registered_specs
 
@@ -16,12 +17,10 @@ NEEDS_USER_FILES = {
     "elmo": "needs ELMo options/weights files (tests/plugins/test_embedders.py builds a tiny one)",
     "fasttext": "needs a fastText file (tests/plugins/test_embedders.py trains one on Flickr8k)",
     "word2vec": "needs a word2vec file (tests/plugins/test_embedders.py trains one on Flickr8k)",
-    "pregen": "reduces pre-gen probabilities, not plain values (tests/plugins/test_pregen_tiers.py)",
     "prob-file": "needs a probabilities file (tests/plugins/test_pregen_sources.py)",
     "torch-model": "needs the user's torch caption model (tests/plugins/test_pregen_sources.py)",
     "hf-causal-lm": "needs a Hugging Face causal LM (tests/plugins/test_pregen_sources.py, slow)",
 }
-KINDS = ("distance", "statistic", "embedder", "aggregator", "tokenizer")
 
 
 def kit_specs() -> list[str]:

@@ -39,15 +39,15 @@ __all__ = [
 
 
 @hookimpl
-def register_aggregators(register: Callable[..., None]) -> None:
+def register_pregen_metrics(register: Callable[..., None]) -> None:
     register(Pregen, aliases=("pre-gen",))
 
 
 @hookimpl
 def register_probability_sources(register: Callable[..., None]) -> None:
-    from capmetrics.plugins.pregen.sources import SOURCES
+    from capmetrics.plugins.pregen.sources import all_sources
 
-    for cls in SOURCES:
+    for cls in all_sources():
         register(cls)
 
 

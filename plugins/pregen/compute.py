@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
-from capmetrics import Aggregator, DataError, MetricError, SpecError
+from capmetrics import Aggregator, DataError, MetricError, PregenMetric, SpecError
 from capmetrics.plugins.pregen.tiers import (
     FILTERS,
     JOIN,
@@ -297,12 +297,10 @@ def evaluate(probs: RaggedProbs, compositions: Sequence[Composition | str]) -> n
     )
 
 
-class Pregen(Aggregator):
+class Pregen(PregenMetric):
     """A pre-gen metric: reduces a model's reference-token probabilities to one number.
 
     Call it on a :class:`RaggedProbs` (``compose("pregen(mean_max_normcount_prefix0)")(probs)``).
-    It is registered with the aggregators because it is a reduction (of ragged probabilities,
-    not of a flat list of values), so ``reduce`` refuses plain arrays.
 
     Args:
         composition: ``tier4_tier3_tier2_tier1``; the default is the paper's best metric.
@@ -325,21 +323,9 @@ class Pregen(Aggregator):
 
     def compute(self, probs: RaggedProbs) -> float:
         """The metric's value on ``probs``."""
-        return float(evaluate(probs.with_reference_policy(self.references), [self.parsed])[0])
-
-    def __call__(self, probs: RaggedProbs) -> float:  # type: ignore[override]
         if not isinstance(probs, RaggedProbs):
             raise MetricError(
                 f"{self.spec} takes RaggedProbs (from a probability source), "
                 f"not {type(probs).__name__}"
             )
-        return self.compute(probs)
-
-    def reduce(self, values: np.ndarray, axis: int = -1) -> np.ndarray:
-        raise MetricError(
-            f"{self.spec} reduces reference probabilities (RaggedProbs), not plain "
-            "values; call it on the output of a probability source"
-        )
-
-    def reduce_groups(self, values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        return self.reduce(values)
+        return float(evaluate(probs.with_reference_policy(self.references), [self.parsed])[0])
