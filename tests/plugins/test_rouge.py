@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from capmetrics.plugins.ngram import rouge
+from capmetrics.plugins import ngram
 from capmetrics.plugins.ngram.rouge import RougeL, lcs_bigint
 from capmetrics.plugins.tokenizers import WhitespaceTokenizer
 
@@ -35,8 +35,8 @@ def test_vector() -> None:
 
 def test_registers_rouge_l() -> None:
     names: list[str] = []
-    rouge.register_distances(lambda cls, aliases=(): names.append(cls.name))
-    assert names == ["rouge-l"] and RougeL.distance_offset == 1.0
+    ngram.register_distances(lambda cls, aliases=(): names.append(cls.name))
+    assert "rouge-l" in names and RougeL.distance_offset == 1.0
 
 
 def test_bigint_lcs_equals_the_table() -> None:
