@@ -78,7 +78,7 @@ def test_bundled_plugins_load_through_entry_points():
     entry = reg.lookup("mean", ["aggregator"])
     assert entry.plugin.distribution == "capmetrics"
     assert entry.plugin.module == "capmetrics.plugins.aggregators"
-    assert {"aggregators", "statistics", "tokenizers"} <= {p.name for p in reg.plugins}
+    assert {"aggregators", "multicandidate", "tokenizers"} <= {p.name for p in reg.plugins}
 
 
 def test_third_party_plugin_is_listed_with_its_package(fake_dists):
@@ -108,7 +108,7 @@ def test_blocking_by_environment(fake_dists, monkeypatch):
         FakeDistribution("pkg-one", "0.1", FakeEntryPoint("one", plugin_module("m1", Overlap))),
         FakeDistribution("pkg-two", "0.2", FakeEntryPoint("two", plugin_module("m2", Overlap))),
     )
-    monkeypatch.setenv("CAPMETRICS_DISABLE_PLUGINS", "two, statistics")
+    monkeypatch.setenv("CAPMETRICS_DISABLE_PLUGINS", "two, multicandidate")
     reg = build()
     assert reg.lookup("overlap").plugin.distribution == "pkg-one"
     assert "over-candidates" not in reg.names("statistic")
