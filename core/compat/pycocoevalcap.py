@@ -17,6 +17,7 @@ where pycocoevalcap would fail an ``assert``.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import Any
 
@@ -215,6 +216,10 @@ def spice_available() -> bool:
     return True
 
 
+def _compute(scorer: Any, gts: Gts, res: Gts) -> tuple[Any, Any]:
+    return scorer.compute_score(gts, res, verbose=0) if isinstance(scorer, Bleu) else scorer.compute_score(gts, res)
+
+
 class COCOEvalCap:
     """pycocoevalcap's ``COCOEvalCap``: ``evaluate()`` fills ``eval`` (corpus values),
     ``imgToEval`` (per image, in ``params['image_id']`` order) and ``evalImgs``.
@@ -260,19 +265,22 @@ class COCOEvalCap:
         ]
         if self.spice or (self.spice is None and spice_available()):
             scorers.append((Spice(), "SPICE"))
-        for scorer, method in scorers:
-            self._say(f"computing {scorer.method()} score...")
-            score, scores = (scorer.compute_score(gts, res, verbose=0) if isinstance(scorer, Bleu)
-                             else scorer.compute_score(gts, res))
-            if isinstance(method, list):
-                for sc, scs, m in zip(score, scores, method):
-                    self.setEval(sc, m)
-                    self.setImgToEvalImgs(scs, gts.keys(), m)
-                    self._say(f"{m}: {sc:0.3f}")
-            else:
-                self.setEval(score, method)
-                self.setImgToEvalImgs(scores, gts.keys(), method)
-                self._say(f"{method}: {score:0.3f}")
+        # The scorers run side by side (a JVM-backed METEOR waits on its process, the others
+        # compute meanwhile); values are recorded in pycocoevalcap's order.
+        with ThreadPoolExecutor(len(scorers)) as pool:
+            running = [pool.submit(_compute, scorer, gts, res) for scorer, _ in scorers]
+            for (scorer, method), future in zip(scorers, running):
+                self._say(f"computing {scorer.method()} score...")
+                score, scores = future.result()
+                if isinstance(method, list):
+                    for sc, scs, m in zip(score, scores, method):
+                        self.setEval(sc, m)
+                        self.setImgToEvalImgs(scs, gts.keys(), m)
+                        self._say(f"{m}: {sc:0.3f}")
+                else:
+                    self.setEval(score, method)
+                    self.setImgToEvalImgs(scores, gts.keys(), method)
+                    self._say(f"{method}: {score:0.3f}")
         self.setEvalImgs()
 
     def setEval(self, score: Any, method: str) -> None:  # noqa: N802 - pycocoevalcap's names
