@@ -3,7 +3,8 @@
 JSON layout (``schema`` = ``capmetrics.results/1``; documented in docs/usage/results.md)::
 
     {"schema": "capmetrics.results/1", "capmetrics": "0.1.0",
-     "data": {"source": ..., "items": N, "candidates": M, "skipped": [{"item": id, "problem": ...}]},
+     "data": {"source": ..., "items": N, "candidates": M, "skipped": [{"item": id, "problem": ...}],
+              "empty_candidates": [{"item": id, "candidate": j}]},
      "metrics": [{"name": ..., "spec": ..., "kind": ..., "higher_is_better": ...,
                   "signature": {...}, "signature_string": "...", "corpus": x,
                   "items": [{"id": ..., "value": x, "candidates": [...], "p_value": p}]}]}
@@ -96,6 +97,8 @@ class Results:
     metrics: list[MetricResult]
     skipped: list[Problem] = field(default_factory=list)
     version: str = ""
+    #: (item id, candidate index) of each empty or whitespace-only candidate that was scored.
+    empty_candidates: list[tuple[ItemId, int]] = field(default_factory=list)
 
     def __getitem__(self, name: str) -> MetricResult:
         for m in self.metrics:
@@ -112,6 +115,7 @@ class Results:
                 "items": self.n_items,
                 "candidates": self.n_candidates,
                 "skipped": [{"item": p.item, "line": p.line, "problem": p.message} for p in self.skipped],
+                "empty_candidates": [{"item": item, "candidate": j} for item, j in self.empty_candidates],
             },
             "metrics": [m.to_dict() for m in self.metrics],
         }
@@ -152,6 +156,8 @@ class Results:
         console = Console(file=io.StringIO(), width=120, color_system=None)
         console.print(f"{self.source}: {self.n_items} items, {self.n_candidates} candidates", soft_wrap=True)
         console.print(table)
+        if self.empty_candidates:
+            console.print(f"{len(self.empty_candidates)} empty candidate(s) scored (data.empty_candidates in JSON)")
         if self.skipped:
             console.print(f"skipped {len(self.skipped)} problem(s):")
             for p in self.skipped:

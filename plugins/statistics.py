@@ -16,6 +16,7 @@ class OverCandidates(Statistic):
     multi-candidate statistics are compared with."""
 
     name = "over-candidates"
+    accepts_empty_candidates = True  # when its distance does (checked by capmetrics.score)
 
     def __init__(self, distance: Distance, reduce: Aggregator = Mean()) -> None:
         self.distance = distance
