@@ -95,7 +95,7 @@ class Reward:
 
     def texts(self, sequences: Any, what: str = "candidates") -> list[str]:
         """Strings as they are; token-id sequences decoded with ``vocab``."""
-        if not _is_torch(sequences) and not isinstance(sequences, np.ndarray) and all(isinstance(s, str) for s in sequences):
+        if not _is_torch(sequences) and not isinstance(sequences, np.ndarray) and set(map(type, sequences)) <= {str}:
             return list(sequences)
         if self.vocab is None:
             raise MetricError(f"{what} are token ids; pass vocab=<id -> word> to the reward")
@@ -104,7 +104,7 @@ class Reward:
     def references_for(self, n: int, references: Sequence[Sequence[Any]]) -> list[list[str]]:
         """One reference list per candidate: ``references`` as given, or each image's list
         repeated for its ``n // len(references)`` consecutive candidates."""
-        refs = [r if all(isinstance(x, str) for x in r) else self.texts(r, "references") for r in references]
+        refs = [r if set(map(type, r)) <= {str} else self.texts(r, "references") for r in references]
         if len(refs) == n:
             return refs
         if not refs or n % len(refs):

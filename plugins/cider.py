@@ -97,8 +97,11 @@ class DfIndex:
         keys, counts = self.keys[table.order - 1], self.counts[table.order - 1]
         if not len(keys):
             return np.zeros(table.n_grams)
-        at = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
-        return np.where(keys[at] == key, counts[at], 0.0)
+        order = np.argsort(key)  # sorted queries: searchsorted walks the table in order
+        at = np.minimum(np.searchsorted(keys, key[order]), len(keys) - 1)
+        out = np.empty(len(key))
+        out[order] = np.where(keys[at] == key[order], counts[at], 0.0)
+        return out
 
 
 _DF_INDEXES: dict[int, tuple[dict[str, int], DfIndex]] = {}

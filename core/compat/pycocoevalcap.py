@@ -134,7 +134,8 @@ class Cider:
 
 class Spice:
     """pycocoevalcap's ``Spice``: per image (in sorted id order) a dict of categories, each with
-    its ``pr``, ``re`` and ``f`` (NaN where SPICE gives none); needs SPICE's CoreNLP jars."""
+    its F-score ``f`` (and ``pr``, ``re`` when the ``spice`` metric reports them per item in
+    ``details["scores"]``); needs SPICE's CoreNLP jars."""
 
     def compute_score(self, gts: Gts, res: Gts) -> tuple[np.float64, list[dict[str, dict[str, float]]]]:
         order = sorted(gts)
