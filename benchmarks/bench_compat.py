@@ -80,6 +80,30 @@ def main() -> None:
     print(f"max abs difference over eval and imgToEval: {worst:.2g}")
     print("corpus:", {k: round(float(v), 4) for k, v in ours.eval.items()})
     assert worst < 1e-12 and np.isfinite(worst)
+    stages(theirs)
+
+
+def stages(ev) -> None:  # type: ignore[no-untyped-def]
+    """Tokenisation and each scorer alone, pycocoevalcap's classes against the compat ones."""
+    from pycocoevalcap.bleu.bleu import Bleu
+    from pycocoevalcap.cider.cider import Cider
+    from pycocoevalcap.rouge.rouge import Rouge
+    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+
+    gts = {i: ev.coco.imgToAnns[i] for i in ev.params["image_id"]}
+    res = {i: ev.cocoRes.imgToAnns[i] for i in ev.params["image_id"]}
+    pairs = {"PTBTokenizer (both captions sets)": (PTBTokenizer, compat.PTBTokenizer)}
+    for name, (ref_cls, our_cls) in pairs.items():
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            t0 = time.perf_counter(); tg, tr = ref_cls().tokenize(gts), ref_cls().tokenize(res); t1 = time.perf_counter()
+            our_cls().tokenize(gts), our_cls().tokenize(res); t2 = time.perf_counter()
+        print(f"  {name:34s} pycocoevalcap {t1 - t0:7.3f} s  compat {t2 - t1:7.3f} s  ({(t1 - t0) / (t2 - t1):.0f}x)")
+    for name, ref_cls, our_cls in (("Bleu(4)", Bleu, compat.Bleu), ("Rouge", Rouge, compat.Rouge),
+                                   ("Cider", Cider, compat.Cider)):
+        with contextlib.redirect_stdout(io.StringIO()):
+            t0 = time.perf_counter(); ref_cls().compute_score(tg, tr); t1 = time.perf_counter()
+            our_cls().compute_score(tg, tr); t2 = time.perf_counter()
+        print(f"  {name:34s} pycocoevalcap {t1 - t0:7.3f} s  compat {t2 - t1:7.3f} s  ({(t1 - t0) / (t2 - t1):.0f}x)")
 
 
 if __name__ == "__main__":
