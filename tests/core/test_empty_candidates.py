@@ -131,12 +131,14 @@ def test_cli_counts_them_and_error_keeps_the_strict_behaviour(tmp_path) -> None:
                     '{"id": "b", "references": ["a cat"], "candidates": ["a cat"]}\n')
     runner = CliRunner()
     out = tmp_path / "scores.json"
-    result = runner.invoke(app, ["score", str(path), "-m", "rouge-l", "--out", str(out), "-q"])
+    with pytest.warns(UserWarning, match="1 empty candidate"):
+        result = runner.invoke(app, ["score", str(path), "-m", "rouge-l", "--out", str(out), "-q"])
     assert result.exit_code == 0, result.output
     written = json.loads(out.read_text())
     assert written["data"]["empty_candidates"] == [{"item": "a", "candidate": 0}]
     assert written["metrics"][0]["items"][0]["candidates"][0] == 0.0
-    table = runner.invoke(app, ["score", str(path), "-m", "bleu-4", "-q"])
+    with pytest.warns(UserWarning, match="1 empty candidate"):
+        table = runner.invoke(app, ["score", str(path), "-m", "bleu-4", "-q"])
     assert "1 empty candidate(s) scored" in table.output
     strict = runner.invoke(app, ["score", str(path), "-m", "bleu-4", "--empty-candidates=error"])
     assert strict.exit_code == 1 and "item 'a': candidate 0 is empty or whitespace-only" in strict.output
