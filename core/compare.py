@@ -138,8 +138,9 @@ def align(system_a: Dataset, system_b: Dataset) -> Dataset:
 def item_values(component: Component, dataset: Dataset,
                 executor: Executor | None = None) -> tuple[np.ndarray, dict[str, str], list[str | None]]:
     """Per-item values of a metric, its run signature and each item's undefined-reason (or None)."""
-    from capmetrics.scoring import evaluate
+    from capmetrics.scoring import check_empty_candidates, evaluate
 
+    check_empty_candidates(component, dataset)
     if isinstance(component, Statistic):
         with component_errors(component.spec):
             result = evaluate_statistic(component, dataset, executor=executor)

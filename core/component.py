@@ -185,6 +185,11 @@ class Distance(Component):
     kind = "distance"
     higher_is_better: ClassVar[bool] = True
     distance_offset: ClassVar[float | None] = None
+    #: Whether an empty (or whitespace-only) candidate gets the component's documented value
+    #: (BLEU 0, METEOR the jar's 0, ...). ``False``: :func:`capmetrics.score` refuses such a
+    #: candidate with a MetricError naming the item. A component that wraps others (a statistic
+    #: over a distance) accepts them only if the wrapped ones do too.
+    accepts_empty_candidates: ClassVar[bool] = False
 
     def fit(self, references: Sequence[Sequence[str]]) -> Distance:
         """Learn corpus statistics (e.g. CIDEr's document frequencies); a no-op by default."""
@@ -257,6 +262,11 @@ class Statistic(Component):
 
     kind = "statistic"
     higher_is_better: ClassVar[bool] = True
+    #: Whether an empty (or whitespace-only) candidate gets the component's documented value
+    #: (BLEU 0, METEOR the jar's 0, ...). ``False``: :func:`capmetrics.score` refuses such a
+    #: candidate with a MetricError naming the item. A component that wraps others (a statistic
+    #: over a distance) accepts them only if the wrapped ones do too.
+    accepts_empty_candidates: ClassVar[bool] = False
 
     def fit(self, references: Sequence[Sequence[str]]) -> Statistic:
         """Learn corpus statistics from every item's references before items are compared

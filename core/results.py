@@ -3,7 +3,8 @@
 JSON layout (``schema`` = ``capmetrics.results/1``; documented in docs/usage/results.md)::
 
     {"schema": "capmetrics.results/1", "capmetrics": "0.1.0",
-     "data": {"source": ..., "items": N, "candidates": M, "skipped": [{"item": id, "problem": ...}]},
+     "data": {"source": ..., "items": N, "candidates": M, "skipped": [{"item": id, "problem": ...}],
+              "empty_candidates": [{"item": id, "candidate": j}]},
      "metrics": [{"name": ..., "spec": ..., "kind": ..., "higher_is_better": ...,
                   "signature": {...}, "signature_string": "...", "corpus": x,
                   "items": [{"id": ..., "value": x, "candidates": [...], "p_value": p}]}]}
@@ -12,6 +13,7 @@ JSON layout (``schema`` = ``capmetrics.results/1``; documented in docs/usage/res
 from __future__ import annotations
 
 import csv
+import html
 import io
 import math
 from dataclasses import dataclass, field
@@ -62,6 +64,23 @@ class MetricResult:
     def signature_string(self) -> str:
         return format_signature(self.signature)
 
+    def __repr__(self) -> str:
+        n_cands = sum(len(v) for v in self.candidate_values)
+        p = f", p (HMP) {_fmt(self.details['hmp'], 4)}" if "hmp" in self.details else ""
+        return (f"<MetricResult {self.name}: corpus {_fmt(self.corpus, 4)}{p} over {len(self.item_ids)} items "
+                f"({n_cands} values); {self.signature_string}>")
+
+    def _repr_html_(self) -> str:
+        rows = [("corpus", _fmt(self.corpus, 4)), ("items", str(len(self.item_ids))),
+                ("higher is better", "yes" if self.higher_is_better else "no")]
+        if "hmp" in self.details:
+            rows.append(("p (HMP)", _fmt(self.details["hmp"], 4)))
+        rows.append(("signature", self.signature_string))
+        shown = ", ".join(f"{html.escape(str(i))}: {_fmt(v, 4)}" for i, v in zip(self.item_ids[:5], self.item_values[:5]))
+        more = " …" if len(self.item_ids) > 5 else ""
+        return (f"<b>{html.escape(self.name)}</b>" + _html_table(("", ""), rows)
+                + f"<small>per item: {shown}{more}</small>")
+
     def to_dict(self) -> dict[str, Any]:
         items = []
         for i, item_id in enumerate(self.item_ids):
@@ -96,12 +115,78 @@ class Results:
     metrics: list[MetricResult]
     skipped: list[Problem] = field(default_factory=list)
     version: str = ""
+    #: (item id, candidate index) of each empty or whitespace-only candidate that was scored.
+    empty_candidates: list[tuple[ItemId, int]] = field(default_factory=list)
 
     def __getitem__(self, name: str) -> MetricResult:
         for m in self.metrics:
             if name in (m.name, m.spec):
                 return m
         raise KeyError(f"no metric {name!r} in these results; have {', '.join(m.name for m in self.metrics)}")
+
+    def __repr__(self) -> str:
+        lines = [f"<Results {self.source}: {self.n_items} items, {self.n_candidates} candidates"]
+        width = max((len(m.name) for m in self.metrics), default=0)
+        for m in self.metrics:
+            p = f"  p (HMP) {_fmt(m.details['hmp'], 4)}" if "hmp" in m.details else ""
+            lines.append(f"  {m.name:<{width}}  {_fmt(m.corpus, 4)}{p}")
+        if self.empty_candidates:
+            lines.append(f"  ({len(self.empty_candidates)} empty candidate(s) scored)")
+        if self.skipped:
+            lines.append(f"  ({len(self.skipped)} item problem(s) skipped)")
+        return "\n".join(lines) + ">"
+
+    def _repr_html_(self) -> str:
+        with_p = any("hmp" in m.details for m in self.metrics)
+        header = ("metric", "corpus", *(("p (HMP)",) if with_p else ()), "signature")
+        rows = [(m.name, _fmt(m.corpus, 4), *((_fmt(m.details["hmp"], 4) if "hmp" in m.details else "",)
+                                              if with_p else ()), m.signature_string) for m in self.metrics]
+        notes = [f"{len(self.empty_candidates)} empty candidate(s) scored"] if self.empty_candidates else []
+        notes += [f"{len(self.skipped)} item problem(s) skipped"] if self.skipped else []
+        return (f"<b>{html.escape(self.source)}</b>: {self.n_items} items, {self.n_candidates} candidates"
+                + _html_table(header, rows) + "".join(f"<small>{html.escape(n)}</small><br>" for n in notes))
+
+    def to_pandas(self, form: str = "long", level: str = "item") -> Any:
+        """The values as a pandas DataFrame (needs pandas: ``pip install pandas``).
+
+        Args:
+            form: ``long``: one row per value, columns ``metric, level, item, candidate, value,
+                p_value`` (levels corpus, item, candidate); ``wide``: one column per metric.
+            level: for ``wide``: ``item`` (one row per item, index ``item``) or ``candidate`` (one
+                row per candidate, index ``item, candidate``). Statistics (one value per item)
+                have no candidate rows.
+        """
+        try:
+            import pandas as pd
+        except ImportError as err:
+            raise ImportError("Results.to_pandas needs pandas: pip install pandas") from err
+        if form == "long":
+            rows = []
+            for m in self.metrics:
+                rows.append((m.name, "corpus", None, None, _float(m.corpus), np.nan))
+                for i, item_id in enumerate(m.item_ids):
+                    p = _float(m.p_values[i]) if m.p_values is not None else np.nan
+                    rows.append((m.name, "item", item_id, None, _float(m.item_values[i]), p))
+                    if m.kind != "statistic":  # a statistic's value belongs to the item
+                        rows += [(m.name, "candidate", item_id, j, _float(v), np.nan)
+                                 for j, v in enumerate(m.candidate_values[i])]
+            frame = pd.DataFrame(rows, columns=["metric", "level", "item", "candidate", "value", "p_value"])
+            frame["candidate"] = frame["candidate"].astype("Int64")
+            return frame
+        if form != "wide":
+            raise ValueError(f"unknown form {form!r}; use 'long' or 'wide'")
+        if level == "item":
+            columns = {m.name: pd.Series(np.asarray(m.item_values, dtype=float), index=pd.Index(m.item_ids, name="item"))
+                       for m in self.metrics}
+        elif level == "candidate":
+            columns = {}
+            for m in (m for m in self.metrics if m.kind != "statistic"):
+                keys = [(item_id, j) for item_id, vs in zip(m.item_ids, m.candidate_values) for j in range(len(vs))]
+                values = np.concatenate([np.asarray(v, dtype=float) for v in m.candidate_values]) if keys else []
+                columns[m.name] = pd.Series(values, index=pd.MultiIndex.from_tuples(keys, names=["item", "candidate"]))
+        else:
+            raise ValueError(f"unknown level {level!r}; use 'item' or 'candidate'")
+        return pd.DataFrame(columns)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -112,6 +197,7 @@ class Results:
                 "items": self.n_items,
                 "candidates": self.n_candidates,
                 "skipped": [{"item": p.item, "line": p.line, "problem": p.message} for p in self.skipped],
+                "empty_candidates": [{"item": item, "candidate": j} for item, j in self.empty_candidates],
             },
             "metrics": [m.to_dict() for m in self.metrics],
         }
@@ -153,6 +239,8 @@ class Results:
         console = Console(file=io.StringIO(), width=120, color_system=None)
         console.print(f"{self.source}: {self.n_items} items, {self.n_candidates} candidates", soft_wrap=True)
         console.print(table)
+        if self.empty_candidates:
+            console.print(f"{len(self.empty_candidates)} empty candidate(s) scored (data.empty_candidates in JSON)")
         if self.skipped:
             console.print(f"skipped {len(self.skipped)} problem(s):")
             for p in self.skipped:
@@ -171,6 +259,16 @@ class Results:
         text = self.render(fmt)
         with atomic_write(path) as handle:
             handle.write(text)
+
+
+def _float(x: float | None) -> float:
+    return np.nan if x is None else float(x)
+
+
+def _html_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header) if any(header) else ""
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table>{'<tr>' + head + '</tr>' if head else ''}{body}</table>"
 
 
 def _fmt(x: float | None, digits: int | None = None) -> str:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import importlib.metadata
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from capmetrics.component import Component, Distance, Statistic
-from capmetrics.data.model import Dataset
-from capmetrics.errors import MetricError, component_errors
+from capmetrics.data.loaders import EMPTY_CANDIDATE_POLICIES, EmptyCandidates
+from capmetrics.data.model import Dataset, ItemId, Problem
+from capmetrics.errors import DataError, MetricError, component_errors
 from capmetrics.parallel import Executor, evaluate_statistic
 from capmetrics.prepared import run_scope
 from capmetrics.registry.compose import METRIC_KINDS, compose
@@ -37,6 +39,38 @@ def run_signature(component: Component, dataset: Dataset) -> dict[str, str]:
     return sig
 
 
+def refuses_empty_candidates(component: Component) -> Component | None:
+    """The component (``component`` itself or one it wraps) that does not declare
+    ``accepts_empty_candidates``, or None when every one does."""
+    if isinstance(component, (Distance, Statistic)) and not component.accepts_empty_candidates:
+        return component
+    for value in component.get_params().values():
+        if isinstance(value, Component):
+            refusing = refuses_empty_candidates(value)
+            if refusing is not None:
+                return refusing
+    return None
+
+
+def _items_text(empties: Sequence[tuple[ItemId, int]], limit: int = 10) -> str:
+    shown = ", ".join(f"{item!r} (candidate {j})" for item, j in empties[:limit])
+    return shown + (f" and {len(empties) - limit} more" if len(empties) > limit else "")
+
+
+def check_empty_candidates(component: Component, dataset: Dataset) -> None:
+    """Raise a MetricError naming the items if ``dataset`` has empty candidates and
+    ``component`` (or a component it wraps) does not score them."""
+    refusing = refuses_empty_candidates(component)
+    if refusing is None:
+        return
+    empties = dataset.empty_candidates()
+    if empties:
+        raise MetricError(
+            f"{refusing.spec} does not score empty candidates, and {len(empties)} candidate(s) are empty or "
+            f"whitespace-only: item(s) {_items_text(empties)}; give those items a caption, or score without "
+            f"{refusing.spec}")
+
+
 def evaluate(component: Component, dataset: Dataset, name: str | None = None,
              executor: Executor | None = None) -> MetricResult:
     """Evaluate one built metric on a dataset; statistics map items over ``executor``.
@@ -50,6 +84,7 @@ def evaluate(component: Component, dataset: Dataset, name: str | None = None,
 def _evaluate(component: Component, dataset: Dataset, name: str | None, executor: Executor | None) -> MetricResult:
     if not len(dataset):
         raise MetricError("the dataset has no items to score")
+    check_empty_candidates(component, dataset)
     ids = dataset.ids
     if isinstance(component, Distance):
         cands, refs, offsets = dataset.flat_pairs()
@@ -74,6 +109,7 @@ def score(
     definitions: Mapping[str, Spec] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     executor: Executor | None = None,
+    empty_candidates: EmptyCandidates = "score",
 ) -> Results:
     """Score ``dataset`` with each metric spec (or component).
 
@@ -84,12 +120,31 @@ def score(
         progress: called as ``progress(name, done, total)`` before each metric and once at the end.
         executor: where multi-candidate statistics run their items (serial, local processes,
             Dask); the values do not depend on it.
+        empty_candidates: ``score`` (default) scores empty or whitespace-only candidates as
+            coco-caption does (0 for the n-gram metrics, the jar's value for METEOR, each
+            metric's documented value otherwise), warns once naming them and lists them in
+            ``Results.empty_candidates``; ``error`` refuses them with a DataError.
+
+    Raises:
+        DataError: empty candidates with ``empty_candidates="error"``.
+        MetricError: empty candidates and a metric that does not score them.
     """
+    if empty_candidates not in EMPTY_CANDIDATE_POLICIES:
+        raise MetricError(f"empty_candidates must be 'score' or 'error', got {empty_candidates!r}")
     built = []
     for m in metrics:
         name = m if isinstance(m, str) else m.spec
         with component_errors(name):
             built.append((name, compose(m, METRIC_KINDS, definitions=definitions)))
+    empties = dataset.empty_candidates()
+    if empties and empty_candidates == "error":
+        raise DataError([Problem(dataset.source, item, f"candidate {j} is empty or whitespace-only")
+                         for item, j in empties], header=f"cannot score {dataset.source} (empty_candidates='error')")
+    for _, component in built:
+        check_empty_candidates(component, dataset)
+    if empties:
+        warnings.warn(f"{len(empties)} empty candidate(s) scored as each metric's value for an empty caption "
+                      f"(coco-caption's behaviour): item(s) {_items_text(empties)}", UserWarning, stacklevel=2)
     results = []
     with run_scope():  # tokens and other prepared data are computed once for all metrics
         for done, (name, component) in enumerate(built):
@@ -99,4 +154,4 @@ def score(
     if progress:
         progress("", len(built), len(built))
     return Results(dataset.source, len(dataset), dataset.n_candidates, results, list(dataset.skipped),
-                   _version("capmetrics"))
+                   _version("capmetrics"), empty_candidates=empties)

@@ -118,6 +118,7 @@ class Meteor(Distance):
     """
 
     name = "meteor"
+    accepts_empty_candidates = True  # the jar scores an empty hypothesis 0.0
     higher_is_better = True
     distance_offset = 1.0
 

@@ -316,6 +316,7 @@ class NNEvalMetric(Distance):
     """
 
     name = "nneval"
+    accepts_empty_candidates = True  # P(human) of its features; the paper's (PAPER_FEATURES) all score empties
     distance_offset = 1.0
 
     def __init__(self, model: str = "") -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,6 +28,7 @@ from capmetrics.plugins.java import (
     java_env,
     java_signature,
     pycocoevalcap_folder,
+    run_with_retries,
 )
 from capmetrics.plugins.tokenizers import PTBTokenizer
 
@@ -155,11 +155,7 @@ class Spice(Distance):
             in_file, out_file = Path(tmp) / "input.json", Path(tmp) / "output.json"
             in_file.write_text(json.dumps(items), encoding="utf-8")
             command = self.command(str(in_file), str(out_file))
-            try:
-                done = subprocess.run(command, cwd=tmp, env=java_env(), capture_output=True,
-                                      timeout=self.timeout, check=False)
-            except subprocess.TimeoutExpired:
-                raise MetricError(f"spice: the jar did not finish within {self.timeout:g} s") from None
+            done = run_with_retries(command, "spice: the jar", self.timeout, cwd=tmp, env=java_env())
             if done.returncode != 0 or not out_file.is_file():
                 tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-8:]
                 raise MetricError(f"spice: the jar failed (exit code {done.returncode}): " + " | ".join(tail))

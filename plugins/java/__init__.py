@@ -19,7 +19,7 @@ import threading
 import time
 import warnings
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -142,28 +142,32 @@ class LineProcess:
         return self._proc.pid if self._proc is not None else None
 
     def ensure_started(self) -> None:
-        """Start the child now (and answer its probe) if it is not running."""
+        """Start the child now (and answer its probe) if it is not running; a child that dies
+        or hangs while starting or loading its data is restarted, up to :data:`RETRIES` times."""
         with self._lock:
-            if self._proc is None:
-                self._start()
+            self._retrying(lambda: [])
 
     def request(self, lines: Sequence[str], n_replies: int, timeout: float) -> list[str]:
         """Send ``lines`` (each without its newline) and return the next ``n_replies`` lines.
 
-        A child that dies or misses the deadline is killed and restarted, and the batch is sent
-        again, up to :data:`RETRIES` times.
+        A child that dies or misses the deadline (while starting or answering) is killed and
+        restarted, and the batch is sent again, up to :data:`RETRIES` times.
         """
         with self._lock:
-            for attempt in range(RETRIES + 1):
-                try:
-                    if self._proc is None:
-                        self._start()
-                    return self._exchange(lines, n_replies, timeout)
-                except JavaFailure as failure:
-                    self.kill()
-                    if attempt == RETRIES:
-                        raise JavaFailure(f"{failure} (gave up after {RETRIES + 1} attempts)") from None
-                    warnings.warn(f"{failure}; restarting it and retrying the batch", RuntimeWarning, stacklevel=3)
+            return self._retrying(lambda: self._exchange(lines, n_replies, timeout))
+
+    def _retrying(self, action: Callable[[], list[str]]) -> list[str]:
+        """Start the child if needed, then run ``action``; restart and retry on a JavaFailure."""
+        for attempt in range(RETRIES + 1):
+            try:
+                if self._proc is None:
+                    self._start()
+                return action()
+            except JavaFailure as failure:
+                self.kill()
+                if attempt == RETRIES:
+                    raise JavaFailure(f"{failure} (gave up after {RETRIES + 1} attempts)") from None
+                warnings.warn(f"{failure}; restarting it and retrying", RuntimeWarning, stacklevel=4)
         raise AssertionError("unreachable")
 
     def _start(self) -> None:
@@ -230,6 +234,27 @@ class LineProcess:
             except (OSError, ValueError, subprocess.TimeoutExpired):
                 pass
             self.kill()
+
+
+def run_with_retries(command: Sequence[str], name: str, timeout: float | None = None,
+                     **kwargs: object) -> subprocess.CompletedProcess[bytes]:
+    """Run a one-shot JVM (SPICE, the PTB jar) to completion; one killed by a signal (negative
+    exit code: out of memory, killed while loading its data) is run again, up to :data:`RETRIES`
+    times. Other exit codes are returned to the caller, which reports them."""
+    for attempt in range(RETRIES + 1):
+        try:
+            done = subprocess.run(list(command), capture_output=True, timeout=timeout, check=False, **kwargs)  # type: ignore[call-overload]
+        except subprocess.TimeoutExpired:
+            raise JavaFailure(f"{name} did not finish within {timeout:g} s") from None
+        except OSError as e:
+            raise MetricError(f"cannot start {name} ({command[0]}): {e}; {INSTALL_HINT}") from e
+        if done.returncode >= 0:
+            return done
+        failure = f"{name} was killed (code {done.returncode})"
+        if attempt == RETRIES:
+            raise JavaFailure(f"{failure} (gave up after {RETRIES + 1} attempts)")
+        warnings.warn(f"{failure}; running it again", RuntimeWarning, stacklevel=3)
+    raise AssertionError("unreachable")
 
 
 def _pump_lines(stream, sink) -> None:  # type: ignore[no-untyped-def]

@@ -132,6 +132,8 @@ def frechet_of_splits(z: np.ndarray, n: int) -> SplitStatistic:
 class _EmbeddingStatistic(PermutationStatistic):
     """A statistic over the pooled embeddings of an item's candidates and references."""
 
+    accepts_empty_candidates = True  # an empty text has the embedder's vector for ""
+
     embedder: Embedder | None
 
     def resolved_embedder(self) -> Embedder:

@@ -17,6 +17,7 @@ class OverCandidates(Statistic):
 
     name = "over-candidates"
     example_specs = ("over-candidates(distance=bleu-4, reduce=max)",)
+    accepts_empty_candidates = True  # when its distance does (checked by capmetrics.score)
 
     def __init__(self, distance: Distance, reduce: Aggregator = Mean()) -> None:
         self.distance = distance

@@ -107,6 +107,7 @@ class TRM(PermutationStatistic):
 
     name = "trm"
     example_specs = ("trm(distance=cider-d)",)
+    accepts_empty_candidates = True  # when its distance does (checked by capmetrics.score)
     rtol = 0.0  # Q is an exact ratio of integers: equal Q values give equal floats
 
     def __init__(self, distance: Distance, p_value: PValueMethod = "auto", permutations: int = 1000,

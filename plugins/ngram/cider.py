@@ -28,6 +28,7 @@ from capmetrics.plugins.ngram.counts import (
     BatchDistance,
     Matches,
     Ngrams,
+    Sentences,
     make_batch,
     match,
     ngrams,
@@ -45,6 +46,75 @@ def _open(path: Path, mode: str) -> Any:
         if path.suffix == ".gz"
         else path.open(mode, encoding="utf-8")
     )
+
+
+class DfIndex:
+    """Fixed document frequencies as sorted integer keys per order, for vectorised look-ups.
+
+    An n-gram's key is its words' ids in base ``base`` (id 0: a word the table does not have, so
+    an n-gram with such a word matches nothing). Tables whose ``base ** MAX_N`` overflows int64
+    (over ~55,000 distinct words) fall back to string look-ups.
+    """
+
+    def __init__(self, df: dict[str, int]) -> None:
+        words = dict.fromkeys(w for gram in df for w in gram.split(" "))
+        self.ids = {w: i + 1 for i, w in enumerate(words)}
+        self.base = len(self.ids) + 1
+        self.df = df
+        self.exact = self.base**MAX_N < 2**63
+        self._words: tuple[Sentences | None, np.ndarray] = (None, np.zeros(0, np.int64))
+        self.keys: list[np.ndarray] = []
+        self.counts: list[np.ndarray] = []
+        if not self.exact:
+            return
+        by_order: list[tuple[list[int], list[int]]] = [([], []) for _ in range(MAX_N)]
+        for gram, count in df.items():
+            key = 0
+            parts = gram.split(" ")
+            for w in parts:
+                key = key * self.base + self.ids[w]
+            keys, counts = by_order[len(parts) - 1]
+            keys.append(key)
+            counts.append(count)
+        for keys, counts in by_order:
+            k = np.asarray(keys, dtype=np.int64)
+            order = np.argsort(k)
+            self.keys.append(k[order])
+            self.counts.append(np.asarray(counts, dtype=float)[order])
+
+    def lookup(self, sentences: Sentences, table: Ngrams) -> np.ndarray:
+        """The document frequency of each n-gram id of ``table`` (0 when absent)."""
+        if not self.exact:
+            strings = table.strings(sentences)
+            return np.fromiter(map(self.df.get, strings, repeat(0)), dtype=float, count=len(strings))
+        if self._words[0] is not sentences:  # the orders of one batch share its word ids
+            ids = np.fromiter(map(self.ids.get, sentences.vocab, repeat(0)), np.int64, len(sentences.vocab))
+            self._words = (sentences, ids)
+        word = self._words[1]
+        key = np.zeros(table.n_grams, dtype=np.int64)
+        for t in range(table.order):
+            key = key * self.base + word[sentences.ids[table.first + t]]
+        keys, counts = self.keys[table.order - 1], self.counts[table.order - 1]
+        if not len(keys):
+            return np.zeros(table.n_grams)
+        order = np.argsort(key)  # sorted queries: searchsorted walks the table in order
+        at = np.minimum(np.searchsorted(keys, key[order]), len(keys) - 1)
+        out = np.empty(len(key))
+        out[order] = np.where(keys[at] == key[order], counts[at], 0.0)
+        return out
+
+
+_DF_INDEXES: dict[int, tuple[dict[str, int], DfIndex]] = {}
+
+
+def _df_index(df: dict[str, int]) -> DfIndex:
+    """The index of a fixed df table, built once per table object."""
+    cached = _DF_INDEXES.get(id(df))
+    if cached is None or cached[0] is not df:
+        if len(_DF_INDEXES) > 8:
+            _DF_INDEXES.clear()
+        cached = _DF_INDEXES[id(df)] = (df, DfIndex(df))
+    return cached[1]
 
 
 class CiderD(BatchDistance):
@@ -143,15 +213,13 @@ class CiderD(BatchDistance):
             return {"df": "sha256:" + hashlib.sha256(Path(self.df).read_bytes()).hexdigest()[:16]}
         return {}
 
-    @staticmethod
     def weights(
-        batch: Batch, table: Ngrams, m: Matches, fixed: tuple[dict[str, int], int] | None
+        self, batch: Batch, table: Ngrams, m: Matches, fixed: tuple[dict[str, int], int] | None
     ) -> np.ndarray:
         """ln N − ln max(1, df) for each n-gram of ``table``: fixed df, else the batch's own."""
         if fixed is not None:
             table_df, n_images = fixed
-            strings = table.strings(batch.sentences)
-            df = np.fromiter(map(table_df.get, strings, repeat(0)), dtype=float, count=len(strings))
+            df = _df_index(table_df).lookup(batch.sentences, table)
         else:
             df, n_images = set_frequencies(batch, m, table.n_grams), len(batch)
         return np.log(float(n_images)) - np.log(np.maximum(1.0, df))

@@ -298,6 +298,7 @@ class BatchDistance(Distance):
     :meth:`slot_scores`; ``split`` is how coco-caption's scorer splits the tokenised text."""
 
     higher_is_better = True
+    accepts_empty_candidates = True  # no n-gram: BLEU, ROUGE-L and CIDEr-D give 0, as coco-caption
     tokenizer: Tokenizer
 
     @staticmethod

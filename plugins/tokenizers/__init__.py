@@ -7,15 +7,14 @@ CoreNLP 3.4.1 jar that pycocoevalcap ships, as coco-caption does.
 from __future__ import annotations
 
 import os
-import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from capmetrics import Tokenizer, hookimpl
 from capmetrics.errors import MetricError
+from capmetrics.plugins.java import find_java, pycocoevalcap_folder, run_with_retries
 from capmetrics.plugins.tokenizers import ptb as _ptb
-from capmetrics.plugins.java import find_java, pycocoevalcap_folder
 
 JAR_NAME = "stanford-corenlp-3.4.1.jar"
 
@@ -79,7 +78,7 @@ class PTBJarTokenizer(Tokenizer):
         cmd = [java, "-Dfile.encoding=UTF-8", "-cp", str(_jar_path()), "edu.stanford.nlp.process.PTBTokenizer",
                "-preserveLines", "-lowerCase", str(path)]
         env = {**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}
-        proc = subprocess.run(cmd, capture_output=True, env=env, check=False)
+        proc = run_with_retries(cmd, "the PTBTokenizer jar", env=env)
         if proc.returncode != 0:
             raise MetricError(f"the PTBTokenizer jar failed (exit {proc.returncode}): {proc.stderr.decode(errors='replace')[-500:]}")
         return proc.stdout.decode("utf-8")

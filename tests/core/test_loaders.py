@@ -26,7 +26,7 @@ def test_sample_loads_with_several_candidates():
 
 def test_jsonl_reports_every_problem_at_once():
     with pytest.raises(DataError) as info:
-        load_dataset(BAD / "problems.jsonl")
+        load_dataset(BAD / "problems.jsonl", empty_candidates="error")
     src = str(BAD / "problems.jsonl")
     assert problems(info) == [
         f"{src}:2: item 'b': reference 1 is empty or whitespace-only",
@@ -44,7 +44,7 @@ def test_skip_lists_what_was_skipped():
     with pytest.raises(DataError):  # a problem without an item (bad id) cannot be skipped
         load_dataset(BAD / "problems.jsonl", on_error="skip")
     with pytest.raises(DataError) as info:
-        load_dataset(BAD / "vdtk_bad.json")
+        load_dataset(BAD / "vdtk_bad.json", empty_candidates="error")
     assert [p.split(": ", 1)[1] for p in problems(info)] == [
         "item '0': candidate 1 is empty or whitespace-only",
         "item '1': duplicate id",
@@ -95,3 +95,16 @@ def test_gts_res_dicts_in_python_and_non_ascii(tmp_path):
     path.write_text(json.dumps({"id": 5, "references": ["日本語のキャプション"], "candidates": ["ü"]}) + "\n",
                     encoding="utf-8")
     assert load_dataset(path)[0].references == ("日本語のキャプション",)
+
+
+def test_empty_candidates_load_by_default_and_empty_references_never():
+    with pytest.raises(DataError) as info:
+        load_dataset(BAD / "problems.jsonl")
+    msgs = problems(info)
+    assert not any("candidate 0 is empty" in m for m in msgs)
+    assert any("item 'b': reference 1 is empty or whitespace-only" in m for m in msgs)
+    with pytest.raises(DataError) as info:
+        load_dataset(BAD / "vdtk_bad.json")
+    assert [p.split(": ", 1)[1] for p in problems(info)] == ["item '1': duplicate id", "expected an object, got str"]
+    with pytest.raises(DataError, match="empty_candidates must be 'score' or 'error'"):
+        load_dataset(SAMPLE, empty_candidates="drop")

@@ -49,7 +49,7 @@ def test_json_and_csv_output(overlap, tmp_path):
     res = capmetrics.score(load_dataset(SAMPLE), ["overlap"])
     data = json.loads(res.to_json())
     assert data["schema"] == "capmetrics.results/1"
-    assert data["data"] == {"source": str(SAMPLE), "items": 20, "candidates": 112, "skipped": []}
+    assert data["data"] == {"source": str(SAMPLE), "items": 20, "candidates": 112, "skipped": [], "empty_candidates": []}
     metric = data["metrics"][0]
     assert metric["name"] == "overlap" and metric["corpus"] == pytest.approx(res["overlap"].corpus)
     assert len(metric["items"]) == 20 and len(metric["items"][0]["candidates"]) == len(load_dataset(SAMPLE)[0].candidates)
@@ -104,7 +104,7 @@ def test_cli_errors_are_one_message_and_no_output_file(overlap, tmp_path):
                                     "Did you mean 'overlap'?")
     assert "Traceback" not in result.output
     result = runner.invoke(app, ["score", str(DATA / "bad" / "problems.jsonl"), "-m", "overlap", "--out", str(out)])
-    assert result.exit_code == 1 and "7 problem(s)" in result.output and "duplicate id" in result.output
+    assert result.exit_code == 1 and "6 problem(s)" in result.output and "duplicate id" in result.output
     assert not out.exists() and os.listdir(tmp_path) == []
 
 

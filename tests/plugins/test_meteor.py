@@ -81,6 +81,32 @@ def test_line_process_gives_up_after_retries() -> None:
         dying.request(["a"], 1, timeout=5)
 
 
+ECHO_LINES = "for line in sys.stdin: print(line.strip().upper(), flush=True)"
+
+
+def _dies_on_first_start(tmp_path, then: str = ECHO_LINES) -> list[str]:  # type: ignore[no-untyped-def]
+    """A child that SIGKILLs itself during its first start-up, then runs ``then``."""
+    marker = tmp_path / "started-once"
+    code = (f"import os, sys, signal\nif not os.path.exists({str(marker)!r}):\n"
+            f"    open({str(marker)!r}, 'w').close(); os.kill(os.getpid(), signal.SIGKILL)\n{then}")
+    return [sys.executable, "-u", "-c", code]
+
+
+def test_line_process_restarts_a_child_killed_during_start_up(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    process = _java.LineProcess(_dies_on_first_start(tmp_path), probe="ping", start_timeout=30, name="echo")
+    with pytest.warns(RuntimeWarning, match=r"echo exited \(code -9\); restarting it"):
+        process.ensure_started()
+    assert process.request(["b"], 1, timeout=30) == ["B"]
+    process.close()
+
+
+def test_one_shot_run_is_repeated_after_a_kill(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    command = _dies_on_first_start(tmp_path, then="print('ok')")
+    with pytest.warns(RuntimeWarning, match=r"child was killed \(code -9\); running it again"):
+        done = _java.run_with_retries(command, "child", timeout=30)
+    assert done.returncode == 0 and done.stdout.strip() == b"ok"
+
+
 # ------------------------------------------------------------------ Java discovery
 def _fake_java(folder) -> str:  # type: ignore[no-untyped-def]
     path = folder / "bin" / "java"
@@ -287,3 +313,31 @@ def test_two_jvms_give_the_same_bytes(expert_scores) -> None:  # type: ignore[no
         assert len(parallel.__dict__["_jvms"]) == 2
     np.testing.assert_array_equal(again.values, expert_scores.values)
     assert again.corpus == expert_scores.corpus
+
+
+@needs_java
+@needs_coco
+@pytest.mark.java
+def test_jvm_killed_during_start_up_is_restarted() -> None:
+    """The JVM is killed while it loads the paraphrase table; the call still returns the scores."""
+    with Meteor(tokenizer=WS) as fresh:
+        process = fresh._process()
+        killed: list[int] = []
+
+        def kill_first_jvm() -> None:
+            while process.pid is None:
+                time.sleep(0.01)
+            killed.append(process.pid)
+            time.sleep(0.3)  # well inside the start-up (loading the table takes seconds)
+            os.kill(killed[0], signal.SIGKILL)
+
+        killer = threading.Thread(target=kill_first_jvm)
+        killer.start()
+        with pytest.warns(RuntimeWarning, match=r"the METEOR jar exited \(code -9\); restarting it"):
+            got = fresh.score(EDGE_CANDIDATES, EDGE_REFERENCES)
+        killer.join()
+        assert process.pid != killed[0]
+    with Meteor(tokenizer=WS) as clean:
+        want = clean.score(EDGE_CANDIDATES, EDGE_REFERENCES)
+    np.testing.assert_array_equal(got.values, want.values)
+    assert got.corpus == want.corpus

@@ -1,0 +1,176 @@
+"""Rewards for training loops: CIDEr-D and BLEU per sample, with document frequencies fixed
+from a training corpus, and the self-critical (greedy-baseline) advantage.
+
+>>> reward = CiderDReward.fit(train_references, path="coco-train-df.json.gz")   # once
+>>> reward = CiderDReward("coco-train-df.json.gz", vocab=ix_to_word)            # every run
+>>> r_sample = reward(sampled_ids, references)       # (batch * k,) numpy, or torch if given torch
+>>> r_greedy = reward(greedy_ids, references)        # (batch,)
+>>> advantage = self_critical(r_sample, r_greedy)    # r_sample - r_greedy of each sample's image
+
+The metrics are the registered ``cider-d`` and ``bleu-N`` (composed by name, their values are
+coco-caption's), reading text that is tokenised already (``tokenizer=whitespace`` by default:
+training vocabularies are lower-cased words). Candidates are strings or token-id sequences
+(lists, numpy arrays, torch tensors) decoded with ``vocab``; decoding stops at ``end_id``.
+References are one list of strings per candidate, or one per image when each image has ``k``
+consecutive candidates (self-critical.pytorch's ``seq_per_img``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from capmetrics.component import Distance, Tokenizer
+from capmetrics.errors import MetricError
+
+__all__ = ["BleuReward", "CiderDReward", "Reward", "decode", "self_critical"]
+
+
+def _is_torch(x: Any) -> bool:
+    return type(x).__module__.startswith("torch")
+
+
+def decode(sequences: Any, vocab: Sequence[str] | Mapping[int, str], end_id: int | None = 0) -> list[str]:
+    """Token-id sequences (a 2-D array/tensor or a list of sequences) to space-joined words,
+    each cut at its first ``end_id`` (None: no end token)."""
+    if _is_torch(sequences):
+        sequences = sequences.detach().cpu().numpy()
+    if isinstance(vocab, Mapping):
+        size = max(map(int, vocab), default=-1) + 1
+        words = np.full(size, "", dtype=object)
+        for i, w in vocab.items():
+            words[int(i)] = w
+    else:
+        words = np.asarray(list(vocab), dtype=object)
+    rows = [np.asarray(s, dtype=np.int64).ravel() for s in sequences]
+    out = []
+    for n, row in enumerate(rows):
+        if end_id is not None:
+            stop = np.flatnonzero(row == end_id)
+            row = row[: stop[0]] if len(stop) else row
+        if len(row) and (row.min() < 0 or row.max() >= len(words)):
+            raise MetricError(f"sequence {n} has token ids outside the vocabulary of {len(words)} words")
+        out.append(" ".join(words[row]))
+    return out
+
+
+def self_critical(sample_rewards: Any, baseline_rewards: Any) -> Any:
+    """Self-critical advantage: each sample's reward minus its image's baseline (greedy) reward.
+
+    ``sample_rewards`` has ``k`` consecutive samples per image, ``baseline_rewards`` one value per
+    image; numpy in, numpy out, torch in, torch out.
+    """
+    n, m = len(sample_rewards), len(baseline_rewards)
+    if m == 0 or n % m:
+        raise MetricError(f"self_critical: {n} sample rewards are not k per image for {m} baseline rewards")
+    if _is_torch(sample_rewards):
+        return sample_rewards - baseline_rewards.repeat_interleave(n // m)
+    return np.asarray(sample_rewards, dtype=float) - np.repeat(np.asarray(baseline_rewards, dtype=float), n // m)
+
+
+class Reward:
+    """Per-sample values of a registered distance as a training reward (base class).
+
+    Args:
+        metric: the spec of the metric (a distance) to compose.
+        vocab: id -> word (a list or a dict) for token-id candidates.
+        end_id: the id that ends a sequence (self-critical.pytorch: 0); None: none.
+        tokenizer: how the metric splits text (``whitespace`` for decoded or tokenised text).
+    """
+
+    def __init__(self, metric: str | Distance, vocab: Sequence[str] | Mapping[int, str] | None = None,
+                 end_id: int | None = 0, tokenizer: str | Tokenizer = "whitespace") -> None:
+        from capmetrics.registry.compose import compose
+
+        if isinstance(metric, Distance):
+            self.metric = metric
+        else:
+            built = compose(metric, "distance", tokenizer=compose(tokenizer, "tokenizer"))
+            assert isinstance(built, Distance)
+            self.metric = built
+        self.vocab, self.end_id = vocab, end_id
+
+    def texts(self, sequences: Any, what: str = "candidates") -> list[str]:
+        """Strings as they are; token-id sequences decoded with ``vocab``."""
+        if not _is_torch(sequences) and not isinstance(sequences, np.ndarray) and set(map(type, sequences)) <= {str}:
+            return list(sequences)
+        if self.vocab is None:
+            raise MetricError(f"{what} are token ids; pass vocab=<id -> word> to the reward")
+        return decode(sequences, self.vocab, self.end_id)
+
+    def references_for(self, n: int, references: Sequence[Sequence[Any]]) -> list[list[str]]:
+        """One reference list per candidate: ``references`` as given, or each image's list
+        repeated for its ``n // len(references)`` consecutive candidates."""
+        refs = [r if set(map(type, r)) <= {str} else self.texts(r, "references") for r in references]
+        if len(refs) == n:
+            return refs
+        if not refs or n % len(refs):
+            raise MetricError(f"{n} candidates need {n} reference lists or k per image "
+                              f"(a divisor of {n}); got {len(refs)}")
+        k = n // len(refs)
+        return [refs[i // k] for i in range(n)]
+
+    def __call__(self, candidates: Any, references: Sequence[Sequence[Any]]) -> Any:
+        """The reward of each candidate (numpy float64; torch float32 on the candidates' device
+        when the candidates are a torch tensor)."""
+        texts = self.texts(candidates)
+        values = np.asarray(self.metric.score(texts, self.references_for(len(texts), references)).values, dtype=float)
+        if _is_torch(candidates):
+            import torch
+
+            return torch.as_tensor(values, dtype=torch.float32, device=candidates.device)
+        return values
+
+
+class CiderDReward(Reward):
+    """CIDEr-D rewards (coco-caption's ``Cider`` values) with fixed document frequencies.
+
+    Args:
+        df: a document-frequency file written by :meth:`save` (or ``cider-d``'s ``save_df``),
+            or None for a reward that :meth:`fit` fills in.
+        vocab, end_id, tokenizer: see :class:`Reward`.
+    """
+
+    def __init__(self, df: str | Path | None = None, vocab: Sequence[str] | Mapping[int, str] | None = None,
+                 end_id: int | None = 0, tokenizer: str | Tokenizer = "whitespace") -> None:
+        from capmetrics.registry.compose import compose
+
+        metric = compose("cider-d", "distance", tokenizer=compose(tokenizer, "tokenizer"),
+                         **({"df": str(df)} if df is not None else {}))
+        assert isinstance(metric, Distance)
+        super().__init__(metric, vocab, end_id, tokenizer)
+        if df is not None:
+            self.metric.fixed_df()  # type: ignore[attr-defined]  # read the file now: errors here, not mid-epoch
+
+    @classmethod
+    def fit(cls, references: Sequence[Sequence[str]], path: str | Path | None = None, **kwargs: Any) -> CiderDReward:
+        """Fix the document frequencies from a training corpus (one reference list per image),
+        and save them to ``path`` (``.gz``: gzipped) if given."""
+        reward = cls(None, **kwargs)
+        reward.metric.fit(references)
+        if path is not None:
+            reward.save(path)
+        return reward
+
+    def save(self, path: str | Path) -> None:
+        """Write the document frequencies; ``CiderDReward(path)`` loads them."""
+        self.metric.save_df(path)  # type: ignore[attr-defined]
+
+    def __call__(self, candidates: Any, references: Sequence[Sequence[Any]]) -> Any:
+        if self.metric.fixed_df() is None:  # type: ignore[attr-defined]
+            raise MetricError("CiderDReward needs fixed document frequencies: CiderDReward(df=<file>) "
+                              "or CiderDReward.fit(training references)")
+        return super().__call__(candidates, references)
+
+
+class BleuReward(Reward):
+    """BLEU-``order`` per sample (coco-caption's per-caption value), as a reward."""
+
+    def __init__(self, order: int = 4, vocab: Sequence[str] | Mapping[int, str] | None = None,
+                 end_id: int | None = 0, tokenizer: str | Tokenizer = "whitespace") -> None:
+        if order not in (1, 2, 3, 4):
+            raise MetricError(f"BleuReward: order must be 1, 2, 3 or 4, got {order!r}")
+        super().__init__(f"bleu-{order}", vocab, end_id, tokenizer)

@@ -1,0 +1,141 @@
+"""capmetrics.rewards against pycocoevalcap's CiderScorer with the same fixed document
+frequencies (Flickr8k: df from training images, rewards for test images), token ids with a
+vocabulary, torch in/torch out, the self-critical advantage, BLEU rewards and bad input."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import capmetrics
+from capmetrics.errors import MetricError
+from capmetrics.rewards import BleuReward, CiderDReward, decode, self_critical
+from tests.plugins.coco_reference import FLICKR8K, coco, needs_flickr8k
+
+pytestmark = needs_flickr8k
+
+
+@cache
+def _flickr8k() -> tuple[list[list[str]], list[str], list[list[str]]]:
+    """Tokenised training references (1,500 images), 250 sampled captions (5 per test image,
+    drawn from other images' captions) and the 50 test images' references."""
+    from capmetrics.data.flickr8k import load_captions
+
+    _, by_image = load_captions(FLICKR8K)
+    names = lambda f: [n.split(".")[0] for n in (FLICKR8K / f).read_text().split()]  # noqa: E731
+    ptb = capmetrics.compose("ptb")
+    train = [ptb.tokenize_joined(by_image[n]) for n in names("Flickr_8k.trainImages.txt")[:1500]]
+    test = [ptb.tokenize_joined(by_image[n]) for n in names("Flickr_8k.testImages.txt")[:50]]
+    pool = [c for refs in train for c in refs] + [test[3][0], test[7][1]]
+    rng = np.random.default_rng(0)
+    samples = [pool[k] for k in rng.integers(0, len(pool), 250)]
+    samples[15], samples[36] = test[3][0], test[7][1]  # two samples that hit a reference
+    return train, samples, test
+
+
+def _coco_cider_fixed_df(train: list[list[str]], samples: list[str], refs: list[list[str]]) -> np.ndarray:
+    """pycocoevalcap's CiderScorer with the document frequencies and image count of ``train``."""
+    from pycocoevalcap.cider.cider_scorer import CiderScorer, cook_refs
+
+    class _Corpus(list):  # compute_cider takes ln N from len(crefs): N is the training corpus
+        def __len__(self) -> int:
+            return len(train)
+
+    df: defaultdict = defaultdict(float)  # as CiderScorer.document_frequency is
+    for image in train:
+        for gram in {g for ref in cook_refs(image) for g in ref}:
+            df[gram] += 1
+    scorer = CiderScorer(n=4, sigma=6.0)
+    for s, r in zip(samples, refs):
+        scorer += (s, r)
+    scorer.crefs = _Corpus(scorer.crefs)
+    scorer.document_frequency = df
+    return np.asarray(scorer.compute_cider())
+
+
+@pytest.fixture(scope="module")
+def df_file(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    path = tmp_path_factory.mktemp("df") / "flickr8k-train-df.json.gz"
+    CiderDReward.fit(_flickr8k()[0], path)
+    return path
+
+
+def test_cider_d_rewards_equal_pycocoevalcap_with_the_same_fixed_df(df_file: Path) -> None:
+    pytest.importorskip("pycocoevalcap")
+    train, samples, test = _flickr8k()
+    reward = CiderDReward(df_file)
+    got = reward(samples, test)  # 5 consecutive samples per image
+    want = _coco_cider_fixed_df(train, samples, [test[i // 5] for i in range(250)])
+    assert got.shape == (250,) and got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    assert got[15] > 1.0 and got[36] > 1.0 and want.std() > 0.1
+    fitted = CiderDReward.fit(train)  # in memory, not saved: the same values
+    np.testing.assert_array_equal(fitted(samples, test), got)
+
+
+def _vocab_and_ids(texts: list[str]) -> tuple[list[str], np.ndarray]:
+    vocab = ["<end>"] + sorted({w for t in texts for w in t.split()})
+    index = {w: i for i, w in enumerate(vocab)}
+    width = max(len(t.split()) for t in texts) + 3
+    ids = np.zeros((len(texts), width), dtype=np.int64)
+    for n, t in enumerate(texts):
+        ids[n, : len(t.split())] = [index[w] for w in t.split()]
+        ids[n, len(t.split()) + 1 :] = 1  # junk after the end token is ignored
+    return vocab, ids
+
+
+def test_token_ids_with_a_vocabulary_and_torch(df_file: Path) -> None:
+    _, samples, test = _flickr8k()
+    vocab, ids = _vocab_and_ids(samples + [r for refs in test for r in refs])
+    assert decode(ids[:3], vocab) == samples[:3]
+    strings = CiderDReward(df_file)(samples, test)
+    by_ids = CiderDReward(df_file, vocab=vocab)(ids[:250], test)
+    np.testing.assert_array_equal(by_ids, strings)
+    as_dict = CiderDReward(df_file, vocab=dict(enumerate(vocab)))(list(map(list, ids[:250])), test)
+    np.testing.assert_array_equal(as_dict, strings)
+    torch = pytest.importorskip("torch")
+    tensor = CiderDReward(df_file, vocab=vocab)(torch.as_tensor(ids[:250]), test)
+    assert isinstance(tensor, torch.Tensor) and tensor.dtype == torch.float32
+    np.testing.assert_allclose(tensor.numpy(), strings, rtol=1e-6)
+
+
+def test_self_critical_advantage(df_file: Path) -> None:
+    _, samples, test = _flickr8k()
+    reward = CiderDReward(df_file)
+    sampled, greedy = reward(samples, test), reward(samples[::5], test)
+    advantage = self_critical(sampled, greedy)
+    np.testing.assert_array_equal(advantage, sampled - np.repeat(greedy, 5))
+    np.testing.assert_allclose(advantage[::5], 0.0, rtol=0, atol=1e-12)
+    assert (np.abs(advantage) > 0.1).any()
+    torch = pytest.importorskip("torch")
+    t = self_critical(torch.as_tensor(sampled), torch.as_tensor(greedy))
+    np.testing.assert_array_equal(t.numpy(), advantage)
+    with pytest.raises(MetricError, match="250 sample rewards are not k per image for 3"):
+        self_critical(sampled, greedy[:3])
+
+
+def test_bleu_rewards_equal_pycocoevalcap() -> None:
+    pytest.importorskip("pycocoevalcap")
+    _, samples, test = _flickr8k()
+    refs = [test[i // 5] for i in range(250)]
+    _, per_caption = coco("bleu", samples, refs)
+    np.testing.assert_allclose(BleuReward(4)(samples, test), per_caption[3], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(BleuReward(2)(samples, refs), per_caption[1], rtol=0, atol=1e-12)
+
+
+def test_bad_input_is_one_clear_error(df_file: Path) -> None:
+    _, samples, test = _flickr8k()
+    with pytest.raises(MetricError, match="candidates are token ids; pass vocab="):
+        CiderDReward(df_file)(np.zeros((2, 3), dtype=int), test[:2])
+    with pytest.raises(MetricError, match="250 candidates need 250 reference lists or k per image"):
+        CiderDReward(df_file)(samples, test[:3])
+    with pytest.raises(MetricError, match="needs fixed document frequencies"):
+        CiderDReward()(samples, test)
+    with pytest.raises(MetricError, match="cannot read the df file"):
+        CiderDReward(df_file.with_name("missing.json"))
+    with pytest.raises(MetricError, match="token ids outside the vocabulary of 2 words"):
+        decode([[1, 5]], ["<end>", "a"])
