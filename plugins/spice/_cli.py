@@ -8,8 +8,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from capmetrics.errors import CapmetricsError, DataError
-from capmetrics.plugins.spice._resources import SETUP_COMMAND, check, corenlp_home, js_home
+from capmetrics.errors import CapmetricsError
+from capmetrics.plugins.spice._resources import SETUP_COMMAND, SetupError, check, corenlp_home, js_home
 
 
 def setup_spice(
@@ -50,7 +50,7 @@ def _copy_js(jars: list[Path]) -> None:
     folder = js_home()
     for jar in jars:
         if not jar.is_file() or jar.suffix != ".jar":
-            raise DataError(f"--js {jar}: not a jar file")
+            raise SetupError(f"--js {jar}: not a jar file")
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     for jar in jars:

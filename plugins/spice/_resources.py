@@ -39,6 +39,10 @@ OPENS_FROM, RHINO_FROM = 9, 15
 OPENED_PACKAGES = ("java.lang", "java.util", "java.math", "java.util.concurrent", "java.net", "java.text", "java.io")
 
 
+class SetupError(MetricError):
+    """A resource could not be installed (bad source, checksum mismatch, failed download)."""
+
+
 @dataclass(frozen=True)
 class Problem:
     """Something SPICE needs that is missing, and the command that fixes it."""
