@@ -3,7 +3,7 @@
 The command is the jar's main class with ``spice-1.0.jar``, the CoreNLP 3.6.0 jars, the rest of
 pycocoevalcap's ``spice/lib`` and (Java 15+) a JavaScript engine on the class path, the
 ``--add-opens`` its serialisation needs on Java 9+, ``-subset`` for the category scores and the
-parse cache (``-cache``) in the user cache folder. Input and output files live in a temporary
+parse cache (``-cache``, x86-64 only: lmdbjni has no other native library) in the user cache folder. Input and output files live in a temporary
 folder, never in site-packages.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -35,6 +36,11 @@ def parse_cache_dir() -> Path:
     return cache_root() / "parses"
 
 
+def parse_cache_supported() -> bool:
+    """The jar's parse cache uses lmdbjni, whose native libraries are x86-64 only (Linux, macOS, Windows)."""
+    return platform.machine().lower() in ("x86_64", "amd64")
+
+
 def classpath(corenlp_jars: Sequence[Path], extra_jars: Sequence[Path]) -> str:
     """spice-1.0.jar, the CoreNLP jars, every other jar of pycocoevalcap's spice/lib, then ``extra_jars``."""
     folder = spice_dir()
@@ -48,9 +54,10 @@ def command(java: str, corenlp_jars: Sequence[Path], memory: str, input_file: st
             threads: int | None = None) -> list[str]:
     """The java command line that scores ``input_file`` into ``output_file``."""
     cp = classpath(corenlp_jars, runtime_jars(java))
+    cache = ["-cache", str(parse_cache_dir())] if parse_cache_supported() else []
     tail = ["-threads", str(threads)] if threads else []
     return [java, f"-Xmx{memory}", *java_options(java), *LOCALE_OPTIONS, "-cp", cp, MAIN_CLASS, input_file,
-            "-cache", str(parse_cache_dir()), "-out", output_file, "-subset", "-silent", *tail]
+            *cache, "-out", output_file, "-subset", "-silent", *tail]
 
 
 def run_jar(cmd_for: Any, items: list[dict[str, Any]], timeout: float) -> list[dict[str, Any]]:

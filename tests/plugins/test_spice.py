@@ -207,3 +207,11 @@ def test_expert40_equals_pycocoevalcap_and_warm_run_starts_no_jvm(tmp_path, monk
     monkeypatch.setattr(spice, "run_jar", no_java)
     warm = spice.Spice(corenlp=corenlp).score(cands, refs)
     np.testing.assert_array_equal(warm.values, ours.values)
+
+
+def test_no_parse_cache_where_lmdbjni_has_no_native_library(monkeypatch, java17) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(_jar.platform, "machine", lambda: "arm64")
+    monkeypatch.setattr(_resources, "find_js_engine", lambda: [Path("/js.jar")])
+    monkeypatch.setattr(_jar, "classpath", lambda corenlp, extra: "cp")
+    cmd = _jar.command(java17, [], "8G", "in.json", "out.json")
+    assert "-cache" not in cmd and cmd[-5:] == ["in.json", "-out", "out.json", "-subset", "-silent"]
