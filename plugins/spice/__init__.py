@@ -23,7 +23,7 @@ import numpy as np
 
 from capmetrics import Distance, Scores, Tokenizer, hookimpl
 from capmetrics.plugins._java import check_items, find_java, java_signature
-from capmetrics.plugins.spice._jar import command, details_arrays, number, run_jar, scores_by_id
+from capmetrics.plugins.spice._jar import CATEGORIES, FIELDS, command, details_arrays, run_jar, scores_by_id, to_row
 from capmetrics.plugins.spice._resources import (
     CORENLP_JARS,
     SPICE_JAR_SHA256,
@@ -37,7 +37,7 @@ from capmetrics.plugins.tokenizers import PTBTokenizer
 __all__ = ["CORENLP_JARS", "Spice", "cache_root", "find_corenlp", "spice_dir"]
 
 #: Part of every cache key: the jar, the parser and the output options that produced a result.
-PARSER_VERSION = f"spice-1.0:{SPICE_JAR_SHA256[:16]}:corenlp-3.6.0:subset"
+PARSER_VERSION = f"spice-1.0:{SPICE_JAR_SHA256[:16]}:corenlp-3.6.0:subset:rows-v1"
 
 
 class Spice(Distance):
@@ -86,25 +86,26 @@ class Spice(Distance):
         joined = dict(zip([*candidates, *flat], self.tokenizer.tokenize_joined([*candidates, *flat])))
         items = [{"image_id": i, "test": joined[c], "refs": [joined[r] for r in refs]}
                  for i, (c, refs) in enumerate(zip(candidates, references))]
-        per_item = self.item_scores(items)
-        values = np.array([number(s["All"]["f"]) for s in per_item], dtype=float)
-        return Scores(values, float(np.mean(values)), details_arrays(per_item))
+        details = details_arrays(self.item_rows(items))
+        values = details["All"]["f"].copy()
+        return Scores(values, float(np.mean(values)), details)
 
-    def item_scores(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The jar's ``scores`` object of every item: from the cache, else from one jar run over
-        the distinct uncached items (whose results are then cached)."""
-        store = ScoreCache(cache_root() / "scores.sqlite") if self.cache else None
+    def item_rows(self, items: list[dict[str, Any]]) -> np.ndarray:
+        """Every item's numbers (:func:`to_row` of the jar's ``scores``), stacked: from the cache,
+        else from one jar run over the distinct uncached items (whose rows are then cached)."""
+        store = ScoreCache(cache_root() / "scores.sqlite", len(CATEGORIES) * len(FIELDS)) if self.cache else None
         keys = [item_key(PARSER_VERSION, item["test"], item["refs"]) for item in items]
         found = store.get_many(keys) if store is not None else {}
         todo = [k for k in dict.fromkeys(keys) if k not in found]
         if todo:
             first = {k: item for k, item in zip(keys, items)}
             batch = [{"image_id": n, "test": first[k]["test"], "refs": first[k]["refs"]} for n, k in enumerate(todo)]
-            fresh = dict(zip(todo, scores_by_id(run_jar(self.command, batch, self.timeout), len(batch))))
+            results = scores_by_id(run_jar(self.command, batch, self.timeout), len(batch))
+            fresh = {k: to_row(scores) for k, scores in zip(todo, results)}
             if store is not None:
                 store.put_many(fresh)
             found.update(fresh)
-        return [found[k] for k in keys]
+        return np.stack([found[k] for k in keys])
 
     def signature_extra(self) -> dict[str, str]:
         return {"spice_jar": "1.0", "corenlp": "3.6.0", "java": java_signature(self.java)}

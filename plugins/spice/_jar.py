@@ -96,7 +96,12 @@ def number(value: Any) -> float:
         return float("nan")
 
 
-def details_arrays(per_item: Sequence[dict[str, Any]]) -> dict[str, dict[str, np.ndarray]]:
-    """``{category: {field: per-item array}}`` for the categories and fields of coco-caption's ``imgToEval``."""
-    return {c: {f: np.array([number(s.get(c, {}).get(f)) for s in per_item], dtype=float) for f in FIELDS}
-            for c in CATEGORIES}
+def to_row(scores: dict[str, Any]) -> np.ndarray:
+    """One item's ``scores`` object as a vector: ``FIELDS`` of each of ``CATEGORIES``, in order."""
+    return np.array([number(scores.get(c, {}).get(f)) for c in CATEGORIES for f in FIELDS], dtype=float)
+
+
+def details_arrays(rows: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
+    """``{category: {field: per-item array}}`` (coco-caption's ``imgToEval``) from stacked :func:`to_row` vectors."""
+    table = np.asarray(rows, dtype=float).reshape(-1, len(CATEGORIES), len(FIELDS))
+    return {c: {f: table[:, i, j].copy() for j, f in enumerate(FIELDS)} for i, c in enumerate(CATEGORIES)}

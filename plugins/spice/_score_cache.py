@@ -1,7 +1,8 @@
 """A persistent, checksummed cache of the jar's per-item SPICE scores (SQLite in the user cache).
 
 Each row is keyed by the sha256 of the parser version, the tokenized candidate and its tokenized
-references, and holds the jar's ``scores`` object as JSON plus the sha256 of that JSON. Rows are
+references, and holds the item's numbers (a float64 vector: every category's P/R/F and tuple
+counts) plus the sha256 of those bytes. Rows are
 written in one transaction after the jar finished, so a killed run leaves no half-written entry;
 a row whose checksum does not match (a corrupt file) is treated as missing, deleted and scored
 again. The jar's own parse cache (``-cache``) sits next to it, so a new item whose captions were
@@ -15,9 +16,10 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
-SCHEMA = "CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, value TEXT NOT NULL, sha256 TEXT NOT NULL)"
+import numpy as np
+
+SCHEMA = "CREATE TABLE IF NOT EXISTS items (key TEXT PRIMARY KEY, value BLOB NOT NULL, sha256 TEXT NOT NULL)"
 
 
 def item_key(version: str, test: str, refs: Sequence[str]) -> str:
@@ -25,15 +27,16 @@ def item_key(version: str, test: str, refs: Sequence[str]) -> str:
     return hashlib.sha256(json.dumps([version, test, list(refs)], ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def _digest(value: str) -> str:
-    return hashlib.sha256(value.encode("utf-8")).hexdigest()
+def _digest(value: bytes) -> str:
+    return hashlib.sha256(value).hexdigest()
 
 
 class ScoreCache:
-    """Per-item jar results stored in ``path`` (an SQLite file)."""
+    """Per-item result vectors of ``width`` float64 numbers, stored in ``path`` (an SQLite file)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, width: int) -> None:
         self.path = path
+        self.width = width
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -41,33 +44,32 @@ class ScoreCache:
         connection.execute(SCHEMA)
         return connection
 
-    def get_many(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+    def get_many(self, keys: Iterable[str]) -> dict[str, np.ndarray]:
         """The cached, intact entries among ``keys``; corrupt rows are deleted and left out."""
         wanted = list(dict.fromkeys(keys))
-        found: dict[str, dict[str, Any]] = {}
+        found: dict[str, np.ndarray] = {}
         corrupt: list[str] = []
         with self._connect() as connection:
             for start in range(0, len(wanted), 900):
                 chunk = wanted[start:start + 900]
                 rows = connection.execute(
-                    f"SELECT key, value, sha256 FROM scores WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+                    f"SELECT key, value, sha256 FROM items WHERE key IN ({','.join('?' * len(chunk))})", chunk)
                 for key, value, digest in rows:
-                    if _digest(value) != digest:
+                    if len(value) != 8 * self.width or _digest(value) != digest:
                         corrupt.append(key)
-                        continue
-                    try:
-                        found[key] = json.loads(value)
-                    except ValueError:
-                        corrupt.append(key)
+                    else:
+                        found[key] = np.frombuffer(value, dtype="<f8")
             if corrupt:
-                connection.executemany("DELETE FROM scores WHERE key = ?", [(k,) for k in corrupt])
+                connection.executemany("DELETE FROM items WHERE key = ?", [(k,) for k in corrupt])
         return found
 
-    def put_many(self, entries: dict[str, dict[str, Any]]) -> None:
-        """Store ``entries`` (key -> the jar's scores object) in one transaction."""
+    def put_many(self, entries: dict[str, np.ndarray]) -> None:
+        """Store ``entries`` (key -> vector of ``width`` numbers) in one transaction."""
         rows = []
-        for key, scores in entries.items():
-            value = json.dumps(scores, sort_keys=True)
+        for key, vector in entries.items():
+            value = np.ascontiguousarray(vector, dtype="<f8").tobytes()
+            if len(value) != 8 * self.width:
+                raise ValueError(f"cache row {key}: {len(value) // 8} numbers, not {self.width}")
             rows.append((key, value, _digest(value)))
         with self._connect() as connection:
-            connection.executemany("INSERT OR REPLACE INTO scores VALUES (?, ?, ?)", rows)
+            connection.executemany("INSERT OR REPLACE INTO items VALUES (?, ?, ?)", rows)

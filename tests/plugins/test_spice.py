@@ -15,7 +15,7 @@ import pytest
 from capmetrics.errors import MetricError
 from capmetrics.plugins import spice
 from capmetrics.plugins.spice import _jar, _resources
-from capmetrics.plugins.spice._jar import CATEGORIES, FIELDS, details_arrays, scores_by_id
+from capmetrics.plugins.spice._jar import CATEGORIES, FIELDS, details_arrays, scores_by_id, to_row
 from capmetrics.plugins.spice._score_cache import ScoreCache, item_key
 from capmetrics.plugins.tokenizers import PTBTokenizer
 
@@ -120,7 +120,7 @@ def test_output_parsing_and_details() -> None:
     # the jar's output format, items out of order as they may come back
     results = [{"image_id": 1, "scores": _scores(0.25, 1.0)}, {"image_id": 0, "scores": _scores(0.5, 0.4)}]
     per_item = scores_by_id(results, 2)
-    details = details_arrays(per_item)
+    details = details_arrays(np.stack([to_row(s) for s in per_item]))
     assert list(details) == list(CATEGORIES) and all(list(d) == list(FIELDS) for d in details.values())
     np.testing.assert_array_equal(details["All"]["f"], [0.5, 0.25])
     np.testing.assert_array_equal(details["Object"]["f"], [0.4, 1.0])
@@ -130,16 +130,23 @@ def test_output_parsing_and_details() -> None:
 
 
 def test_score_cache_round_trip_and_corrupt_rows(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    store = ScoreCache(tmp_path / "s.sqlite")
+    store = ScoreCache(tmp_path / "s.sqlite", 42)
     keys = [item_key("v1", "a dog", ["a dog runs"]), item_key("v1", "a cat", ["a dog runs"])]
     assert len(set(keys + [item_key("v2", "a dog", ["a dog runs"]), item_key("v1", "a dog ", ["a dog runs"])])) == 4
-    store.put_many({keys[0]: _scores(0.5), keys[1]: _scores(0.25)})
-    assert store.get_many(keys) == {keys[0]: json.loads(json.dumps(_scores(0.5))), keys[1]: _scores(0.25)}
-    with sqlite3.connect(tmp_path / "s.sqlite") as db:  # flip one value behind the cache's back
-        db.execute("UPDATE scores SET value = replace(value, '0.25', '0.75') WHERE key = ?", (keys[1],))
+    rows = [to_row(_scores(0.5)), to_row(_scores(0.25))]
+    store.put_many(dict(zip(keys, rows)))
+    found = store.get_many([keys[1], "absent", keys[0]])
+    assert list(found) == [keys[1], keys[0]]
+    np.testing.assert_array_equal(found[keys[0]], rows[0])  # NaN (Size) included
+    with sqlite3.connect(tmp_path / "s.sqlite") as db:  # flip one byte behind the cache's back
+        value = bytearray(db.execute("SELECT value FROM items WHERE key = ?", (keys[1],)).fetchone()[0])
+        value[17] ^= 1
+        db.execute("UPDATE items SET value = ? WHERE key = ?", (bytes(value), keys[1]))
     assert list(store.get_many(keys)) == [keys[0]]  # the corrupt entry is not used ...
     with sqlite3.connect(tmp_path / "s.sqlite") as db:  # ... and was deleted, to be scored again
-        assert db.execute("SELECT count(*) FROM scores").fetchone()[0] == 1
+        assert db.execute("SELECT count(*) FROM items").fetchone()[0] == 1
+    with pytest.raises(ValueError, match="3 numbers, not 42"):
+        store.put_many({"k": np.zeros(3)})
 
 
 def test_only_uncached_items_go_to_the_jar(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
