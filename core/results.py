@@ -42,6 +42,21 @@ def _num(x: float | None) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def _plain(value: Any) -> Any:
+    """``details`` as JSON can hold them: numpy arrays and numbers to lists and floats, NaN to None."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_plain(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return _num(float(value))
+    return value
+
+
 @dataclass
 class MetricResult:
     """One metric's values on a dataset."""
@@ -81,7 +96,7 @@ class MetricResult:
             "signature": self.signature,
             "signature_string": self.signature_string,
             "corpus": _num(self.corpus),
-            "details": self.details,
+            "details": _plain(self.details),
             "items": items,
         }
 
