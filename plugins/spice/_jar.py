@@ -60,23 +60,31 @@ def command(java: str, corenlp_jars: Sequence[Path], memory: str, input_file: st
             *cache, "-out", output_file, "-subset", "-silent", *tail]
 
 
-def run_jar(cmd_for: Any, items: list[dict[str, Any]], timeout: float) -> list[dict[str, Any]]:
-    """Run the jar on ``items`` (``image_id``/``test``/``refs``); ``cmd_for(in, out)`` builds the command."""
+def run_jar(cmd_for: Any, items: list[dict[str, Any]], timeout: float, retries: int = 1) -> list[dict[str, Any]]:
+    """Run the jar on ``items`` (``image_id``/``test``/``refs``); ``cmd_for(in, out)`` builds the command.
+
+    A JVM killed by a signal (e.g. the out-of-memory killer) is started again, up to ``retries``
+    times; any other failure is reported at once with the end of the jar's error output.
+    """
     parse_cache_dir().mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="capmetrics-spice-") as tmp:
         in_file, out_file = Path(tmp) / "input.json", Path(tmp) / "output.json"
         in_file.write_text(json.dumps(items), encoding="utf-8")
         cmd = cmd_for(str(in_file), str(out_file))
-        try:
-            done = subprocess.run(cmd, cwd=tmp, env=java_env(), capture_output=True, timeout=timeout, check=False)
-        except subprocess.TimeoutExpired:
-            raise MetricError(f"spice: the jar did not finish within {timeout:g} s") from None
-        except OSError as err:
-            raise MetricError(f"spice: cannot start {cmd[0]}: {err}") from None
-        if done.returncode != 0 or not out_file.is_file():
-            tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-8:]
-            raise MetricError(f"spice: the jar failed (exit code {done.returncode}): " + " | ".join(tail))
-        return json.loads(out_file.read_text(encoding="utf-8"))
+        for attempt in range(retries + 1):
+            try:
+                done = subprocess.run(cmd, cwd=tmp, env=java_env(), capture_output=True, timeout=timeout, check=False)
+            except subprocess.TimeoutExpired:
+                raise MetricError(f"spice: the jar did not finish within {timeout:g} s") from None
+            except OSError as err:
+                raise MetricError(f"spice: cannot start {cmd[0]}: {err}") from None
+            if done.returncode == 0 and out_file.is_file():
+                return json.loads(out_file.read_text(encoding="utf-8"))
+            if done.returncode >= 0 or attempt == retries:
+                break
+        tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-8:]
+        raise MetricError(f"spice: the jar failed (exit code {done.returncode}, {len(items)} items, "
+                          f"{attempt + 1} attempt(s)): " + " | ".join(tail))
 
 
 def scores_by_id(results: list[dict[str, Any]], n_items: int) -> list[dict[str, Any]]:

@@ -222,3 +222,24 @@ def test_no_parse_cache_where_lmdbjni_has_no_native_library(monkeypatch, java17)
     monkeypatch.setattr(_jar, "classpath", lambda corenlp, extra: "cp")
     cmd = _jar.command(java17, [], "8G", "in.json", "out.json")
     assert "-cache" not in cmd and cmd[-5:] == ["in.json", "-out", "out.json", "-subset", "-silent"]
+
+
+def _fake_java(tmp_path: Path, body: str) -> str:
+    script = tmp_path / "java"
+    script.write_text("#!/bin/sh\n" + body + "\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_jvm_killed_mid_run_is_retried_and_failures_named(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    counter = tmp_path / "runs"
+    # first run: killed by SIGKILL; second: writes the output file (argument 2 after in.json)
+    java = _fake_java(tmp_path, f'echo x >> {counter}; [ $(wc -l < {counter}) -ge 2 ] || kill -9 $$; '
+                                'echo \'[{"image_id": 0, "scores": {}}]\' > "$4"')
+    cmd_for = lambda i, o: [java, i, "-cache", o, o]  # noqa: E731  ($4 is the output file)
+    assert _jar.run_jar(cmd_for, [{"image_id": 0, "test": "a", "refs": ["b"]}], 30) == [{"image_id": 0, "scores": {}}]
+    assert counter.read_text().count("x") == 2
+    failing = _fake_java(tmp_path, 'echo "Exception in thread main: boom" >&2; exit 1')
+    with pytest.raises(MetricError, match=r"exit code 1, 1 items, 1 attempt\(s\)\): Exception in thread main: boom"):
+        _jar.run_jar(lambda i, o: [failing], [{"image_id": 0, "test": "a", "refs": ["b"]}], 30)
