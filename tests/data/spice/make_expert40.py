@@ -16,10 +16,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "tests" / "plugins"))
 
-from coco_reference import raw  # noqa: E402
-from spice_reference import coco_spice  # noqa: E402
-
-from capmetrics.plugins.spice._resources import find_corenlp, find_js_engine  # noqa: E402
+from capmetrics.plugins.spice._resources import find_corenlp, find_js_engine
+from coco_reference import raw
+from spice_reference import coco_spice
 
 STEP, COUNT = 141, 40
 EDGE = [("", ["a red car parked on the street", "a car"]), (" . ", ["two dogs play in the snow"])]
