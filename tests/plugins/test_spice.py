@@ -243,3 +243,15 @@ def test_jvm_killed_mid_run_is_retried_and_failures_named(tmp_path, monkeypatch)
     failing = _fake_java(tmp_path, 'echo "Exception in thread main: boom" >&2; exit 1')
     with pytest.raises(MetricError, match=r"exit code 1, 1 items, 1 attempt\(s\)\): Exception in thread main: boom"):
         _jar.run_jar(lambda i, o: [failing], [{"image_id": 0, "test": "a", "refs": ["b"]}], 30)
+
+
+def test_check_names_each_missing_resource(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(_resources, "find_java", lambda java=None: (_ for _ in ()).throw(MetricError("no java")))
+    assert [p.what for p in _resources.check(corenlp=str(tmp_path))][-1] == "spice needs a Java runtime (8 or newer)"
+    monkeypatch.setattr(_resources, "find_java", lambda java=None: "/usr/bin/java")
+    monkeypatch.setattr(_resources, "java_version", lambda path: "21.0.1")
+    monkeypatch.setattr(_resources, "find_js_engine", lambda: [])
+    last = _resources.check(corenlp=str(tmp_path))[-1]
+    assert "JavaScript engine" in last.what and "librhino-java" in last.fix
+    monkeypatch.setattr(_resources, "java_version", lambda path: "11.0.2")
+    assert not any("JavaScript" in p.what for p in _resources.check(corenlp=str(tmp_path)))
