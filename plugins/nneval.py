@@ -55,16 +55,13 @@ def paper_features() -> list[str]:
 
 
 def _spice_usable() -> bool:
-    """SPICE runs only with Java and the user-supplied CoreNLP jars (see the spice plugin)."""
-    import shutil
-
+    """SPICE runs only once ``capmetrics setup spice`` found everything (see the spice plugin)."""
     try:
-        from capmetrics.plugins.spice import find_corenlp
+        from capmetrics.plugins.spice._resources import check
 
-        find_corenlp(None)
+        return not check()
     except (ImportError, MetricError):
         return False
-    return shutil.which("java") is not None
 
 
 def check_features(specs: Sequence[str], source: str) -> list[Distance]:

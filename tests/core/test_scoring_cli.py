@@ -45,6 +45,13 @@ def test_score_distance_and_statistic_on_sample(overlap):
     assert plain.signature_string.startswith("overlap|nrefs:5|capmetrics:")
 
 
+def test_json_output_of_array_details(overlap):
+    res = capmetrics.score(load_dataset(SAMPLE), ["overlap"])
+    res["overlap"].details.update(per={"f": np.array([0.5, np.nan]), "n": np.int64(3)}, flag=np.bool_(True))
+    details = json.loads(res.to_json())["metrics"][0]["details"]
+    assert details["per"] == {"f": [0.5, None], "n": 3} and details["flag"] is True
+
+
 def test_json_and_csv_output(overlap, tmp_path):
     res = capmetrics.score(load_dataset(SAMPLE), ["overlap"])
     data = json.loads(res.to_json())

@@ -1,161 +1,257 @@
-"""SPICE: the missing-CoreNLP message (real: the jars are absent here), the command line and
-classpath, parsing of the jar's JSON output, and registration."""
+"""SPICE: the command line on Java 17, the per-item result cache, output parsing, registration, and
+(when ``capmetrics setup spice`` has run) 40 Flickr8k-Expert items + 2 edge cases against
+pycocoevalcap's own flow with the original jar (tests/data/spice/expert40.json)."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import sqlite3
 from pathlib import Path
 
 import numpy as np
 import pytest
 from capmetrics.errors import MetricError
 from capmetrics.plugins import spice
-from capmetrics.plugins.spice import CORENLP_JARS, Spice, cache_dir, find_corenlp, parse_output
+from capmetrics.plugins.spice import _jar, _resources
+from capmetrics.plugins.spice._jar import CATEGORIES, FIELDS, details_arrays, scores_by_id, to_row
+from capmetrics.plugins.spice._score_cache import ScoreCache, item_key
 from capmetrics.plugins.tokenizers import PTBTokenizer
 
-needs_pycocoevalcap = pytest.mark.skipif(
-    not (Path(spice.__file__).exists() and __import__("importlib").util.find_spec("pycocoevalcap")),
-    reason="needs pycocoevalcap",
-)
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "spice" / "expert40.json"
 
 
-def _corenlp_folder(tmp_path: Path) -> Path:
-    folder = tmp_path / "corenlp"
-    folder.mkdir()
-    for name in CORENLP_JARS:
-        (folder / name).write_bytes(b"")
-    return folder
+def _ready() -> str | None:
+    try:
+        problems = _resources.check()
+    except MetricError as err:
+        return str(err)
+    return "; ".join(map(str, problems)) or None
 
 
-@needs_pycocoevalcap
-def test_missing_corenlp_says_what_to_download(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.delenv("CAPMETRICS_CORENLP_DIR", raising=False)
-    if all((spice.spice_dir() / "lib" / name).is_file() for name in CORENLP_JARS):
-        pytest.skip("CoreNLP 3.6.0 is installed next to the SPICE jar")
-    with pytest.raises(MetricError) as info:
-        Spice().score(["a dog"], [["a dog runs"]])
-    message = str(info.value)
-    assert "stanford-corenlp-full-2015-12-09.zip" in message and "nlp.stanford.edu" in message
-    assert (
-        "stanford-corenlp-3.6.0.jar" in message and "stanford-corenlp-3.6.0-models.jar" in message
-    )
-    assert "CAPMETRICS_CORENLP_DIR" in message and "corenlp=" in message
+needs_spice = pytest.mark.skipif(_ready() is not None, reason=f"SPICE is not set up: {_ready()}")
 
 
-@needs_pycocoevalcap
-def test_corenlp_location_order(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    folder = _corenlp_folder(tmp_path)
-    assert find_corenlp(str(folder)) == [folder / name for name in CORENLP_JARS]
-    monkeypatch.setenv("CAPMETRICS_CORENLP_DIR", str(folder))
-    assert find_corenlp(None)[0].parent == folder
-    with pytest.raises(MetricError, match=str(tmp_path / "elsewhere")):
-        find_corenlp(str(tmp_path / "elsewhere"))
-
-
-@needs_pycocoevalcap
-def test_command_line_and_classpath(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    folder = _corenlp_folder(tmp_path)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+@pytest.fixture
+def java17(monkeypatch):  # type: ignore[no-untyped-def]
     java = shutil.which("java") or "/usr/bin/java"
-    monkeypatch.setattr(spice, "find_java", lambda path=None: java)
-    cmd = Spice(corenlp=str(folder)).command("/tmp/x/in.json", "/tmp/x/out.json")
-    assert cmd[0] == java and "-Xmx8G" in cmd and "-Duser.language=en" in cmd and "-jar" not in cmd
+    monkeypatch.setattr(_resources, "java_version", lambda path: "17.0.15")
+    return java
+
+
+def test_command_line_runs_on_java_17(tmp_path, monkeypatch, java17) -> None:  # type: ignore[no-untyped-def]
+    if shutil.which("java") is None or not __import__("importlib").util.find_spec("pycocoevalcap"):
+        pytest.skip("needs java and pycocoevalcap")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    js = tmp_path / "cache" / "capmetrics" / "spice" / "js"
+    js.mkdir(parents=True)
+    (js / "rhino.jar").write_bytes(b"")
+    corenlp = [tmp_path / name for name in _resources.CORENLP_JARS]
+    cmd = _jar.command(java17, corenlp, "8G", "/tmp/x/in.json", "/tmp/x/out.json")
+    assert cmd[:2] == [java17, "-Xmx8G"] and "-jar" not in cmd and "-Duser.language=en" in cmd
+    assert [c for c in cmd if c.startswith("--add-opens")] == [
+        f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in
+        ("java.lang", "java.util", "java.math", "java.util.concurrent", "java.net", "java.text", "java.io")]
     cp = cmd[cmd.index("-cp") + 1].split(os.pathsep)
-    lib = spice.spice_dir() / "lib"
-    assert cp[:3] == [
-        str(spice.spice_dir() / "spice-1.0.jar"),
-        *(str(folder / n) for n in CORENLP_JARS),
-    ]
-    assert set(cp[3:]) == {str(p) for p in lib.glob("*.jar")} and str(lib / "Meteor-1.5.jar") in cp
-    assert cmd[cmd.index("-cp") + 2 :] == [
-        "edu.anu.spice.SpiceScorer",
-        "/tmp/x/in.json",
-        "-cache",
-        str(tmp_path / "cache" / "capmetrics" / "spice"),
-        "-out",
-        "/tmp/x/out.json",
-        "-subset",
-        "-silent",
-    ]
-    assert not str(cache_dir()).startswith(str(spice.spice_dir().parent))
+    lib = _resources.spice_dir() / "lib"
+    assert cp[:3] == [str(_resources.spice_dir() / "spice-1.0.jar"), *map(str, corenlp)]
+    assert set(cp[3:-1]) == {str(p) for p in lib.glob("*.jar")} and cp[-1] == str(js / "rhino.jar")
+    assert cmd[cmd.index("-cp") + 2:] == [
+        "edu.anu.spice.SpiceScorer", "/tmp/x/in.json", "-cache", str(tmp_path / "cache" / "capmetrics" / "spice" / "parses"),
+        "-out", "/tmp/x/out.json", "-subset", "-silent"]
 
 
-def test_cache_dir_default(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_java_8_needs_no_opens_nor_js_engine(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(_resources, "java_version", lambda path: "1.8.0_392")
+    monkeypatch.setattr(_resources, "find_js_engine", list)
+    assert _resources.java_options("java") == [] and _resources.runtime_jars("java") == []
+    assert [_resources.java_major(v) for v in ("1.8.0_392", "11", "17.0.15", "25.0.2")] == [8, 11, 17, 25]
+
+
+def test_missing_js_engine_is_one_line_with_the_fix(monkeypatch, java17) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(_resources, "find_js_engine", list)
+    with pytest.raises(MetricError) as info:
+        _resources.runtime_jars(java17)
+    message = str(info.value)
+    assert "\n" not in message and "JavaScript engine" in message and "17.0.15" in message
+    assert "apt-get install librhino-java" in message and "capmetrics setup spice --js" in message
+
+
+def test_missing_corenlp_names_folders_and_setup_command(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("CAPMETRICS_CORENLP_DIR", raising=False)
+    monkeypatch.setattr(_resources, "spice_dir", lambda: tmp_path / "pycocoevalcap")
+    with pytest.raises(MetricError) as info:
+        spice.Spice().command("in.json", "out.json")
+    message = str(info.value)
+    assert "\n" not in message and "CoreNLP 3.6.0" in message and "fix: run `capmetrics setup spice`" in message
+    assert str(tmp_path / "capmetrics" / "spice" / "corenlp" / "stanford-corenlp-3.6.0.jar") in message
+
+
+def test_corenlp_location_order_and_size_check(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(_resources, "CORENLP_JARS", {"a.jar": (3, "x"), "b.jar": (1, "y")})
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "a.jar").write_bytes(b"abc")
+    (folder / "b.jar").write_bytes(b"b")
+    assert _resources.find_corenlp(str(folder)) == [folder / "a.jar", folder / "b.jar"]
+    monkeypatch.setenv("CAPMETRICS_CORENLP_DIR", str(folder))
+    assert _resources.corenlp_folders(None)[:2] == [folder, _resources.corenlp_home()]
+    (folder / "a.jar").write_bytes(b"ab")  # truncated
+    with pytest.raises(MetricError, match="has 2 bytes, not 3"):
+        _resources.find_corenlp(str(folder))
+
+
+def test_cache_dirs_default_outside_site_packages(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-    assert cache_dir() == Path.home() / ".cache" / "capmetrics" / "spice"
+    assert _resources.cache_root() == Path.home() / ".cache" / "capmetrics" / "spice"
+    assert _jar.parse_cache_dir() == _resources.cache_root() / "parses"
 
 
-def _entry(image_id: int, f_all: object, f_object: object) -> dict:
-    stats = lambda f: {
-        "pr": 0.5,
-        "re": 0.5,
-        "f": f,
-        "fn": 1.0,
-        "numImages": 1.0,
-        "fp": 1.0,
-        "tp": 1.0,
-    }
-    return {
-        "image_id": image_id,
-        "scores": {
-            "All": stats(f_all),
-            "Relation": stats("NaN"),
-            "Cardinality": stats(None),
-            "Attribute": stats(0.0),
-            "Color": stats(0.0),
-            "Object": stats(f_object),
-            "Size": stats(0.0),
-        },
-        "test_tuples": [{"tuple": ["dog"], "truth_value": True}],
-        "ref_tuples": [
-            {"tuple": ["dog"], "truth_value": True},
-            {"tuple": ["dog", "run"], "truth_value": False},
-        ],
-    }
+def _scores(f_all: object, f_object: object = 0.5) -> dict:
+    stats = lambda f: {"pr": 0.5, "re": 0.5, "f": f, "fn": 1, "numImages": 1, "fp": 1, "tp": 1}
+    cats = {c: stats(0.0) for c in CATEGORIES}
+    cats.update(All=stats(f_all), Object=stats(f_object), Size=stats(None))
+    return cats
 
 
-def test_parse_output() -> None:
-    # the jar's output format (SPICE README), items out of order as they may come back
-    text = json.dumps([_entry(1, 0.25, 1.0), _entry(0, 0.5, 0.4), _entry(2, 0.0, 0.0)])
-    scores = parse_output(json.loads(text), 3)
-    np.testing.assert_array_equal(scores.values, [0.5, 0.25, 0.0])
-    assert scores.corpus == pytest.approx(0.25)
-    cats = scores.details["categories"]
-    assert next(iter(cats)) == "All" and set(cats) == {
-        "All",
-        "Relation",
-        "Cardinality",
-        "Attribute",
-        "Color",
-        "Object",
-        "Size",
-    }
-    np.testing.assert_array_equal(cats["Object"], [0.4, 1.0, 0.0])
-    assert np.isnan(cats["Relation"]).all() and np.isnan(cats["Cardinality"]).all()
+def test_output_parsing_and_details() -> None:
+    # the jar's output format, items out of order as they may come back
+    results = [{"image_id": 1, "scores": _scores(0.25, 1.0)}, {"image_id": 0, "scores": _scores(0.5, 0.4)}]
+    per_item = scores_by_id(results, 2)
+    details = details_arrays(np.stack([to_row(s) for s in per_item]))
+    assert list(details) == list(CATEGORIES) and all(list(d) == list(FIELDS) for d in details.values())
+    np.testing.assert_array_equal(details["All"]["f"], [0.5, 0.25])
+    np.testing.assert_array_equal(details["Object"]["f"], [0.4, 1.0])
+    assert np.isnan(details["Size"]["f"]).all() and (details["Size"]["tp"] == 1).all()
+    with pytest.raises(MetricError, match=r"no scores for item\(s\) \[2\]"):
+        scores_by_id(results, 3)
 
 
-def test_parse_output_nan_and_missing() -> None:
-    scores = parse_output([_entry(0, "NaN", 0.0), _entry(1, 1.0, 1.0)], 2)
-    assert np.isnan(scores.values[0]) and np.isnan(scores.corpus)  # as coco-caption's np.mean
-    with pytest.raises(MetricError, match=r"no scores for item\(s\) \[1\]"):
-        parse_output([_entry(0, 1.0, 1.0)], 2)
+def test_score_cache_round_trip_and_corrupt_rows(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = ScoreCache(tmp_path / "s.sqlite", 42)
+    keys = [item_key("v1", "a dog", ["a dog runs"]), item_key("v1", "a cat", ["a dog runs"])]
+    assert len(set(keys + [item_key("v2", "a dog", ["a dog runs"]), item_key("v1", "a dog ", ["a dog runs"])])) == 4
+    rows = [to_row(_scores(0.5)), to_row(_scores(0.25))]
+    store.put_many(dict(zip(keys, rows)))
+    found = store.get_many([keys[1], "absent", keys[0]])
+    assert list(found) == [keys[1], keys[0]]
+    np.testing.assert_array_equal(found[keys[0]], rows[0])  # NaN (Size) included
+    with sqlite3.connect(tmp_path / "s.sqlite") as db:  # flip one byte behind the cache's back
+        value = bytearray(db.execute("SELECT value FROM items WHERE key = ?", (keys[1],)).fetchone()[0])
+        value[17] ^= 1
+        db.execute("UPDATE items SET value = ? WHERE key = ?", (bytes(value), keys[1]))
+    assert list(store.get_many(keys)) == [keys[0]]  # the corrupt entry is not used ...
+    with sqlite3.connect(tmp_path / "s.sqlite") as db:  # ... and was deleted, to be scored again
+        assert db.execute("SELECT count(*) FROM items").fetchone()[0] == 1
+    with pytest.raises(ValueError, match="3 numbers, not 42"):
+        store.put_many({"k": np.zeros(3)})
+
+
+def test_only_uncached_items_go_to_the_jar(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    sent: list[list[dict]] = []
+
+    def fake_jar(cmd_for, items, timeout):  # type: ignore[no-untyped-def]
+        sent.append(items)
+        return [{"image_id": it["image_id"], "scores": _scores(len(it["test"]) / 100)} for it in items]
+
+    monkeypatch.setattr(spice, "run_jar", fake_jar)
+    metric = spice.Spice()
+    first = metric.score(["A dog.", "a cat", "A dog."], [["a dog runs"], ["a cat"], ["a dog runs"]])
+    assert [it["test"] for it in sent[0]] == ["a dog", "a cat"]  # tokenized, each distinct item once
+    np.testing.assert_allclose(first.values, [0.05, 0.05, 0.05])
+    second = metric.score(["a dog", "a bird"], [["a dog runs"], ["a dog runs"]])
+    assert [it["test"] for it in sent[1]] == ["a bird"] and len(sent) == 2
+    np.testing.assert_allclose(second.values, [0.05, 0.06])
+    assert second.corpus == pytest.approx(0.055)
+    metric.score(["a dog"], [["a dog runs"]])
+    assert len(sent) == 2  # all cached: no jar run
+    spice.Spice(cache=False).score(["a dog"], [["a dog runs"]])
+    assert len(sent) == 3
 
 
 def test_parameters_and_registration() -> None:
-    s = Spice()
+    s = spice.Spice()
     assert isinstance(s.tokenizer, PTBTokenizer) and s.spec == "spice" and s.distance_offset == 1.0
     names: list[str] = []
     spice.register_distances(lambda cls, aliases=(): names.append(cls.name))
     assert names == ["spice"]
     from capmetrics.registry import compose
 
-    assert isinstance(compose("spice"), Spice)
+    assert isinstance(compose("spice"), spice.Spice)
 
 
 def test_bad_input() -> None:
     with pytest.raises(MetricError, match="2 candidates but 1"):
-        Spice().score(["a", "b"], [["a"]])
+        spice.Spice().score(["a", "b"], [["a"]])
     with pytest.raises(MetricError, match=r"item\(s\) \[0\]"):
-        Spice().score(["a"], [[]])
+        spice.Spice().score(["a"], [[]])
+
+
+@needs_spice
+def test_expert40_equals_pycocoevalcap_and_warm_run_starts_no_jvm(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    fixture = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    corenlp = str(_resources.find_corenlp()[0].parent)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # a cold cache
+    cands = [it["candidate"] for it in fixture["items"]]
+    refs = [it["references"] for it in fixture["items"]]
+    ours = spice.Spice(corenlp=corenlp).score(cands, refs)
+    for category in CATEGORIES:
+        for field in FIELDS:
+            expected = [float("nan") if it["scores"][category][field] is None else it["scores"][category][field]
+                        for it in fixture["items"]]
+            np.testing.assert_allclose(ours.details[category][field], expected, rtol=0, atol=1e-12,
+                                       err_msg=f"{category}.{field}")
+    np.testing.assert_allclose(ours.values, ours.details["All"]["f"], rtol=0, atol=0)
+    assert ours.corpus == pytest.approx(fixture["average"], abs=1e-12)
+    assert ours.values[-2:].tolist() == [0.0, 0.0]  # empty and punctuation-only candidates
+
+    def no_java(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("the warm run started a JVM")
+
+    monkeypatch.setattr(spice, "run_jar", no_java)
+    warm = spice.Spice(corenlp=corenlp).score(cands, refs)
+    np.testing.assert_array_equal(warm.values, ours.values)
+
+
+def test_no_parse_cache_where_lmdbjni_has_no_native_library(monkeypatch, java17) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(_jar.platform, "machine", lambda: "arm64")
+    monkeypatch.setattr(_resources, "find_js_engine", lambda: [Path("/js.jar")])
+    monkeypatch.setattr(_jar, "classpath", lambda corenlp, extra: "cp")
+    cmd = _jar.command(java17, [], "8G", "in.json", "out.json")
+    assert "-cache" not in cmd and cmd[-5:] == ["in.json", "-out", "out.json", "-subset", "-silent"]
+
+
+def _fake_java(tmp_path: Path, body: str) -> str:
+    script = tmp_path / "java"
+    script.write_text("#!/bin/sh\n" + body + "\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_jvm_killed_mid_run_is_retried_and_failures_named(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    counter = tmp_path / "runs"
+    # first run: killed by SIGKILL; second: writes the output file (argument 2 after in.json)
+    java = _fake_java(tmp_path, f'echo x >> {counter}; [ $(wc -l < {counter}) -ge 2 ] || kill -9 $$; '
+                                'echo \'[{"image_id": 0, "scores": {}}]\' > "$4"')
+    cmd_for = lambda i, o: [java, i, "-cache", o, o]
+    assert _jar.run_jar(cmd_for, [{"image_id": 0, "test": "a", "refs": ["b"]}], 30) == [{"image_id": 0, "scores": {}}]
+    assert counter.read_text().count("x") == 2
+    failing = _fake_java(tmp_path, 'echo "Exception in thread main: boom" >&2; exit 1')
+    with pytest.raises(MetricError, match=r"exit code 1, 1 items, 1 attempt\(s\)\): Exception in thread main: boom"):
+        _jar.run_jar(lambda i, o: [failing], [{"image_id": 0, "test": "a", "refs": ["b"]}], 30)
+
+
+def test_check_names_each_missing_resource(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(_resources, "find_java", lambda java=None: (_ for _ in ()).throw(MetricError("no java")))
+    assert [p.what for p in _resources.check(corenlp=str(tmp_path))][-1] == "spice needs a Java runtime (8 or newer)"
+    monkeypatch.setattr(_resources, "find_java", lambda java=None: "/usr/bin/java")
+    monkeypatch.setattr(_resources, "java_version", lambda path: "21.0.1")
+    monkeypatch.setattr(_resources, "find_js_engine", lambda: [])
+    last = _resources.check(corenlp=str(tmp_path))[-1]
+    assert "JavaScript engine" in last.what and "librhino-java" in last.fix
+    monkeypatch.setattr(_resources, "java_version", lambda path: "11.0.2")
+    assert not any("JavaScript" in p.what for p in _resources.check(corenlp=str(tmp_path)))

