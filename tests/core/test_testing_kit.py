@@ -16,6 +16,7 @@ class Overlap(Distance):
     """Share of candidate words found in the references (a well-behaved toy metric)."""
 
     name = "kit-overlap"
+    accepts_empty_candidates = True
 
     def __init__(self, scale: float = 1.0) -> None:
         self.scale = scale
