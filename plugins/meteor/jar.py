@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from capmetrics import Distance, Scores, Tokenizer, hookimpl
+from capmetrics import Distance, Scores, Tokenizer
 from capmetrics.errors import MetricError
 from capmetrics.plugins._java import (
     LOCALE_OPTIONS,
@@ -101,7 +101,7 @@ def _floats(replies: Sequence[str]) -> list[float]:
         raise MetricError(f"meteor: unexpected answer from the jar: {e}") from None
 
 
-class Meteor(Distance):
+class MeteorJar(Distance):
     """METEOR 1.5 (English, paraphrase table, ``-norm``) computed by the original jar.
 
     Args:
@@ -117,7 +117,7 @@ class Meteor(Distance):
             and repeated calls; the values do not depend on it.
     """
 
-    name = "meteor"
+    name = "meteor-jar"
     higher_is_better = True
     distance_offset = 1.0
 
@@ -162,7 +162,7 @@ class Meteor(Distance):
         for process in self.__dict__.pop("_jvms", {}).values():
             process.close()
 
-    def __enter__(self) -> Meteor:
+    def __enter__(self) -> MeteorJar:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -247,6 +247,3 @@ class Meteor(Distance):
         }
 
 
-@hookimpl
-def register_distances(register: Callable[..., None]) -> None:
-    register(Meteor)
