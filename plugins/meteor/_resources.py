@@ -167,11 +167,18 @@ class Resources:
         return Ragged.load(self.arrays, prefix)
 
 
+@lru_cache(maxsize=1)
+def resource_key() -> str:
+    """Names the installed jar and table by their checksums (the cache folder's name)."""
+    jar, table = meteor_files()
+    return f"v{CACHE_VERSION}-{_digest(jar)[:12]}-{_digest(table)[:12]}"
+
+
 @lru_cache(maxsize=2)
 def load_resources(cache_dir: str | None = None) -> Resources:
     """The resources of the installed jar and table (cached arrays built on first use)."""
     jar, table = meteor_files()
-    key = f"v{CACHE_VERSION}-{_digest(jar)[:12]}-{_digest(table)[:12]}"
+    key = resource_key()
     root = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
     meta = {"jar": str(jar), "table": str(table), "version": CACHE_VERSION}
     words = frozenset(_lines(_jar_text(jar, "function/english.words")))
