@@ -13,6 +13,21 @@ CHUNKS, TEST_MATCHED, REF_MATCHED = 20, 21, 22
 MODULE_SLOTS = 4
 
 
+def _perfect(s: np.ndarray) -> np.ndarray:
+    """Rows where every word on both sides is matched in one chunk (fragmentation 0)."""
+    test_total = sum(s[:, 4 + 4 * i] + s[:, 6 + 4 * i] for i in range(MODULE_SLOTS))
+    ref_total = sum(s[:, 5 + 4 * i] + s[:, 7 + 4 * i] for i in range(MODULE_SLOTS))
+    return (test_total == s[:, TEST_LEN]) & (ref_total == s[:, REF_LEN]) & (s[:, CHUNKS] == 1)
+
+
+def aggregate(stats: np.ndarray) -> np.ndarray:
+    """The jar's corpus statistics: column sums, except that perfect rows add no chunk."""
+    s = np.asarray(stats, dtype=np.float64).reshape(-1, 23)
+    total = s.sum(axis=0)
+    total[CHUNKS] = s[~_perfect(s), CHUNKS].sum()
+    return total[None, :]
+
+
 def meteor_scores(stats: np.ndarray, alpha: float, beta: float, gamma: float, delta: float,
                   weights: Sequence[float]) -> np.ndarray:
     """Scores of rows of statistics (n x 23): F-mean of weighted precision/recall times
@@ -34,10 +49,7 @@ def meteor_scores(stats: np.ndarray, alpha: float, beta: float, gamma: float, de
         precision = test_w / test_len
         recall = ref_w / ref_len
         fmean = 1.0 / (((1.0 - alpha) / precision) + (alpha / recall))
-        test_total = sum(s[:, 4 + 4 * i] + s[:, 6 + 4 * i] for i in range(MODULE_SLOTS))
-        ref_total = sum(s[:, 5 + 4 * i] + s[:, 7 + 4 * i] for i in range(MODULE_SLOTS))
-        exact = (test_total == s[:, TEST_LEN]) & (ref_total == s[:, REF_LEN]) & (s[:, CHUNKS] == 1)
-        frag = np.where(exact, 0.0, s[:, CHUNKS] / ((s[:, TEST_MATCHED] + s[:, REF_MATCHED]) / 2))
+        frag = np.where(_perfect(s), 0.0, s[:, CHUNKS] / ((s[:, TEST_MATCHED] + s[:, REF_MATCHED]) / 2))
         penalty = gamma * np.power(frag, beta)
         score = fmean * (1.0 - penalty)
     return np.where(np.isnan(score), 0.0, np.maximum(score, 0.0))

@@ -19,7 +19,7 @@ from capmetrics import Distance, Scores, Tokenizer
 from capmetrics.errors import MetricError
 from capmetrics.plugins._java import check_items
 from capmetrics.plugins.meteor._align import MODULES, align
-from capmetrics.plugins.meteor._formula import meteor_scores
+from capmetrics.plugins.meteor._formula import aggregate, meteor_scores
 from capmetrics.plugins.meteor._input import segmenter
 from capmetrics.plugins.meteor._lexicon import Lexicon
 from capmetrics.plugins.meteor._resources import load_resources, resource_key
@@ -127,7 +127,7 @@ class Meteor(Distance):
         stats = self.statistics(cands, refs)
         params = (self.alpha, self.beta, self.gamma, self.delta, weights)
         values = meteor_scores(stats, *params)
-        corpus = meteor_scores(stats.sum(axis=0, keepdims=True), *params)[0]
+        corpus = meteor_scores(aggregate(stats), *params)[0]
         return Scores(values, float(corpus))
 
     def signature_extra(self) -> dict[str, str]:
