@@ -27,24 +27,31 @@ MODULES = ("exact", "stem", "synonym", "paraphrase")
 #: Length of the jar's sufficient-statistics line (4 module slots).
 N_STATS = 23
 
-# A match: (ref start, ref length, test start, test length, module slot, test bit mask)
-Match = tuple[int, int, int, int, int, int]
+# A match: (ref start, ref length, test start, test length, module slot, test bit mask); the
+# search extends it (see _with_search_terms) with its search score, ref end, test end, offset.
+Match = tuple[int, ...]
 
 
 def _word_matches(kind: str, slot: int, test: Segment, ref: Segment, out: list[list[Match]]) -> None:
-    n1 = len(test.keys)
-    for j in range(len(ref.keys)):
-        rk = ref.keys[j]
-        if kind == "exact":
-            hits = [i for i in range(n1) if test.keys[i] == rk]
-        elif kind == "stem":
-            rs = ref.stem_keys[j]
-            hits = [i for i in range(n1) if test.stem_keys[i] == rs and test.keys[i] != rk]
-        else:
-            syn = ref.synsets[j]
-            hits = [i for i in range(n1) if syn and not syn.isdisjoint(test.synsets[i]) and test.keys[i] != rk] \
-                if syn else []
-        out[j].extend((j, 1, i, 1, slot, 1 << i) for i in hits)
+    keys = test.keys
+    if kind == "exact":
+        for j, rk in enumerate(ref.keys):
+            hits = test.by_key.get(rk)
+            if hits:
+                out[j].extend([(j, 1, i, 1, slot, 1 << i) for i in hits])
+    elif kind == "stem":
+        for j, rs in enumerate(ref.stem_keys):
+            hits = test.by_stem.get(rs)
+            if hits:
+                rk = ref.keys[j]
+                out[j].extend([(j, 1, i, 1, slot, 1 << i) for i in hits if keys[i] != rk])
+    else:
+        union, synsets = test.all_synsets, test.synsets
+        for j, syn in enumerate(ref.synsets):
+            if syn and not syn.isdisjoint(union):
+                rk = ref.keys[j]
+                out[j].extend([(j, 1, i, 1, slot, 1 << i) for i in range(len(keys))
+                               if keys[i] != rk and not syn.isdisjoint(synsets[i])])
 
 
 def _paraphrase_matches(lex: Lexicon, slot: int, test: Segment, ref: Segment, out: list[list[Match]]) -> None:
@@ -70,10 +77,10 @@ def _paraphrase_matches(lex: Lexicon, slot: int, test: Segment, ref: Segment, ou
                         out[t].append((t, plen, start, length, slot, ((1 << length) - 1) << start))
 
 
-def _search_score(m: Match, exact_slots: frozenset[int]) -> int:
-    if m[4] in exact_slots:
-        return m[1] + m[3]
-    return (m[1] >> 1) + (m[3] >> 1)
+def _with_search_terms(m: Match, exact_slots: frozenset[int]) -> Match:
+    j, length, i, mlength, slot, mask = m
+    score = length + mlength if slot in exact_slots else (length >> 1) + (mlength >> 1)
+    return (j, length, i, mlength, slot, mask, score, j + length, i + mlength, abs(j - i))
 
 
 def align(lex: Lexicon, test: Segment, ref: Segment, modules: Sequence[str]) -> list[int]:
@@ -107,37 +114,38 @@ def _resolve(at: list[list[Match]], n1: int, n2: int, exact_slots: frozenset[int
                 fixed[j] = m
     if all(j in fixed or not ms for j, ms in enumerate(at)):
         return [fixed[j] for j in sorted(fixed)]
-    # path: (score, chunks, distance, next ref index, end of last test span or -1, test mask, chosen)
-    paths: list[tuple] = [(0, 0, 0, 0, -1, 0, None)]
-    rank = _rank
+    fixed = {j: _with_search_terms(m, exact_slots) for j, m in fixed.items()}
+    at = [[_with_search_terms(m, exact_slots) for m in ms] if j not in fixed else [] for j, ms in enumerate(at)]
+    # A path: (-score, chunks, distance, arrival number, next ref index, end of last test span or -1,
+    # test words in use, chosen matches). Sorting these tuples is the jar's stable sort on the first
+    # three, because arrival numbers are distinct and in insertion order.
+    paths: list[tuple] = [(0, 0, 0, 0, 0, -1, 0, None)]
     for cur in range(n2):
-        paths.sort(key=rank)
+        if len(paths) > 1:
+            paths.sort()
         nxt: list[tuple] = []
         fix = fixed.get(cur)
         options = at[cur]
-        for path in paths[:BEAM]:
-            score, chunks, dist, idx, last, mask, picked = path
+        for neg, chunks, dist, _, idx, last, mask, picked in paths[:BEAM]:
             if cur < idx:
-                nxt.append(path)
+                nxt.append((neg, chunks, dist, len(nxt), idx, last, mask, picked))
                 continue
             if fix is not None:
-                j, length, i, mlength = fix[:4]
-                nxt.append((score + _search_score(fix, exact_slots), chunks + (last != -1 and i != last), dist + abs(j - i),
-                            j + length, i + mlength, mask, picked))
+                nxt.append((neg - fix[6], chunks + (last != -1 and fix[2] != last), dist + fix[9], len(nxt),
+                            fix[7], fix[8], mask, picked))
                 continue
             for m in options:
                 if mask & m[5]:
                     continue
-                j, length, i, mlength = m[:4]
-                nxt.append((score + _search_score(m, exact_slots), chunks + (last != -1 and i != last), dist,
-                            j + length, i + mlength, mask | m[5], (m, picked)))
-                dist += abs(j - i)
-            nxt.append((score, chunks + (last != -1), dist, idx + 1, -1, mask, picked))
+                nxt.append((neg - m[6], chunks + (last != -1 and m[2] != last), dist, len(nxt), m[7], m[8],
+                            mask | m[5], (m, picked)))
+                dist += m[9]
+            nxt.append((neg, chunks + (last != -1), dist, len(nxt), idx + 1, -1, mask, picked))
         paths = nxt
-    paths.sort(key=rank)
-    done = [(s, c + (last != -1), d, idx, last, mask, picked) for s, c, d, idx, last, mask, picked in paths[:BEAM]]
-    done.sort(key=rank)
-    best = done[0][6]
+    paths.sort()
+    done = [(neg, chunks + (last != -1), dist, k, idx, last, mask, picked)
+            for k, (neg, chunks, dist, _, idx, last, mask, picked) in enumerate(paths[:BEAM])]
+    best = min(done)[7]
     result = list(fixed.values())
     while best is not None:
         result.append(best[0])
@@ -146,16 +154,12 @@ def _resolve(at: list[list[Match]], n1: int, n2: int, exact_slots: frozenset[int
     return result
 
 
-def _rank(path: tuple) -> tuple[int, int, int]:
-    return (-path[0], path[1], path[2])
-
-
 def _stats(matches: list[Match], test: Segment, ref: Segment, n_modules: int) -> list[int]:
     stats = [0] * N_STATS
     stats[0], stats[1] = len(test.keys), len(ref.keys)
     stats[2], stats[3] = sum(test.function), sum(ref.function)
     chunks, last, pos = 0, -1, 0
-    for j, length, i, mlength, slot, _ in matches:
+    for j, length, i, mlength, slot, *_ in matches:
         base = 4 + 4 * slot
         for k in range(mlength):
             stats[base + (2 if test.function[i + k] else 0)] += 1

@@ -51,6 +51,10 @@ class Segment:
     ngrams: tuple[tuple[int, int, int], ...]
     #: phrase number -> start positions (ascending) of its occurrences.
     occurrences: dict[int, tuple[int, ...]]
+    #: word key / stem key -> positions (ascending); every synset of any word.
+    by_key: dict[int, tuple[int, ...]]
+    by_stem: dict[int, tuple[int, ...]]
+    all_synsets: frozenset[int]
 
 
 class Lexicon:
@@ -64,8 +68,8 @@ class Lexicon:
         self.exc_forms, self.exc_bases = resources.index("exc_forms"), resources.ragged("exc_bases")
         self.vocab = resources.index("vocab")
         self.phrase_words = resources.ragged("phrase_words")
-        self.phrase_keys = resources.arrays["phrase_keys"]
-        self.phrase_order = resources.arrays["phrase_order"]
+        self.phrase_keys = resources.arrays["phrase_keys"].view(np.ndarray)
+        self.phrase_order = resources.arrays["phrase_order"].view(np.ndarray)
         self.para = resources.ragged("para")
         self.max_len = int(resources.arrays["max_len"][0])
         self._words: dict[str, Word] = {}
@@ -115,22 +119,6 @@ class Lexicon:
         return number
 
     # ------------------------------------------------------------ phrases
-    def phrase(self, ids: tuple[int, ...]) -> int:
-        """The table's number for a phrase of vocabulary numbers, or -1."""
-        number = self._phrases.get(ids)
-        if number is None:
-            number = -1
-            key = np.uint64(phrase_key(ids))
-            at = int(np.searchsorted(self.phrase_keys, key))
-            while at < len(self.phrase_keys) and self.phrase_keys[at] == key:
-                q = int(self.phrase_order[at])
-                if tuple(self.phrase_words.row(q).tolist()) == ids:
-                    number = q
-                    break
-                at += 1
-            self._phrases[ids] = number
-        return number
-
     def paraphrases(self, q: int) -> tuple[tuple[int, ...], frozenset[int]]:
         """The paraphrases listed for phrase ``q`` (file order, repeats kept) and as a set."""
         entry = self._para.get(q)
@@ -149,22 +137,53 @@ class Lexicon:
         if seg is None:
             words = tuple(java_split(normalize(java_trim(field), self.prefixes)))
             infos = [self.word(w) for w in words]
-            ids = [self.vocab_id(w) for w in words]
-            ngrams: list[tuple[int, int, int]] = []
+            ngrams = self._ngrams([self.vocab_id(w) for w in words])
             occurrences: dict[int, list[int]] = {}
-            for start in range(len(ids)):
-                for length in range(1, min(self.max_len, len(ids) - start) + 1):
-                    if ids[start + length - 1] < 0:
-                        break
-                    q = self.phrase(tuple(ids[start:start + length]))
-                    if q >= 0:
-                        ngrams.append((start, length, q))
-                        occurrences.setdefault(q, []).append(start)
-            seg = Segment(words, tuple(i.key for i in infos), tuple(i.stem_key for i in infos),
-                          tuple(i.synsets for i in infos), tuple(i.function for i in infos), tuple(ngrams),
-                          {q: tuple(v) for q, v in occurrences.items()})
+            for start, _, q in ngrams:
+                occurrences.setdefault(q, []).append(start)
+            keys = tuple(i.key for i in infos)
+            stems = tuple(i.stem_key for i in infos)
+            synsets = tuple(i.synsets for i in infos)
+            seg = Segment(words, keys, stems, synsets, tuple(i.function for i in infos), tuple(ngrams),
+                          {q: tuple(v) for q, v in occurrences.items()}, _positions(keys), _positions(stems),
+                          frozenset().union(*synsets))
             self._segments[field] = seg
         return seg
+
+    def _ngrams(self, ids: list[int]) -> list[tuple[int, int, int]]:
+        """(start, length, phrase) of the n-grams of ``ids`` that are table phrases, by start and length."""
+        spans = [(start, length, tuple(ids[start:start + length]))
+                 for start in range(len(ids))
+                 for length in range(1, min(self.max_len, len(ids) - start) + 1)
+                 if min(ids[start:start + length]) >= 0]
+        self._lookup([span for _, _, span in spans if span not in self._phrases])
+        phrases = self._phrases
+        return [(start, length, phrases[span]) for start, length, span in spans if phrases[span] >= 0]
+
+    def _lookup(self, spans: list[tuple[int, ...]]) -> None:
+        """Find the table numbers of phrases (one binary search for all), checking each hit."""
+        spans = list(dict.fromkeys(spans))
+        if not spans:
+            return
+        keys = np.fromiter((phrase_key(u) for u in spans), dtype=np.uint64, count=len(spans))
+        starts = np.searchsorted(self.phrase_keys, keys).tolist()
+        size = len(self.phrase_keys)
+        for span, key, at in zip(spans, keys.tolist(), starts):
+            number = -1
+            while at < size and int(self.phrase_keys[at]) == key:
+                q = int(self.phrase_order[at])
+                if tuple(self.phrase_words.row(q).tolist()) == span:
+                    number = q
+                    break
+                at += 1
+            self._phrases[span] = number
+
+
+def _positions(values: tuple[int, ...]) -> dict[int, tuple[int, ...]]:
+    out: dict[int, list[int]] = {}
+    for i, v in enumerate(values):
+        out.setdefault(v, []).append(i)
+    return {v: tuple(p) for v, p in out.items()}
 
 
 def java_hash_units(units: str) -> int:

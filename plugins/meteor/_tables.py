@@ -130,7 +130,7 @@ def read_folder(folder: Path) -> dict[str, np.ndarray] | None:
             path = folder / f"{name}.npy"
             if _crc(path) != crc:
                 return None
-            arrays[name] = np.load(path, mmap_mode="r", allow_pickle=False)
+            arrays[name] = np.load(path, mmap_mode="r", allow_pickle=False).view(np.ndarray)
         return arrays
     except (OSError, ValueError, KeyError, TypeError):
         return None

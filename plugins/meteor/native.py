@@ -112,13 +112,18 @@ class Meteor(Distance):
         """The jar's sufficient statistics (n x 23) of cleaned segments, best reference each."""
         modules, weights = self._checked()
         lex = lexicon(self.cache_dir)
-        out = np.zeros((len(cands), 23))
-        for n, (cand, rs) in enumerate(zip(cands, refs)):
+        rows = []
+        for cand, rs in zip(cands, refs):
             test = lex.segment(cand)
-            rows = np.array([align(lex, test, lex.segment(r), modules) for r in rs], dtype=np.float64)
-            scores = meteor_scores(rows, self.alpha, self.beta, self.gamma, self.delta, weights)
-            out[n] = rows[int(np.argmax(scores))]
-        return out
+            rows.extend(align(lex, test, lex.segment(r), modules) for r in rs)
+        pairs = np.array(rows, dtype=np.float64).reshape(-1, 23)
+        scores = meteor_scores(pairs, self.alpha, self.beta, self.gamma, self.delta, weights)
+        # the best reference of each candidate: the first of the highest scores
+        owner = np.repeat(np.arange(len(cands)), [len(rs) for rs in refs])
+        order = np.lexsort((np.arange(len(scores)), -scores, owner))
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = owner[order][1:] != owner[order][:-1]
+        return pairs[order[first]]
 
     def _score_segments(self, cands: list[str], refs: list[list[str]]) -> Scores:
         if not cands:
