@@ -183,7 +183,8 @@ def stem(word: str) -> str:
     w = word[1:] if word.startswith("'") else word
     if not w:
         return w
-    w = _mark_y(w)
+    marked = _mark_y(w)
+    y_found, w = marked != w, marked
     p1, p2 = _regions(w)
     w = _step1a(w)
     if w not in STOP_AFTER_1A:
@@ -193,4 +194,4 @@ def stem(word: str) -> str:
         w = _step3(w, p1, p2)
         w = _step4(w, p2)
         w = _step5(w, p1, p2)
-    return w.replace("Y", "y")
+    return w.replace("Y", "y") if y_found else w

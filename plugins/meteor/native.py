@@ -24,6 +24,7 @@ from capmetrics.plugins.meteor._input import segmenter
 from capmetrics.plugins.meteor._lexicon import Lexicon
 from capmetrics.plugins.meteor._resources import load_resources, resource_key
 from capmetrics.plugins.tokenizers import PTBTokenizer
+from capmetrics.registry.spec import Spec
 
 #: The jar's English defaults (task "default" = ranking): alpha, beta, gamma, delta and weights.
 ENGLISH = {"alpha": 0.85, "beta": 0.2, "gamma": 0.6, "delta": 0.75}
@@ -78,7 +79,12 @@ class Meteor(Distance):
         self.cache_dir = cache_dir
 
     def _checked(self) -> tuple[tuple[str, ...], tuple[float, ...]]:
-        modules, weights = tuple(self.modules), tuple(float(w) for w in self.weights)
+        # a spec's bare words (``modules=[exact, stem]``) arrive as Spec objects
+        modules = tuple(m.name if isinstance(m, Spec) and m.is_bare else m for m in self.modules)
+        try:
+            weights = tuple(float(w) for w in self.weights)
+        except (TypeError, ValueError):
+            raise MetricError(f"meteor: weights must be numbers, got {list(self.weights)}") from None
         if not modules or any(m not in MODULES for m in modules) or len(set(modules)) != len(modules):
             raise MetricError(f"meteor: modules must be distinct names among {list(MODULES)}, got {list(modules)}")
         if len(weights) != len(modules):
