@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from capmetrics.plugins.meteor._normalize import java_trim, nonbreaking_prefixes, normalize
-from capmetrics.plugins.meteor._resources import Resources, _jar_text, java_split, phrase_key
+from capmetrics.plugins.meteor._resources import KEY_MULT, MASK, Resources, _jar_text, java_split
 from capmetrics.plugins.meteor._stem import java_units, stem
 from capmetrics.plugins.meteor.jar import meteor_files
 
@@ -135,37 +135,50 @@ class Lexicon:
         """The features of one SCORE field as the jar reads it (trim, normalise, lower-case, split)."""
         seg = self._segments.get(field)
         if seg is None:
-            words = tuple(java_split(normalize(java_trim(field), self.prefixes)))
-            infos = [self.word(w) for w in words]
-            ngrams = self._ngrams([self.vocab_id(w) for w in words])
-            occurrences: dict[int, list[int]] = {}
-            for start, _, q in ngrams:
-                occurrences.setdefault(q, []).append(start)
-            keys = tuple(i.key for i in infos)
-            stems = tuple(i.stem_key for i in infos)
-            synsets = tuple(i.synsets for i in infos)
-            seg = Segment(words, keys, stems, synsets, tuple(i.function for i in infos), tuple(ngrams),
-                          {q: tuple(v) for q, v in occurrences.items()}, _positions(keys), _positions(stems),
-                          frozenset().union(*synsets))
-            self._segments[field] = seg
+            self.prepare([field])
+            seg = self._segments[field]
         return seg
 
-    def _ngrams(self, ids: list[int]) -> list[tuple[int, int, int]]:
-        """(start, length, phrase) of the n-grams of ``ids`` that are table phrases, by start and length."""
-        spans = [(start, length, tuple(ids[start:start + length]))
-                 for start in range(len(ids))
-                 for length in range(1, min(self.max_len, len(ids) - start) + 1)
-                 if min(ids[start:start + length]) >= 0]
-        self._lookup([span for _, _, span in spans if span not in self._phrases])
-        phrases = self._phrases
-        return [(start, length, phrases[span]) for start, length, span in spans if phrases[span] >= 0]
+    def prepare(self, fields: list[str]) -> None:
+        """Compute the segments of new ``fields`` together (one phrase-table search for all)."""
+        new = [f for f in dict.fromkeys(fields) if f not in self._segments]
+        words = [tuple(java_split(normalize(java_trim(f), self.prefixes))) for f in new]
+        ids = [[self.vocab_id(w) for w in ws] for ws in words]
+        spans = [self._spans(i) for i in ids]
+        self._lookup({span: key for per in spans for _, _, span, key in per if span not in self._phrases})
+        for field, ws, per in zip(new, words, spans):
+            self._segments[field] = self._build(ws, [(s, n, self._phrases[span]) for s, n, span, _ in per
+                                                     if self._phrases[span] >= 0])
 
-    def _lookup(self, spans: list[tuple[int, ...]]) -> None:
+    def _build(self, words: tuple[str, ...], ngrams: list[tuple[int, int, int]]) -> Segment:
+        infos = [self.word(w) for w in words]
+        occurrences: dict[int, list[int]] = {}
+        for start, _, q in ngrams:
+            occurrences.setdefault(q, []).append(start)
+        keys = tuple(i.key for i in infos)
+        stems = tuple(i.stem_key for i in infos)
+        synsets = tuple(i.synsets for i in infos)
+        return Segment(words, keys, stems, synsets, tuple(i.function for i in infos), tuple(ngrams),
+                       {q: tuple(v) for q, v in occurrences.items()}, _positions(keys), _positions(stems),
+                       frozenset().union(*synsets))
+
+    def _spans(self, ids: list[int]) -> list[tuple[int, int, tuple[int, ...], int]]:
+        """(start, length, ids, key) of every n-gram of known words up to the longest table phrase."""
+        out = []
+        for start in range(len(ids)):
+            key = 0
+            for end in range(start, min(start + self.max_len, len(ids))):
+                if ids[end] < 0:
+                    break
+                key = (key * KEY_MULT + ids[end] + 1) & MASK
+                out.append((start, end - start + 1, tuple(ids[start:end + 1]), key))
+        return out
+
+    def _lookup(self, spans: dict[tuple[int, ...], int]) -> None:
         """Find the table numbers of phrases (one binary search for all), checking each hit."""
-        spans = list(dict.fromkeys(spans))
         if not spans:
             return
-        keys = np.fromiter((phrase_key(u) for u in spans), dtype=np.uint64, count=len(spans))
+        keys = np.fromiter(spans.values(), dtype=np.uint64, count=len(spans))
         starts = np.searchsorted(self.phrase_keys, keys).tolist()
         size = len(self.phrase_keys)
         for span, key, at in zip(spans, keys.tolist(), starts):

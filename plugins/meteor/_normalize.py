@@ -86,8 +86,13 @@ def _split_dots(words: list[str], prefixes: dict[str, int]) -> str:
     return "".join(w + " " for w in out)
 
 
+PLAIN = re.compile("[a-z0-9]+(?: [a-z0-9]+)*")
+
+
 def normalize(line: str, prefixes: dict[str, int]) -> str:
     """The jar's English ``-norm`` normalisation of one segment (punctuation kept), lower-cased."""
+    if PLAIN.fullmatch(line):  # single-spaced lower-case letters and digits: nothing to change
+        return line
     s = SEP_OTHER.sub(r" \1 ", f" {line} ")
     s = MULTI_DOT.sub(r" DOTMULTI\1", s)
     while "DOTMULTI." in s:

@@ -118,6 +118,7 @@ class Meteor(Distance):
         """The jar's sufficient statistics (n x 23) of cleaned segments, best reference each."""
         modules, weights = self._checked()
         lex = lexicon(self.cache_dir)
+        lex.prepare([*cands, *(r for rs in refs for r in rs)])
         rows = []
         for cand, rs in zip(cands, refs):
             test = lex.segment(cand)
