@@ -31,7 +31,7 @@ def timed(fn: Callable[[], object]) -> tuple[float, float, object]:
 def forget_segments() -> None:
     """Drop the native memo (words, segments, phrases) but keep the loaded resource tables."""
     lex = lexicon()
-    for memo in (lex._words, lex._vocab, lex._segments, lex._phrases, lex._para):
+    for memo in (lex._words, lex._vocab, lex._segments, lex._para):
         memo.clear()
 
 

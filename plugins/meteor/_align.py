@@ -46,9 +46,9 @@ def _word_matches(kind: str, slot: int, test: Segment, ref: Segment, out: list[l
                 rk = ref.keys[j]
                 out[j].extend([(j, 1, i, 1, slot, 1 << i) for i in hits if keys[i] != rk])
     else:
-        union, synsets = test.all_synsets, test.synsets
+        synsets = test.synsets
         for j, syn in enumerate(ref.synsets):
-            if syn and not syn.isdisjoint(union):
+            if syn:
                 rk = ref.keys[j]
                 out[j].extend([(j, 1, i, 1, slot, 1 << i) for i in range(len(keys))
                                if keys[i] != rk and not syn.isdisjoint(synsets[i])])

@@ -51,10 +51,9 @@ class Segment:
     ngrams: tuple[tuple[int, int, int], ...]
     #: phrase number -> start positions (ascending) of its occurrences.
     occurrences: dict[int, tuple[int, ...]]
-    #: word key / stem key -> positions (ascending); every synset of any word.
+    #: word key / stem key -> positions (ascending).
     by_key: dict[int, tuple[int, ...]]
     by_stem: dict[int, tuple[int, ...]]
-    all_synsets: frozenset[int]
 
 
 class Lexicon:
@@ -75,7 +74,6 @@ class Lexicon:
         self._words: dict[str, Word] = {}
         self._vocab: dict[str, int] = {}
         self._segments: dict[str, Segment] = {}
-        self._phrases: dict[tuple[int, ...], int] = {}
         self._para: dict[int, tuple[tuple[int, ...], frozenset[int]]] = {}
 
     # ------------------------------------------------------------ words
@@ -145,10 +143,9 @@ class Lexicon:
         words = [tuple(java_split(normalize(java_trim(f), self.prefixes))) for f in new]
         ids = [[self.vocab_id(w) for w in ws] for ws in words]
         spans = [self._spans(i) for i in ids]
-        self._lookup({span: key for per in spans for _, _, span, key in per if span not in self._phrases})
+        found = self._lookup({span: key for per in spans for _, _, span, key in per})
         for field, ws, per in zip(new, words, spans):
-            self._segments[field] = self._build(ws, [(s, n, self._phrases[span]) for s, n, span, _ in per
-                                                     if self._phrases[span] >= 0])
+            self._segments[field] = self._build(ws, [(s, n, found[span]) for s, n, span, _ in per if span in found])
 
     def _build(self, words: tuple[str, ...], ngrams: list[tuple[int, int, int]]) -> Segment:
         infos = [self.word(w) for w in words]
@@ -159,8 +156,7 @@ class Lexicon:
         stems = tuple(i.stem_key for i in infos)
         synsets = tuple(i.synsets for i in infos)
         return Segment(words, keys, stems, synsets, tuple(i.function for i in infos), tuple(ngrams),
-                       {q: tuple(v) for q, v in occurrences.items()}, _positions(keys), _positions(stems),
-                       frozenset().union(*synsets))
+                       {q: tuple(v) for q, v in occurrences.items()}, _positions(keys), _positions(stems))
 
     def _spans(self, ids: list[int]) -> list[tuple[int, int, tuple[int, ...], int]]:
         """(start, length, ids, key) of every n-gram of known words up to the longest table phrase."""
@@ -174,22 +170,22 @@ class Lexicon:
                 out.append((start, end - start + 1, tuple(ids[start:end + 1]), key))
         return out
 
-    def _lookup(self, spans: dict[tuple[int, ...], int]) -> None:
-        """Find the table numbers of phrases (one binary search for all), checking each hit."""
+    def _lookup(self, spans: dict[tuple[int, ...], int]) -> dict[tuple[int, ...], int]:
+        """The table numbers of those phrases that are in the table (one binary search for all)."""
+        found: dict[tuple[int, ...], int] = {}
         if not spans:
-            return
+            return found
         keys = np.fromiter(spans.values(), dtype=np.uint64, count=len(spans))
         starts = np.searchsorted(self.phrase_keys, keys).tolist()
         size = len(self.phrase_keys)
         for span, key, at in zip(spans, keys.tolist(), starts):
-            number = -1
             while at < size and int(self.phrase_keys[at]) == key:
                 q = int(self.phrase_order[at])
                 if tuple(self.phrase_words.row(q).tolist()) == span:
-                    number = q
+                    found[span] = q
                     break
                 at += 1
-            self._phrases[span] = number
+        return found
 
 
 def _positions(values: tuple[int, ...]) -> dict[int, tuple[int, ...]]:

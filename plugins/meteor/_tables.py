@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import shutil
 import zlib
@@ -100,6 +101,16 @@ def _crc(path: Path) -> int:
     return crc
 
 
+def _random_access(array: np.ndarray) -> None:
+    """Tell the kernel not to read ahead: lookups touch scattered pages (keeps RSS small)."""
+    handle = getattr(array, "_mmap", None)
+    if handle is not None and hasattr(handle, "madvise") and hasattr(mmap, "MADV_RANDOM"):
+        try:
+            handle.madvise(mmap.MADV_RANDOM)
+        except OSError:
+            pass
+
+
 def write_folder(folder: Path, arrays: dict[str, np.ndarray], meta: dict[str, object]) -> None:
     """Write ``arrays`` and a manifest of their checksums into ``folder`` (atomically, by rename)."""
     tmp = folder.with_name(f"{folder.name}.tmp{os.getpid()}")
@@ -130,7 +141,9 @@ def read_folder(folder: Path) -> dict[str, np.ndarray] | None:
             path = folder / f"{name}.npy"
             if _crc(path) != crc:
                 return None
-            arrays[name] = np.load(path, mmap_mode="r", allow_pickle=False).view(np.ndarray)
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
+            _random_access(array)
+            arrays[name] = array.view(np.ndarray)
         return arrays
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -31,9 +31,13 @@ ENGLISH = {"alpha": 0.85, "beta": 0.2, "gamma": 0.6, "delta": 0.75}
 ENGLISH_WEIGHTS = (1.0, 0.6, 0.8, 0.6)
 
 
-@lru_cache(maxsize=2)
 def lexicon(cache_dir: str | None = None) -> Lexicon:
     """The process-wide word/segment memo over the installed resources."""
+    return _lexicon(cache_dir)
+
+
+@lru_cache(maxsize=2)
+def _lexicon(cache_dir: str | None) -> Lexicon:
     return Lexicon(load_resources(cache_dir))
 
 
