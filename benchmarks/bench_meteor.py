@@ -43,7 +43,7 @@ def main() -> None:
     parser.add_argument("--all-cores", action="store_true", help="do not pin the process (and the JVM) to one core")
     args = parser.parse_args()
     if not args.all_cores and hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # the JVM started later inherits it
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # the JVM started later inherits it
     dataset, _ = (load_crowdflower if args.data == "cf" else load_expert)(args.root)
     ptb = PTBTokenizer()
     cands = ptb.tokenize_joined([it.candidates[0] for it in dataset])

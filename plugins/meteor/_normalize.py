@@ -75,9 +75,7 @@ def _split_dots(words: list[str], prefixes: dict[str, int]) -> str:
             nxt = words[i + 1] if i + 1 < len(words) else ""
             if "." in pre and HAS_ALPHA.search(pre):
                 out.append(word.replace(".", ""))
-            elif kind == ANY or ("a" <= nxt[:1] <= "z"):
-                out.append(word)
-            elif kind == NUMERIC_ONLY and ("0" <= nxt[:1] <= "9"):
+            elif kind == ANY or ("a" <= nxt[:1] <= "z") or kind == NUMERIC_ONLY and ("0" <= nxt[:1] <= "9"):
                 out.append(word)
             else:
                 out.append(pre + " .")

@@ -90,9 +90,9 @@ def _step1a(w: str) -> str:
             break
     if w.endswith("sses"):
         return w[:-2]
-    if w.endswith("ied") or w.endswith("ies"):
+    if w.endswith(("ied", "ies")):
         return w[:-2] if len(w) > 4 else w[:-1]
-    if w.endswith("us") or w.endswith("ss"):
+    if w.endswith(("us", "ss")):
         return w
     if w.endswith("s") and _has_vowel(w[:-2]):
         return w[:-1]
@@ -180,7 +180,7 @@ def stem(word: str) -> str:
         return WHOLE_WORDS[word]
     if len(word) < 3:
         return word
-    w = word[1:] if word.startswith("'") else word
+    w = word.removeprefix("'")
     if not w:
         return w
     marked = _mark_y(w)
