@@ -107,12 +107,14 @@ class Meteor(Distance):
 
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
         check_items(candidates, references, "meteor")
+        self._checked()
         segment = self._segmenter([*candidates, *(r for refs in references for r in refs)])
         return self._score_segments([segment(c) for c in candidates],
                                     [[segment(r) for r in refs] for refs in references])
 
     def pairwise(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
         """Distances 1 − METEOR(a_i, [b_j]); every text is tokenized once."""
+        self._checked()
         segment = self._segmenter([*a, *b])
         sa, sb = [segment(x) for x in a], [segment(y) for y in b]
         values = self._score_segments([x for x in sa for _ in sb], [[y] for _ in sa for y in sb]).values

@@ -261,6 +261,15 @@ def test_parameters_and_bad_values() -> None:
 
 
 @needs_resources
+def test_pairwise_is_score_against_one_reference() -> None:
+    a, b = ["a dog runs", "a cat sleeps on a mat"], ["a dog", "the cats sleep on mats", "birds", ""]
+    m = Meteor(tokenizer=WS)
+    d = m.pairwise(a, b)
+    assert d.shape == (2, 4)
+    np.testing.assert_array_equal(d, [[1 - m.score([x], [[y]]).values[0] for y in b] for x in a])
+
+
+@needs_resources
 def test_parameters_change_the_score_like_the_formula() -> None:
     cands, refs = ["a dog runs on grass", "a man"], [["the dog is running on the grass"], ["a man"]]
     base = Meteor(tokenizer=WS).score(cands, refs)
