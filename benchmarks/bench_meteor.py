@@ -1,9 +1,11 @@
-"""METEOR 1.5: capmetrics' ``meteor`` vs pycocoevalcap's ``Meteor`` on Flickr8k-Expert (5,664 items).
+"""METEOR 1.5: native ``meteor`` vs the jar (``meteor-jar``, one JVM) on Flickr8k, pinned to one core.
 
-Both get the same PTB-tokenized strings. Times: cold (JVM start + paraphrase table + first call)
-and warm (later calls on the running JVM, alternating between the two, best of ``--repeats``). Usage:
+Both get the same PTB-tokenized strings. "cold" is the first call of a new instance (resources or
+JVM + paraphrase table loaded, nothing cached); "warm" is a later call, best of ``--repeats``,
+with the native per-word/per-segment memo cleared first so it aligns everything again like the
+jar does. The run checks the per-caption values and the corpus value against the jar. Usage:
 
-    python benchmarks/bench_meteor.py [--root /path/to/flickr8k] [--repeats 2]
+    python benchmarks/bench_meteor.py [--data cf|expert] [--repeats 2] [--all-cores]
 """
 
 from __future__ import annotations
@@ -14,62 +16,62 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from capmetrics.data.flickr8k import load_expert
-from capmetrics.plugins.meteor import Meteor
+from capmetrics.data.flickr8k import load_crowdflower, load_expert
+from capmetrics.plugins.meteor import Meteor, MeteorJar
+from capmetrics.plugins.meteor.native import lexicon
 from capmetrics.plugins.tokenizers import PTBTokenizer, WhitespaceTokenizer
 
 
-def timed(fn: Callable[[], object]) -> tuple[float, object]:
-    start = time.perf_counter()
+def timed(fn: Callable[[], object]) -> tuple[float, float, object]:
+    wall, cpu = time.perf_counter(), time.process_time()
     out = fn()
-    return time.perf_counter() - start, out
+    return time.perf_counter() - wall, time.process_time() - cpu, out
 
 
-def scorers(cands: list[str], refs: list[list[str]], jobs: list[int]) -> dict[str, Callable[[], np.ndarray]]:
-    """name -> a call that scores the benchmark and returns the per-caption values (JVM started lazily)."""
-    from pycocoevalcap.meteor.meteor import Meteor as CocoMeteor
-
-    ours = {j: Meteor(tokenizer=WhitespaceTokenizer(), jobs=j) for j in jobs}
-    gts, res = {i: r for i, r in enumerate(refs)}, {i: [c] for i, c in enumerate(cands)}
-    coco: list[CocoMeteor] = []
-
-    def theirs() -> np.ndarray:
-        coco[:] = coco or [CocoMeteor()]  # its JVM starts in the constructor
-        return np.asarray(coco[0].compute_score(gts, res)[1])
-
-    runs: dict[str, Callable[[], np.ndarray]] = {
-        f"capmetrics j={j}": (lambda m=m: m.score(cands, refs).values) for j, m in ours.items()}
-    return {**runs, "pycocoevalcap": theirs}
+def forget_segments() -> None:
+    """Drop the native memo (words, segments, phrases) but keep the loaded resource tables."""
+    lex = lexicon()
+    for memo in (lex._words, lex._vocab, lex._segments, lex._para):
+        memo.clear()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=os.environ.get("CAPMETRICS_FLICKR8K", "/work/shared/data/flickr8k"))
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2], help="capmetrics JVM counts to time")
+    parser.add_argument("--data", choices=["cf", "expert"], default="cf")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--all-cores", action="store_true", help="do not pin the process (and the JVM) to one core")
     args = parser.parse_args()
-    dataset, _ = load_expert(args.root)
+    if not args.all_cores and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # the JVM started later inherits it
+    dataset, _ = (load_crowdflower if args.data == "cf" else load_expert)(args.root)
     ptb = PTBTokenizer()
     cands = ptb.tokenize_joined([it.candidates[0] for it in dataset])
     refs = [ptb.tokenize_joined(list(it.references)) for it in dataset]
-    print(f"Flickr8k-Expert: {len(cands)} candidates, {sum(map(len, refs))} references, load {os.getloadavg()[0]:.1f}")
-    runs = scorers(cands, refs, args.jobs)
-    cold, warm, values = {}, {name: [] for name in runs}, {}
-    for name, run in runs.items():  # cold: JVM start + paraphrase table + the first call
-        cold[name], values[name] = timed(run)
-    for _ in range(args.repeats):  # warm calls alternate, so both see the same machine load
+    print(f"Flickr8k-{args.data}: {len(cands)} candidates, {sum(map(len, refs))} references, "
+          f"cores {len(os.sched_getaffinity(0))}, load {os.getloadavg()[0]:.1f}")
+    native, jar = Meteor(tokenizer=WhitespaceTokenizer()), MeteorJar(tokenizer=WhitespaceTokenizer())
+    runs = {"meteor (native)": lambda: native.score(cands, refs), "meteor-jar": lambda: jar.score(cands, refs)}
+    cold, warm, out = {}, {name: [] for name in runs}, {}
+    for name, run in runs.items():
+        cold[name] = timed(run)[0]
+    for _ in range(args.repeats):  # alternate, so both see the same machine load
         for name, run in runs.items():
-            warm[name].append(timed(run)[0])
-    print(f"{'':16}{'cold (s)':>10}{'warm (s)':>10}{'warm pairs/s':>14}")
+            if name.startswith("meteor (native)"):
+                forget_segments()
+            wall, cpu, out[name] = timed(run)
+            warm[name].append((wall, cpu))
+    jar.close()
+    print(f"{'':18}{'cold (s)':>10}{'warm (s)':>10}{'warm cpu (s)':>14}{'warm pairs/s':>14}")
     for name in runs:
-        print(f"{name:16}{cold[name]:10.2f}{min(warm[name]):10.2f}{len(cands) / min(warm[name]):14.0f}")
-    for name in runs:
-        if name == "pycocoevalcap":
-            continue
-        best = min(warm[name])
-        print(f"{name}: speed-up over pycocoevalcap cold x{cold['pycocoevalcap'] / cold[name]:.2f}, "
-              f"warm x{min(warm['pycocoevalcap']) / best:.2f}; identical per-caption values: "
-              f"{np.array_equal(values[name], values['pycocoevalcap'])}")
+        wall, cpu = min(warm[name])
+        print(f"{name:18}{cold[name]:10.2f}{wall:10.2f}{cpu:14.2f}{len(cands) / wall:14.0f}")
+    a, b = out["meteor (native)"], out["meteor-jar"]
+    ratio = min(warm["meteor-jar"])[0] / min(warm["meteor (native)"])[0]
+    print(f"native / jar warm pairs/s: x{ratio:.2f} (target >= 10); cold: x{cold['meteor-jar'] / cold['meteor (native)']:.2f}")
+    print(f"per caption: max |diff| {np.max(np.abs(a.values - b.values)):.3g}, bit-identical "
+          f"{np.mean(a.values == b.values) * 100:.2f}%; corpus {a.corpus!r} vs {b.corpus!r} "
+          f"({'equal' if a.corpus == b.corpus else 'DIFFERENT'})")
 
 
 if __name__ == "__main__":

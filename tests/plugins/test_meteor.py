@@ -1,4 +1,4 @@
-"""METEOR 1.5: the line-process helper (with a tiny Python child, fast), Java discovery, input rules,
+"""METEOR 1.5 jar (``meteor-jar``): the line-process helper (with a tiny Python child, fast), Java discovery, input rules,
 and the real jar: exact parity with pycocoevalcap's ``Meteor`` on Flickr8k-Expert, the published
 Kendall tau-c, edge cases, pairwise, and a JVM killed mid-batch."""
 
@@ -18,7 +18,7 @@ import scipy.stats
 from capmetrics.errors import MetricError
 from capmetrics.plugins import java as _java
 from capmetrics.plugins import meteor
-from capmetrics.plugins.meteor import Meteor, clean_segment, score_line
+from capmetrics.plugins.meteor import MeteorJar, clean_segment, score_line
 from capmetrics.plugins.tokenizers import PTBTokenizer, WhitespaceTokenizer
 
 from tests.plugins.coco_reference import needs_coco, needs_flickr8k, raw, tokenized
@@ -138,7 +138,7 @@ def test_find_java_missing_says_how_to_install(tmp_path, monkeypatch) -> None:  
     with pytest.raises(MetricError, match="not an executable"):
         _java.find_java(str(tmp_path / "nope"))
     with pytest.raises(MetricError, match="no Java runtime"):
-        Meteor().score(["a"], [["a"]])
+        MeteorJar().score(["a"], [["a"]])
 
 
 # ------------------------------------------------------------------ input rules (no Java)
@@ -151,21 +151,21 @@ def test_clean_segment() -> None:
 
 
 def test_parameters_and_registration() -> None:
-    m = Meteor()
+    m = MeteorJar()
     assert isinstance(m.tokenizer, PTBTokenizer)
-    assert m.spec == "meteor" and m.distance_offset == 1.0 and m.higher_is_better
+    assert m.spec == "meteor-jar" and m.distance_offset == 1.0 and m.higher_is_better
     names: list[str] = []
     meteor.register_distances(lambda cls, aliases=(): names.append(cls.name))
-    assert names == ["meteor"]
+    assert names == ["meteor", "meteor-jar"]
     from capmetrics.registry import compose
 
-    assert compose("meteor(tokenizer=whitespace, max_tokens=100)") == Meteor(
+    assert compose("meteor-jar(tokenizer=whitespace, max_tokens=100)") == MeteorJar(
         tokenizer=WS, max_tokens=100
     )
 
 
 def test_bad_input() -> None:
-    m = Meteor(tokenizer=WS)
+    m = MeteorJar(tokenizer=WS)
     with pytest.raises(MetricError, match="2 candidates but 1"):
         m.score(["a", "b"], [["a"]])
     with pytest.raises(MetricError, match=r"item\(s\) \[1\]"):
@@ -178,8 +178,8 @@ needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="needs java
 
 
 @pytest.fixture(scope="module")
-def jar() -> Meteor:
-    m = Meteor(tokenizer=WS)
+def jar() -> MeteorJar:
+    m = MeteorJar(tokenizer=WS)
     yield m
     m.close()
 
@@ -196,7 +196,7 @@ def coco_meteor():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-def expert_scores(jar: Meteor):  # type: ignore[no-untyped-def]
+def expert_scores(jar: MeteorJar):  # type: ignore[no-untyped-def]
     cands, refs = tokenized("expert")
     return jar.score(cands, refs)
 
@@ -228,10 +228,27 @@ def test_flickr8k_expert_equals_pycocoevalcap(expert_scores, coco_meteor) -> Non
 @needs_coco
 @needs_flickr8k
 @pytest.mark.java
-def test_flickr8k_expert_kendall_tau_c(jar: Meteor) -> None:
+def test_native_meteor_equals_the_jar_on_flickr8k_expert(expert_scores) -> None:  # type: ignore[no-untyped-def]
+    from capmetrics.plugins.meteor import Meteor
+
+    cands, refs = tokenized("expert")
+    native = Meteor(tokenizer=WS).score(cands, refs)
+    assert len(native.values) == 5664
+    # equal to 1e-12; all but a few dozen bit-identical (the JVM's Math.pow intrinsic and C's pow
+    # differ in the last bit for some fragmentation values)
+    np.testing.assert_allclose(native.values, expert_scores.values, rtol=0, atol=1e-12)
+    assert np.mean(native.values == expert_scores.values) > 0.95
+    assert native.corpus == expert_scores.corpus
+
+
+@needs_java
+@needs_coco
+@needs_flickr8k
+@pytest.mark.java
+def test_flickr8k_expert_kendall_tau_c(jar: MeteorJar) -> None:
     cands, refs, ratings = raw("expert")
     ptb = PTBTokenizer()
-    # what Meteor(tokenizer=PTBTokenizer()) does, on the module's one JVM
+    # what MeteorJar(tokenizer=PTBTokenizer()) does, on the module's one JVM
     scores = jar.score(ptb.tokenize_joined(cands), [ptb.tokenize_joined(r) for r in refs])
     tau = scipy.stats.kendalltau(
         np.repeat(scores.values, 3), ratings.reshape(-1), variant="c"
@@ -243,7 +260,7 @@ def test_flickr8k_expert_kendall_tau_c(jar: Meteor) -> None:
 @needs_java
 @needs_coco
 @pytest.mark.java
-def test_edge_cases_equal_pycocoevalcap(jar: Meteor, coco_meteor) -> None:  # type: ignore[no-untyped-def]
+def test_edge_cases_equal_pycocoevalcap(jar: MeteorJar, coco_meteor) -> None:  # type: ignore[no-untyped-def]
     ours = jar.score(EDGE_CANDIDATES, EDGE_REFERENCES)
     corpus, per_caption = coco_meteor(EDGE_CANDIDATES, EDGE_REFERENCES)
     np.testing.assert_array_equal(ours.values, per_caption)
@@ -254,7 +271,7 @@ def test_edge_cases_equal_pycocoevalcap(jar: Meteor, coco_meteor) -> None:  # ty
 @needs_java
 @needs_coco
 @pytest.mark.java
-def test_awkward_text(jar: Meteor) -> None:
+def test_awkward_text(jar: MeteorJar) -> None:
     plain = jar.score(
         ["a man rides a horse", "a dog"], [["a man on a horse"], ["a dog runs"]]
     ).values
@@ -263,7 +280,7 @@ def test_awkward_text(jar: Meteor) -> None:
     ).values
     np.testing.assert_array_equal(plain, messy)
     # a candidate that tokenizes to nothing scores 0 without upsetting the jar
-    punct = Meteor(tokenizer=PTBTokenizer())
+    punct = MeteorJar(tokenizer=PTBTokenizer())
     punct.__dict__["_jvm"] = jar._process()  # share the module's JVM (same command line)
     assert punct.score([". , !", "A dog."], [["a dog"], ["a dog"]]).values.tolist() == [0.0, 1.0]
     punct.__dict__.pop("_jvm")
@@ -276,7 +293,7 @@ def test_awkward_text(jar: Meteor) -> None:
 @needs_java
 @needs_coco
 @pytest.mark.java
-def test_pairwise(jar: Meteor) -> None:
+def test_pairwise(jar: MeteorJar) -> None:
     a, b = ["a dog runs", "a cat sleeps"], ["a dog", "a cat on a mat", "birds"]
     d = jar.pairwise(a, b)
     expected = [[1 - jar.score([x], [[y]]).values[0] for y in b] for x in a]
@@ -288,7 +305,7 @@ def test_pairwise(jar: Meteor) -> None:
 @needs_coco
 @needs_flickr8k
 @pytest.mark.java
-def test_killed_mid_batch_returns_every_score(jar: Meteor, expert_scores) -> None:  # type: ignore[no-untyped-def]
+def test_killed_mid_batch_returns_every_score(jar: MeteorJar, expert_scores) -> None:  # type: ignore[no-untyped-def]
     cands, refs = tokenized("expert")
     pid = jar._process().pid
     killer = threading.Timer(1.0, os.kill, (pid, signal.SIGKILL))
@@ -308,7 +325,7 @@ def test_killed_mid_batch_returns_every_score(jar: Meteor, expert_scores) -> Non
 @pytest.mark.java
 def test_two_jvms_give_the_same_bytes(expert_scores) -> None:  # type: ignore[no-untyped-def]
     cands, refs = tokenized("expert")
-    with Meteor(tokenizer=WS, jobs=2) as parallel:
+    with MeteorJar(tokenizer=WS, jobs=2) as parallel:
         again = parallel.score(cands, refs)
         assert len(parallel.__dict__["_jvms"]) == 2
     np.testing.assert_array_equal(again.values, expert_scores.values)

@@ -5,6 +5,8 @@ Flickr8k-CF τ-b over 47,830 points, × 100, to three decimals."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from capmetrics.component import Distance
@@ -41,3 +43,31 @@ def test_flickr8k_expert_tau_c(cls: type[Distance]) -> None:
 @pytest.mark.parametrize("cls", list(PUBLISHED))
 def test_flickr8k_cf_tau_b(cls: type[Distance]) -> None:
     assert round(kendall_x100("cf", cls(), "b"), 3) == PUBLISHED[cls][1]
+
+
+def _meteor_resources() -> bool:
+    from capmetrics.errors import MetricError
+    from capmetrics.plugins.meteor import meteor_files
+
+    try:
+        meteor_files()
+    except MetricError:
+        return False
+    return True
+
+
+@needs_flickr8k
+@pytest.mark.skipif(not _meteor_resources(), reason="needs pycocoevalcap's METEOR files")
+def test_flickr8k_expert_tau_c_native_meteor() -> None:
+    from capmetrics.plugins.meteor import Meteor
+
+    assert round(kendall_x100("expert", Meteor(), "c"), 3) == 41.822
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("CAPMETRICS_SLOW") != "1", reason="slow: set CAPMETRICS_SLOW=1")
+@needs_flickr8k
+def test_flickr8k_cf_tau_b_native_meteor() -> None:
+    from capmetrics.plugins.meteor import Meteor
+
+    assert round(kendall_x100("cf", Meteor(), "b"), 3) == 22.265

@@ -4,7 +4,7 @@ The jar (``meteor-1.5.jar`` with its English paraphrase table, shipped in pycoco
 ``-stdio -l en -norm``: a ``SCORE ||| ref 1 ||| ... ||| ref n ||| hypothesis`` line is answered by
 a line of sufficient statistics, and ``EVAL ||| stats 1 ||| ... ||| stats n`` by the n segment
 scores and then the score of their aggregate, which is METEOR's corpus value (not the mean of the
-segment scores). One JVM per :class:`Meteor` instance is started on first use and kept; SCORE
+segment scores). One JVM per :class:`MeteorJar` instance is started on first use and kept; SCORE
 lines go in batches (each with its own deadline), then one EVAL line covers the whole call.
 
 Input rules: captions are tokenized, ``|||`` is removed (as coco-caption does for hypotheses) and
@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import warnings
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from capmetrics import Distance, Scores, Tokenizer, hookimpl
+from capmetrics import Distance, Scores, Tokenizer
 from capmetrics.errors import MetricError
 from capmetrics.plugins.java import (
     LOCALE_OPTIONS,
@@ -36,6 +35,7 @@ from capmetrics.plugins.java import (
     java_signature,
     pycocoevalcap_folder,
 )
+from capmetrics.plugins.meteor._input import segmenter
 from capmetrics.plugins.tokenizers import PTBTokenizer
 
 JAR_VERSION = "1.5"
@@ -65,14 +65,6 @@ def _md5(path: Path, size: int, mtime: float) -> str:
     return digest.hexdigest()
 
 
-def clean_segment(tokens: Sequence[str], max_tokens: int | None) -> tuple[str, bool]:
-    """One caption as the jar reads it (no ``|||``, single spaces); True if it was truncated."""
-    words = " ".join(tokens).replace("|||", "").split()
-    if max_tokens is not None and len(words) > max_tokens:
-        return " ".join(words[:max_tokens]), True
-    return " ".join(words), False
-
-
 def score_line(candidate: str, references: Sequence[str]) -> str:
     """The jar's SCORE request (the hypothesis comes last; an empty one still leaves a field)."""
     return " ||| ".join(["SCORE", *references, candidate])
@@ -98,10 +90,10 @@ def _floats(replies: Sequence[str]) -> list[float]:
     try:
         return [float(r) for r in replies]
     except ValueError as e:
-        raise MetricError(f"meteor: unexpected answer from the jar: {e}") from None
+        raise MetricError(f"meteor-jar: unexpected answer from the jar: {e}") from None
 
 
-class Meteor(Distance):
+class MeteorJar(Distance):
     """METEOR 1.5 (English, paraphrase table, ``-norm``) computed by the original jar.
 
     Args:
@@ -117,7 +109,7 @@ class Meteor(Distance):
             and repeated calls; the values do not depend on it.
     """
 
-    name = "meteor"
+    name = "meteor-jar"
     accepts_empty_candidates = True  # the jar scores an empty hypothesis 0.0
     higher_is_better = True
     distance_offset = 1.0
@@ -163,7 +155,7 @@ class Meteor(Distance):
         for process in self.__dict__.pop("_jvms", {}).values():
             process.close()
 
-    def __enter__(self) -> Meteor:
+    def __enter__(self) -> MeteorJar:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -180,7 +172,7 @@ class Meteor(Distance):
 
     # ---------------------------------------------------------------- scoring
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
-        check_items(candidates, references, "meteor")
+        check_items(candidates, references, "meteor-jar")
         segment = self._segmenter([*candidates, *(r for refs in references for r in refs)])
         cands = [segment(c) for c in candidates]
         return self._score_segments(cands, [[segment(r) for r in refs] for refs in references])
@@ -193,22 +185,14 @@ class Meteor(Distance):
         return self.to_distance(values).reshape(len(a), len(b))
 
     def _segmenter(self, texts: Sequence[str]) -> Callable[[str], str]:
-        """Tokenize the distinct ``texts`` once; return text -> cleaned segment (warns on truncation)."""
-        distinct = list(dict.fromkeys(texts))
-        cleaned = [clean_segment(t, self.max_tokens) for t in self.tokenizer.tokenize(distinct)]
-        cut = sum(truncated for _, truncated in cleaned)
-        if cut:
-            warnings.warn(f"meteor: {cut} caption(s) longer than max_tokens={self.max_tokens} tokens were "
-                          "truncated", UserWarning, stacklevel=3)
-        table = {t: seg for t, (seg, _) in zip(distinct, cleaned)}
-        return table.__getitem__
+        return segmenter(self.tokenizer, texts, self.max_tokens, "meteor-jar")
 
     def _score_segments(self, cands: list[str], refs: list[list[str]]) -> Scores:
         """Score cleaned segments: SCORE lines in batches, then one EVAL over all statistics."""
         if not cands:
             return Scores(np.zeros(0), float("nan"))
         if self.jobs < 1:
-            raise MetricError(f"meteor: jobs must be at least 1, got {self.jobs}")
+            raise MetricError(f"meteor-jar: jobs must be at least 1, got {self.jobs}")
         lines = [score_line(c, r) for c, r in zip(cands, refs)]
         sizes = [c.count(" ") + sum(x.count(" ") + 2 for x in r) + 1 for c, r in zip(cands, refs)]
         batches = list(_batches(lines, sizes))
@@ -248,6 +232,3 @@ class Meteor(Distance):
         }
 
 
-@hookimpl
-def register_distances(register: Callable[..., None]) -> None:
-    register(Meteor)

@@ -1,0 +1,163 @@
+"""Compact, memory-mappable lookup tables for METEOR's resources, and their checked cache folder.
+
+A :class:`StringIndex` finds strings by a 64-bit key (sorted array + binary search) and confirms
+each hit against the stored UTF-8 bytes, so a key collision can never give a wrong answer. A
+:class:`Ragged` is a list of integer lists in CSR form. A cache folder holds ``.npy`` arrays and a
+``manifest.json`` with the CRC-32 of every array; a folder whose arrays do not match is rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import os
+import shutil
+import zlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+MANIFEST = "manifest.json"
+
+
+def text_key(text: str) -> int:
+    """A stable 64-bit key of a string."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+
+
+class Ragged:
+    """Integer lists stored as ``values[offsets[i]:offsets[i + 1]]``."""
+
+    def __init__(self, offsets: np.ndarray, values: np.ndarray) -> None:
+        self.offsets, self.values = offsets, values
+
+    @classmethod
+    def build(cls, rows: Sequence[Sequence[int]]) -> Ragged:
+        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        values = np.fromiter((v for r in rows for v in r), dtype=np.int32, count=int(offsets[-1]))
+        return cls(offsets, values)
+
+    def row(self, i: int) -> np.ndarray:
+        return self.values[self.offsets[i]:self.offsets[i + 1]]
+
+    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        return {f"{prefix}_offsets": self.offsets, f"{prefix}_values": self.values}
+
+    @classmethod
+    def load(cls, arrays: dict[str, np.ndarray], prefix: str) -> Ragged:
+        return cls(arrays[f"{prefix}_offsets"], arrays[f"{prefix}_values"])
+
+
+class StringIndex:
+    """Strings numbered 0..n-1, found by :func:`text_key` and confirmed against their bytes."""
+
+    def __init__(self, keys: np.ndarray, order: np.ndarray, blob: np.ndarray, offsets: np.ndarray) -> None:
+        self.keys, self.order, self.blob, self.offsets = keys, order, blob, offsets
+
+    @classmethod
+    def build(cls, strings: Sequence[str]) -> StringIndex:
+        encoded = [s.encode("utf-8", "surrogatepass") for s in strings]
+        keys = np.fromiter((text_key(s) for s in strings), dtype=np.uint64, count=len(strings))
+        order = np.argsort(keys, kind="stable").astype(np.int32)
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in encoded], out=offsets[1:])
+        blob = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+        return cls(keys[order], order, blob, offsets)
+
+    def find(self, text: str) -> int:
+        """The number of ``text``, or -1."""
+        key = np.uint64(text_key(text))
+        at = int(np.searchsorted(self.keys, key))
+        data = text.encode("utf-8", "surrogatepass")
+        while at < len(self.keys) and self.keys[at] == key:
+            i = int(self.order[at])
+            if self.blob[self.offsets[i]:self.offsets[i + 1]].tobytes() == data:
+                return i
+            at += 1
+        return -1
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        return {f"{prefix}_keys": self.keys, f"{prefix}_order": self.order,
+                f"{prefix}_blob": self.blob, f"{prefix}_offsets": self.offsets}
+
+    @classmethod
+    def load(cls, arrays: dict[str, np.ndarray], prefix: str) -> StringIndex:
+        return cls(arrays[f"{prefix}_keys"], arrays[f"{prefix}_order"], arrays[f"{prefix}_blob"],
+                   arrays[f"{prefix}_offsets"])
+
+
+def _crc(path: Path) -> int:
+    crc = 0
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            crc = zlib.crc32(block, crc)
+    return crc
+
+
+def _random_access(array: np.ndarray) -> None:
+    """Tell the kernel not to read ahead: lookups touch scattered pages (keeps RSS small)."""
+    handle = getattr(array, "_mmap", None)
+    if handle is not None and hasattr(handle, "madvise") and hasattr(mmap, "MADV_RANDOM"):
+        try:
+            handle.madvise(mmap.MADV_RANDOM)
+        except OSError:
+            pass
+
+
+def write_folder(folder: Path, arrays: dict[str, np.ndarray], meta: dict[str, object]) -> None:
+    """Write ``arrays`` and a manifest of their checksums into ``folder`` (atomically, by rename)."""
+    tmp = folder.with_name(f"{folder.name}.tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        crcs = {}
+        for name, array in arrays.items():
+            np.save(tmp / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
+            crcs[name] = _crc(tmp / f"{name}.npy")
+        (tmp / MANIFEST).write_text(json.dumps({**meta, "arrays": crcs}, indent=1))
+        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            tmp.rename(folder)
+        except OSError:  # another process wrote the same cache meanwhile
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def read_folder(folder: Path) -> dict[str, np.ndarray] | None:
+    """The arrays of a cache folder (memory-mapped), or None if it is missing or corrupt."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+        arrays = {}
+        for name, crc in manifest["arrays"].items():
+            path = folder / f"{name}.npy"
+            if _crc(path) != crc:
+                return None
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
+            _random_access(array)
+            arrays[name] = array.view(np.ndarray)
+        return arrays
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def cached_arrays(folder: Path, build: Callable[[], dict[str, np.ndarray]], meta: dict[str, object]
+                  ) -> dict[str, np.ndarray]:
+    """The arrays in ``folder``; built and written first if the folder is missing or corrupt."""
+    arrays = read_folder(folder)
+    if arrays is not None:
+        return arrays
+    built = build()
+    try:
+        write_folder(folder, built, meta)
+    except OSError:  # a read-only cache folder: use the tables built in memory
+        return built
+    return read_folder(folder) or built

@@ -1,0 +1,153 @@
+"""METEOR 1.5 in Python: the jar's numbers (``-l en -norm``, coco-caption's configuration) without Java.
+
+Each candidate is aligned to each of its references (normalisation, four matching modules, beam
+search: see ``_normalize`` and ``_align``); the reference whose alignment scores highest (the
+first of equals) gives the candidate's sufficient statistics and score. The corpus value is the
+score of the summed statistics, what the jar's EVAL line returns (not the mean of the scores).
+Input rules are ``meteor-jar``'s (``_input``): an empty candidate scores 0.0 and its chosen
+reference still counts in the corpus value. Resources are read from the installed jar and
+paraphrase table and cached (``_resources``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+
+import numpy as np
+from capmetrics import Distance, Scores, Tokenizer
+from capmetrics.errors import MetricError
+from capmetrics.plugins.java import check_items
+from capmetrics.plugins.meteor._align import MODULES, align
+from capmetrics.plugins.meteor._formula import aggregate, meteor_scores
+from capmetrics.plugins.meteor._input import segmenter
+from capmetrics.plugins.meteor._lexicon import Lexicon
+from capmetrics.plugins.meteor._resources import load_resources, resource_key
+from capmetrics.plugins.tokenizers import PTBTokenizer
+from capmetrics.registry.spec import Spec
+
+#: The jar's English defaults (task "default" = ranking): alpha, beta, gamma, delta and weights.
+ENGLISH = {"alpha": 0.85, "beta": 0.2, "gamma": 0.6, "delta": 0.75}
+ENGLISH_WEIGHTS = (1.0, 0.6, 0.8, 0.6)
+
+
+def lexicon(cache_dir: str | None = None) -> Lexicon:
+    """The process-wide word/segment memo over the installed resources."""
+    return _lexicon(cache_dir)
+
+
+@lru_cache(maxsize=2)
+def _lexicon(cache_dir: str | None) -> Lexicon:
+    return Lexicon(load_resources(cache_dir))
+
+
+class Meteor(Distance):
+    """METEOR 1.5 (English, ``-norm``, exact/stem/synonym/paraphrase) computed natively.
+
+    Args:
+        tokenizer: tokenizes candidates and references first (coco-caption's PTB by default).
+        alpha, beta, gamma, delta: the jar's parameters (F-mean weight, fragmentation exponent
+            and weight, content-word weight); defaults are its English ones.
+        modules: matching stages in order, a sequence of exact, stem, synonym, paraphrase.
+        weights: one weight per module (the jar's English: 1.0 0.6 0.8 0.6).
+        max_tokens: longer captions are cut to their first ``max_tokens`` tokens (with a
+            warning), as ``meteor-jar`` does; None keeps them whole.
+        cache_dir: root of the resource cache (default ``$CAPMETRICS_CACHE_DIR`` or
+            ``~/.cache/capmetrics``).
+    """
+
+    name = "meteor"
+    higher_is_better = True
+    distance_offset = 1.0
+    accepts_empty_candidates = True  # 0.0, the jar's answer; the references still count in the corpus value
+
+    def __init__(
+        self,
+        tokenizer: Tokenizer = PTBTokenizer(),
+        alpha: float = 0.85,
+        beta: float = 0.2,
+        gamma: float = 0.6,
+        delta: float = 0.75,
+        modules: Sequence[str] = MODULES,
+        weights: Sequence[float] = ENGLISH_WEIGHTS,
+        max_tokens: int | None = 256,
+        cache_dir: str | None = None,
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.alpha = alpha
+        self.beta = beta
+        self.gamma = gamma
+        self.delta = delta
+        self.modules = modules
+        self.weights = weights
+        self.max_tokens = max_tokens
+        self.cache_dir = cache_dir
+
+    def _checked(self) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        # a spec's bare words (``modules=[exact, stem]``) arrive as Spec objects
+        modules = tuple(m.name if isinstance(m, Spec) and m.is_bare else m for m in self.modules)
+        try:
+            weights = tuple(float(w) for w in self.weights)
+        except (TypeError, ValueError):
+            raise MetricError(f"meteor: weights must be numbers, got {list(self.weights)}") from None
+        if not modules or any(m not in MODULES for m in modules) or len(set(modules)) != len(modules):
+            raise MetricError(f"meteor: modules must be distinct names among {list(MODULES)}, got {list(modules)}")
+        if len(weights) != len(modules):
+            raise MetricError(f"meteor: give one weight per module: {len(modules)} modules, {len(weights)} weights")
+        for name in ("alpha", "beta", "gamma", "delta"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not 0.0 <= value <= (10.0 if name == "beta" else 1.0):
+                raise MetricError(f"meteor: {name}={value!r} is out of range (alpha, gamma, delta in [0, 1], "
+                                  "beta in [0, 10])")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise MetricError(f"meteor: max_tokens must be at least 1 or None, got {self.max_tokens}")
+        return modules, weights
+
+    def _segmenter(self, texts: Sequence[str]) -> Callable[[str], str]:
+        return segmenter(self.tokenizer, texts, self.max_tokens, "meteor")
+
+    def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
+        check_items(candidates, references, "meteor")
+        self._checked()
+        segment = self._segmenter([*candidates, *(r for refs in references for r in refs)])
+        return self._score_segments([segment(c) for c in candidates],
+                                    [[segment(r) for r in refs] for refs in references])
+
+    def pairwise(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+        """Distances 1 − METEOR(a_i, [b_j]); every text is tokenized once."""
+        self._checked()
+        segment = self._segmenter([*a, *b])
+        sa, sb = [segment(x) for x in a], [segment(y) for y in b]
+        values = self._score_segments([x for x in sa for _ in sb], [[y] for _ in sa for y in sb]).values
+        return self.to_distance(values).reshape(len(a), len(b))
+
+    def statistics(self, cands: Sequence[str], refs: Sequence[Sequence[str]]) -> np.ndarray:
+        """The jar's sufficient statistics (n x 23) of cleaned segments, best reference each."""
+        modules, weights = self._checked()
+        lex = lexicon(self.cache_dir)
+        lex.prepare([*cands, *(r for rs in refs for r in rs)])
+        rows = []
+        for cand, rs in zip(cands, refs):
+            test = lex.segment(cand)
+            rows.extend(align(lex, test, lex.segment(r), modules) for r in rs)
+        pairs = np.array(rows, dtype=np.float64).reshape(-1, 23)
+        scores = meteor_scores(pairs, self.alpha, self.beta, self.gamma, self.delta, weights)
+        # the best reference of each candidate: the first of the highest scores
+        owner = np.repeat(np.arange(len(cands)), [len(rs) for rs in refs])
+        order = np.lexsort((np.arange(len(scores)), -scores, owner))
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = owner[order][1:] != owner[order][:-1]
+        return pairs[order[first]]
+
+    def _score_segments(self, cands: list[str], refs: list[list[str]]) -> Scores:
+        if not cands:
+            return Scores(np.zeros(0), float("nan"))
+        _, weights = self._checked()
+        stats = self.statistics(cands, refs)
+        params = (self.alpha, self.beta, self.gamma, self.delta, weights)
+        values = meteor_scores(stats, *params)
+        corpus = meteor_scores(aggregate(stats), *params)[0]
+        return Scores(values, float(corpus))
+
+    def signature_extra(self) -> dict[str, str]:
+        return {"meteor": "1.5 native", "meteor_resources": resource_key()}

