@@ -337,7 +337,7 @@ def test_two_jvms_give_the_same_bytes(expert_scores) -> None:  # type: ignore[no
 @pytest.mark.java
 def test_jvm_killed_during_start_up_is_restarted() -> None:
     """The JVM is killed while it loads the paraphrase table; the call still returns the scores."""
-    with Meteor(tokenizer=WS) as fresh:
+    with MeteorJar(tokenizer=WS) as fresh:
         process = fresh._process()
         killed: list[int] = []
 
