@@ -1,0 +1,1 @@
+"""MAUVE (placeholder)."""
