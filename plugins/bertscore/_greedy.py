@@ -88,27 +88,44 @@ def pair_scores(table: TokenTable, a: np.ndarray, b: np.ndarray, device: str = "
 def pool_precisions(table: TokenTable, pools: Sequence[np.ndarray], device: str = "cpu",
                     floor: bool = True) -> list[np.ndarray]:
     """Per pool of texts, the matrix P[i, j] = precision of text i against text j (recall is Pᵀ);
-    with ``floor`` every best match is at least 0."""
+    with ``floor`` every best match is at least 0.
+
+    Each pool's tokens are laid end to end (no padding between its texts): one cosine matrix
+    per pool, a segment maximum over each text's columns, and a weighted segment sum of rows.
+    """
     import torch
 
+    lengths = table.lengths
+    totals = np.array([lengths[p].sum() for p in pools], dtype=np.int64)
+    sums = np.add.reduceat(table.weights, table.offsets[:-1]) if len(table.weights) else np.zeros(0)
+    sums = np.where(lengths > 0, sums, 1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        unit_w = (table.weights / np.repeat(sums, lengths)).astype(np.float32)
     out: list[np.ndarray | None] = [None] * len(pools)
-    sizes = np.array([len(p) for p in pools])
+    order = np.argsort(totals, kind="stable")
     with torch.inference_mode():
-        for size in np.unique(sizes):
-            members = np.flatnonzero(sizes == size)
-            for start in range(0, len(members), POOL_BATCH):
-                chunk = members[start : start + POOL_BATCH]
-                texts = np.stack([pools[k] for k in chunk])  # (B, n)
-                emb, valid, weights = _gather(torch, table, texts, device)  # (B, n, L, d)
-                batch, n, width, dim = emb.shape
-                flat = emb.reshape(batch, n * width, dim)
-                sim = torch.bmm(flat, flat.transpose(1, 2)).reshape(batch, n, width, n, width)
-                sim = sim.masked_fill(~valid[:, None, None, :, :], -torch.inf)
-                best = sim.amax(dim=4)  # (B, n, L, n): best match of token (i, t) in text j
-                if floor:
-                    best = best.clamp(min=0.0)
-                best = torch.where(valid[:, :, :, None], best, 0.0)
-                prec = torch.einsum("bitj,bit->bij", best, weights).cpu().numpy()
-                for row, k in enumerate(chunk):
-                    out[k] = prec[row]
+        for start in range(0, len(order), POOL_BATCH):
+            chunk = order[start : start + POOL_BATCH]
+            width, n = int(totals[chunk].max()), max(len(pools[k]) for k in chunk)
+            index = np.zeros((len(chunk), width), np.int64)
+            owner = np.full((len(chunk), width), n, np.int64)  # n: padding segment
+            for row, k in enumerate(chunk):
+                tok = np.concatenate([np.arange(table.offsets[t], table.offsets[t + 1]) for t in pools[k]])
+                index[row, : len(tok)] = tok
+                owner[row, : len(tok)] = np.repeat(np.arange(len(pools[k])), lengths[pools[k]])
+            emb = torch.from_numpy(table.tokens[index]).to(device)
+            own = torch.from_numpy(owner).to(device)
+            weights = torch.from_numpy(np.where(owner < n, unit_w[index], 0.0).astype(np.float32)).to(device)
+            sim = torch.bmm(emb, emb.transpose(1, 2))  # (B, W, W)
+            best = torch.full((len(chunk), width, n + 1), -torch.inf, device=device)
+            best = best.scatter_reduce(2, own[:, None, :].expand(-1, width, -1), sim, "amax")
+            if floor:
+                best = best.clamp(min=0.0)
+            best = torch.where(torch.isfinite(best), best, 0.0)
+            rows = torch.zeros((len(chunk), n + 1, width), device=device)
+            rows.scatter_(1, own[:, None, :], weights[:, None, :])
+            prec = torch.bmm(rows, best).cpu().numpy()  # (B, n + 1, n + 1)
+            for row, k in enumerate(chunk):
+                size = len(pools[k])
+                out[k] = prec[row, :size, :size]
     return out  # type: ignore[return-value]
