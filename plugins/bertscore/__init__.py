@@ -43,7 +43,7 @@ class BERTScore(Distance):
             positions' cosines by 0 and includes them in the maximum, so this is its value
             whenever the other text of the pair is padded in its batch); ``bert-score``:
             exactly bert-score's batches of 64 pairs in ``score`` (a pair's value then depends
-            on its neighbours; ``zero`` in ``pairwise``); ``none``: the plain maximum cosine.
+            on its neighbours; ``zero`` in ``pairwise``); ``off``: the plain maximum cosine.
     """
 
     name = "bertscore"
@@ -53,7 +53,7 @@ class BERTScore(Distance):
 
     def __init__(self, part: Literal["f", "p", "r"] = "f", model: str | None = None, layer: int | None = None,
                  idf: bool = False, baseline: str | None = None, device: str = "cpu",
-                 floor: Literal["zero", "bert-score", "none"] = "zero") -> None:
+                 floor: Literal["zero", "bert-score", "off"] = "zero") -> None:
         self.part = part
         self.model = model
         self.layer = layer
@@ -67,8 +67,8 @@ class BERTScore(Distance):
         """The shared encoder of this model, layer and device (loaded on first call)."""
         if self.part not in PARTS:
             raise MetricError(f"part={self.part!r} is not one of f, p, r")
-        if self.floor not in ("zero", "bert-score", "none"):
-            raise MetricError(f"floor={self.floor!r} is not one of zero, bert-score, none")
+        if self.floor not in ("zero", "bert-score", "off"):
+            raise MetricError(f"floor={self.floor!r} is not one of zero, bert-score, off")
         return shared_encoder(self.model, self.layer, self.device)
 
     def rescale_values(self) -> np.ndarray | None:
@@ -167,7 +167,7 @@ class BERTScore(Distance):
         ia = np.repeat([index[t] for t in a], len(b)).astype(np.int64)
         ib = np.tile([index[t] for t in b], len(a)).astype(np.int64)
         table, empty = self._table(texts, getattr(self, "idf_", None) if self.idf else None)
-        floor = np.full(len(ia), self.floor != "none")
+        floor = np.full(len(ia), self.floor != "off")
         p, r = pair_scores(table, ia, ib, self.device, floor, floor)
         prf = self._finish(p, r, empty[ia] | empty[ib] | np.isnan(p) | np.isnan(r))
         return self._select(prf).reshape(len(a), len(b))
@@ -181,7 +181,7 @@ class BERTScore(Distance):
         table, empty = self._table(texts, getattr(self, "idf_", None))
         ids = [np.array([index[t] for t in pool], dtype=np.int64) for pool in pools]
         out = []
-        for pool, prec in zip(ids, pool_precisions(table, ids, self.device, self.floor != "none")):
+        for pool, prec in zip(ids, pool_precisions(table, ids, self.device, self.floor != "off")):
             void = empty[pool][:, None] | empty[pool][None, :] | np.isnan(prec) | np.isnan(prec.T)
             out.append(self._select(self._finish(prec, prec.T, void)))
         return out
