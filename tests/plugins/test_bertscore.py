@@ -147,13 +147,14 @@ def test_encoder_is_shared_and_texts_embedded_once():
     seen: list[str] = []
     original = enc._embed_missing
     enc._embed_missing = lambda texts: seen.extend(texts) or original(texts)  # type: ignore[method-assign]
+    texts = ["a zebra sits on a mat", "a zebra on a mat", "one zebra"]
     try:
-        a.score(["a cat sits on a mat"], [["a cat on a mat", "a cat"]])
-        b.score(["a cat sits on a mat"], [["a cat on a mat"]])
+        a.score([texts[0]], [[texts[1], texts[2]]])
+        b.score([texts[0], texts[1]], [[texts[1]], [texts[2]]])
+        a.pairwise_many([texts])
     finally:
         del enc._embed_missing
-    assert sorted(seen) == sorted({"a cat sits on a mat", "a cat on a mat", "a cat"} - set(enc._cache) | set(seen))
-    assert len(seen) == len(set(seen))
+    assert sorted(seen) == sorted(texts)
 
 
 def test_bad_inputs_name_the_argument(tmp_path):
