@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 from capmetrics import Embedder, MetricError, hookimpl
+from capmetrics.plugins._bow import BagOfWordsEmbedder
+from capmetrics.plugins._clip import ClipTextEmbedder
 from capmetrics.plugins._elmo import ElmoEmbedder
 from capmetrics.plugins._sentence import SentenceTransformerEmbedder
 from capmetrics.plugins._vectors import (
@@ -225,3 +227,5 @@ def register_embedders(register: Callable[..., None]) -> None:
     register(SpacyVectorsEmbedder)
     register(ElmoEmbedder)
     register(SentenceTransformerEmbedder, aliases=("sentence-transformer",))
+    register(BagOfWordsEmbedder)
+    register(ClipTextEmbedder)
