@@ -7,7 +7,6 @@ from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
-
 from capmetrics import Embedder, MetricError, Tokenizer
 from capmetrics.plugins.tokenizers import PTBTokenizer
 

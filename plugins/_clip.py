@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-
 from capmetrics import Embedder, MetricError
 from capmetrics.plugins._sentence import _model_identity, unique_texts
 from capmetrics.plugins._vectors import require

@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
-
 from capmetrics import Distance, MetricError, Scores, hookimpl
 from capmetrics.plugins._embed import flatten
 from capmetrics.plugins.bertscore._encoder import TokenEncoder, shared_encoder

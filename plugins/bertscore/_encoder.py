@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-
 from capmetrics import MetricError
 from capmetrics.plugins._vectors import require
 
@@ -51,9 +50,8 @@ class TokenEncoder:
     def __init__(self, model: str | None, layer: int | None, device: str = "cpu") -> None:
         require("transformers", "torch")
         import torch
-        from transformers import AutoModel, AutoTokenizer
-
         from capmetrics.plugins._sentence import _model_identity
+        from transformers import AutoModel, AutoTokenizer
 
         self.path = default_model_path() if model is None else str(Path(model).expanduser())
         self.device = device

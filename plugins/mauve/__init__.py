@@ -13,13 +13,17 @@ is at most the observed one (how unusual so low a MAUVE is under exchangeability
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import ClassVar, Literal
 
 import numpy as np
-
-from capmetrics import Embedder, MetricError, StatResult, hookimpl
-from capmetrics.plugins._permutation import NullDistribution, PValueMethod, SplitStatistic, require_finite
+from capmetrics import Embedder, MetricError, hookimpl
+from capmetrics.plugins._permutation import (
+    NullDistribution,
+    PValueMethod,
+    SplitStatistic,
+    require_finite,
+)
 from capmetrics.plugins.kernels import _EmbeddingStatistic
 from capmetrics.plugins.mauve._divergence import histograms, mauve_scores
 from capmetrics.plugins.mauve._quantise import cluster_labels
@@ -66,7 +70,7 @@ class MAUVE(_EmbeddingStatistic):
 
     def bucket_count(self, n: int, m: int) -> int:
         if self.buckets == "auto":
-            return max(2, int(round(min(n, m) / 10)))
+            return max(2, round(min(n, m) / 10))
         if not isinstance(self.buckets, int) or self.buckets < 2:
             raise MetricError(f"buckets={self.buckets!r}: use auto or an integer >= 2")
         return self.buckets
@@ -95,9 +99,6 @@ class MAUVE(_EmbeddingStatistic):
         null = super()._test(pooled, candidates, references, method)
         null.observed, null.null = -null.observed, -null.null
         return null
-
-    def compare_many(self, items: Sequence[tuple[Sequence[str], Sequence[str]]]) -> list[StatResult]:
-        return super().compare_many(items)
 
 
 @hookimpl

@@ -10,7 +10,6 @@ another order, which only changes faiss's random initialisation).
 from __future__ import annotations
 
 import numpy as np
-
 from capmetrics.plugins._vectors import require
 
 

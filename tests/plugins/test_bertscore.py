@@ -110,7 +110,7 @@ def test_pairwise_and_pools_agree_with_score(expert):
 def test_trm_over_bertscore_uses_one_pass_and_exact_p_values(expert):
     from capmetrics.plugins.bertscore import BERTScore
 
-    cands, refs = expert
+    _cands, refs = expert
     items = [(refs[k][:3], refs[k + 1][:3]) for k in range(0, 12, 2)]
     trm = capmetrics.compose("trm(distance=bertscore)", "statistic")
     calls = []
