@@ -126,7 +126,11 @@ class TRM(PermutationStatistic):
         return np.asarray(self.distance.pairwise(pool, pool), dtype=float)
 
     def pooled_many(self, items: Sequence[tuple[list[str], list[str]]]) -> list[np.ndarray]:
-        """Distance matrices of many items; one batched call for n-gram distances."""
+        """Distance matrices of many items; one batched call for n-gram distances and for
+        distances with a ``pairwise_many(pools)`` method (BERTScore: one embedding pass)."""
+        many = getattr(self.distance, "pairwise_many", None)
+        if many is not None:
+            return [np.asarray(d, dtype=float) for d in many([c + r for c, r in items])]
         if not isinstance(self.distance, BatchDistance):
             return super().pooled_many(items)
         out: list[np.ndarray] = []

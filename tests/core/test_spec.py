@@ -87,7 +87,7 @@ def test_unknown_name_gets_did_you_mean_and_the_list():
     msg = str(info.value)
     assert "unknown distance 'bleu-5' in spec 'over-candidates(distance=bleu-5)'." in msg
     assert "Did you mean 'bleu-4'" in msg
-    assert "Available distances: bleu-1, bleu-2, bleu-3, bleu-4" in msg
+    assert "Available distances: bertscore, bleu-1, bleu-2, bleu-3, bleu-4" in msg
 
 
 def test_wrong_parameter_lists_accepted_ones():

@@ -354,7 +354,7 @@ def test_jvm_killed_during_start_up_is_restarted() -> None:
             got = fresh.score(EDGE_CANDIDATES, EDGE_REFERENCES)
         killer.join()
         assert process.pid != killed[0]
-    with Meteor(tokenizer=WS) as clean:
+    with MeteorJar(tokenizer=WS) as clean:
         want = clean.score(EDGE_CANDIDATES, EDGE_REFERENCES)
     np.testing.assert_array_equal(got.values, want.values)
     assert got.corpus == want.corpus

