@@ -46,6 +46,7 @@ class BERTScore(Distance):
     """
 
     name = "bertscore"
+    accepts_empty_candidates = True  # an empty text scores 0, as in bert-score (with a warning)
     requires = ("torch", "bertscore")
     higher_is_better = True
     distance_offset = 1.0

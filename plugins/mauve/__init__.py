@@ -49,6 +49,7 @@ class MAUVE(_EmbeddingStatistic):
     """
 
     name = "mauve"
+    accepts_empty_candidates = True  # an empty text has the embedder's vector for ""
     requires = ("torch", "mauve")
     higher_is_better: ClassVar[bool] = True  # type: ignore[misc]
 
