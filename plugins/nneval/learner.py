@@ -89,8 +89,11 @@ class NNEval(Learner):
         """Feature matrix (candidates × features) before the non-finite policy and scaling."""
         from capmetrics.plugins.nneval.features import feature_matrix
 
-        metrics = check_features(self.feature_specs(), "NNEval")
-        return feature_matrix(metrics, candidates, references, self.cache_dir)
+        specs = self.feature_specs()
+        built = self.__dict__.get("_feature_metrics")
+        if built is None or built[0] != specs:  # built once, so a JVM or an embedding model loads once
+            built = self.__dict__["_feature_metrics"] = (specs, check_features(specs, "NNEval"))
+        return feature_matrix(built[1], candidates, references, self.cache_dir)
 
     def _clean(self, x: np.ndarray, fitting: bool) -> np.ndarray:
         bad = ~np.isfinite(x)
