@@ -29,7 +29,7 @@ def features_of(model: str) -> list[str]:
 
 
 def run(data: Path, specs: list[str]) -> float:
-    args = [*CLI, "score", str(data), "-q", "--format", "json"]
+    args = [*CLI, "score", str(data), "-q", "--format", "csv"]
     for spec in specs:
         args += ["-m", spec]
     start = time.perf_counter()

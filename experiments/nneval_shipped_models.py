@@ -32,7 +32,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
-from capmetrics.meta import correlate, load_preset
+from capmetrics.meta import correlate, correlations, load_preset
 from capmetrics.plugins.nneval import NNEval
 from capmetrics.plugins.nneval.features import PAPER_FEATURES, check_features, feature_matrix
 from capmetrics.plugins.nneval.training_data import build_training_set, load_flickr8k_split
@@ -68,12 +68,29 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def paired_difference(a: np.ndarray, b: np.ndarray, judged, statistic: str, n_boot: int,  # type: ignore[no-untyped-def]
+                      seed: int = 0) -> tuple[float, float, float, float]:
+    """tau(a) - tau(b) with a 95% interval over the same item resamples, and the share of
+    resamples where it is <= 0."""
+    by_item = [np.flatnonzero(judged.point_item == i) for i in range(len(judged.dataset))]
+    rng = np.random.default_rng(seed)
+    diffs = []
+    for _ in range(n_boot):
+        points = np.concatenate([by_item[i] for i in rng.integers(0, len(by_item), len(by_item))])
+        items, y = judged.point_item[points], judged.point_rating[points]
+        diffs.append(correlations(a[items], y)[statistic] - correlations(b[items], y)[statistic])
+    point = (correlations(a[judged.point_item], judged.point_rating)[statistic]
+             - correlations(b[judged.point_item], judged.point_rating)[statistic])
+    low, high = np.quantile(diffs, [0.025, 0.975])
+    return point, float(low), float(high), float(np.mean(np.array(diffs) <= 0))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default="../shared/data/flickr8k")
     parser.add_argument("--out", default="plugins/nneval/models", help="folder that receives one folder per model")
     parser.add_argument("--cache", default="/tmp/nneval-features", help="feature cache folder")
-    parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument("--bootstrap", type=int, default=1000, help="resamples (0: no intervals)")
     parser.add_argument("--results", default=None, help="also write the table as JSON here")
     args = parser.parse_args()
     root = Path(args.root)
@@ -140,6 +157,13 @@ def main() -> None:
             r = next(r for r in rows if r["data"] == name and r["metric"] == metric)
             cells.append(f"{100 * r['value']:.2f} [{100 * r['low']:.2f}, {100 * r['high']:.2f}]")
         print(f"| `{metric}` | {' | '.join(cells)} |")
+    best_single = "embedding-cosine"
+    for name, judged, mask, preset in (("expert", expert, test_mask, expert_preset),
+                                       ("cf", cf, cf_test_mask, cf_preset))[: 2 if args.bootstrap > 0 else 0]:
+        d = paired_difference(scores[name]["nneval(model=flickr8k-embeddings)"][mask],
+                              scores[name][best_single][mask], judged.subset(mask), preset.primary, args.bootstrap)
+        print(f"{name}: flickr8k-embeddings - {best_single}: {100 * d[0]:.2f} [{100 * d[1]:.2f}, "
+              f"{100 * d[2]:.2f}] (paired bootstrap; share <= 0: {d[3]:.3f})")
     if args.results:
         Path(args.results).write_text(json.dumps(rows, indent=1), encoding="utf-8")
     print(f"\n[total {time.time() - t0:.0f}s]")

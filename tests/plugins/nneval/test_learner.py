@@ -77,3 +77,15 @@ def test_nonfinite_features_policy(plugins) -> None:  # type: ignore[no-untyped-
     )
     with pytest.raises(MetricError, match="1 non-finite feature value"):
         NNEval(features=FEATURES, hidden=[4], max_epochs=2, nonfinite="raise").fit(t)
+
+
+def test_saved_files_are_reproducible(plugins, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from capmetrics.plugins.nneval.model_files import model_digest
+
+    for folder in ("a", "b"):
+        NNEval(features=FEATURES, hidden=[4], max_epochs=2).fit(toy_training(40)).save(tmp_path / folder, {"seed": 0})
+    assert (tmp_path / "a" / "weights.npz").read_bytes() == (tmp_path / "b" / "weights.npz").read_bytes()
+    assert model_digest(tmp_path / "a") == model_digest(tmp_path / "b" / "nneval.json")
+    assert json.loads((tmp_path / "a" / "nneval.json").read_text())["provenance"] == {"seed": 0}
+    np.testing.assert_array_equal(NNEval.load(tmp_path / "a").mlp_.weights[0],
+                                  NNEval.load(tmp_path / "b").mlp_.weights[0])
