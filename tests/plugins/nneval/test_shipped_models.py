@@ -109,7 +109,8 @@ def test_missing_extra_of_a_feature_is_named(monkeypatch: pytest.MonkeyPatch) ->
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "sentence_transformers" else real(name, *a))
-    with pytest.raises(MetricError, match=r"'embedding-cosine' needs capmetrics\[torch\].*pip install 'capmetrics\[torch\]'"):
+    needs = r"'embedding-cosine' needs capmetrics\[torch\].*pip install 'capmetrics\[torch\]'"
+    with pytest.raises(MetricError, match=needs):
         compose("nneval(model=flickr8k-embeddings)", "distance").learner()
 
 
@@ -117,7 +118,8 @@ def documented_taus() -> dict[tuple[str, str], float]:
     """(metric, 'expert'|'cf') -> tau x100 from the table in docs/metrics/nneval.md."""
     text = (ROOT / "docs" / "metrics" / "nneval.md").read_text(encoding="utf-8")
     out = {}
-    for metric, expert, cf in re.findall(r"^\| \**`([^`]+)`\** \| \**([\d.]+)\** \[[^]]+\] \| \**([\d.]+)\** \[", text, re.M):
+    row = r"^\| \**`([^`]+)`\** \| \**([\d.]+)\** \[[^]]+\] \| \**([\d.]+)\** \["
+    for metric, expert, cf in re.findall(row, text, re.M):
         out[(metric, "expert")], out[(metric, "cf")] = float(expert), float(cf)
     return out
 
@@ -140,4 +142,5 @@ def test_shipped_models_reach_the_documented_tau_on_the_unseen_halves() -> None:
         for key, judged, mask, stat in (("expert", expert, test, "kendall_c"), ("cf", cf, cf_test, "kendall_b")):
             values = metric_scores(spec, judged.dataset)[mask]
             tau = correlate(values, judged.subset(mask), n_boot=0)[stat].value
-            assert 100 * tau == pytest.approx(documented[(spec, key)], abs=0.005), (spec, key)
+            # the table rounds to 2 decimals
+            assert 100 * tau == pytest.approx(documented[(spec, key)], abs=0.0051), (spec, key)
