@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 from capmetrics.meta import correlations, load_preset
-from capmetrics.plugins._nneval_data import build_training_set, load_flickr8k_split
+from capmetrics.plugins.nneval.training_data import build_training_set, load_flickr8k_split
 from capmetrics.plugins.nneval import NNEval
 
 

@@ -13,7 +13,7 @@ from capmetrics.testing import parametrize_with_checks, registered_specs
 #: Components the kit cannot build from their defaults on this machine, and where they are tested.
 NEEDS_USER_FILES = {
     "spice": "each new caption starts CoreNLP (about a minute); tests/plugins/test_spice.py checks 40 items against the jar",
-    "nneval": "needs a trained model folder (tests/plugins/test_nneval.py trains one)",
+    "nneval": "scores with 7 feature metrics (about a minute here); tests/plugins/nneval/ cover it",
     "elmo": "needs ELMo options/weights files (tests/plugins/test_embedders.py builds a tiny one)",
     "fasttext": "needs a fastText file (tests/plugins/test_embedders.py trains one on Flickr8k)",
     "word2vec": "needs a word2vec file (tests/plugins/test_embedders.py trains one on Flickr8k)",
@@ -46,7 +46,7 @@ def test_kit_covers_every_metric():
     assert {"bleu-4", "cider-d", "meteor", "trm", "mmd", "embedding-cosine", "wmd"} <= covered
 
 
-@pytest.mark.parametrize("spec", ["nneval(model=/nonexistent/model)"])
+@pytest.mark.parametrize("spec", ['nneval(model="/nonexistent/model")'])
 def test_user_file_metrics_fail_with_a_named_error(spec):
     """Without their files these metrics refuse with a capmetrics error, not a traceback."""
     from capmetrics import CapmetricsError

@@ -198,9 +198,9 @@ def _progress(quiet: bool) -> Iterator[Callable[[str, int, int], None] | None]:
 
 
 def _add_core_commands() -> None:
-    from capmetrics.cli import compare, meta, nneval
+    from capmetrics.cli import compare, meta
 
-    for module in (compare, meta, nneval):
+    for module in (compare, meta):
         module.register(app)
 
 

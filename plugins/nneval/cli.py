@@ -14,7 +14,7 @@ DEFAULT_CACHE = Path.home() / ".cache" / "capmetrics" / "nneval"
 def _training_images(train: Path | None, flickr8k_split: str | None, root: Path | None):  # type: ignore[no-untyped-def]
     from capmetrics.data.loaders import load_dataset
     from capmetrics.meta import flickr8k_root
-    from capmetrics.plugins._nneval_data import load_flickr8k_split
+    from capmetrics.plugins.nneval.training_data import load_flickr8k_split
 
     if (train is None) == (flickr8k_split is None):
         raise SpecError("give either --train DATASET or --flickr8k-split train|dev|test")
@@ -41,10 +41,9 @@ def _validation(spec: str | None, root: Path | None, fraction: float, seed: int)
     return judgments
 
 
-def register(app: typer.Typer) -> None:
-    """Add the ``nneval`` command group to the ``capmetrics`` application."""
+def build_cli() -> typer.Typer:
+    """The ``nneval`` command group (added to ``capmetrics`` by the ``register_commands`` hook)."""
     group = typer.Typer(help="Train and use the NNEval learned metric.", no_args_is_help=True)
-    app.add_typer(group, name="nneval")
 
     @group.command("train")
     def train_cli(
@@ -64,7 +63,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Train NNEval: human vs machine captions, early-stopped on human judgments."""
         from capmetrics.cli import fail
-        from capmetrics.plugins._nneval_data import build_training_set, load_system_output
+        from capmetrics.plugins.nneval.training_data import build_training_set, load_system_output
         from capmetrics.registry.compose import compose
 
         try:
@@ -117,3 +116,5 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"wrote {out}", err=True)
         else:
             typer.echo(results.render(fmt), nl=False)
+
+    return group

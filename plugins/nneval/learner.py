@@ -14,7 +14,6 @@ refuses them. No example is ever dropped.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import warnings
 from collections.abc import Callable, Sequence
@@ -22,60 +21,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from capmetrics import Distance, Learner, Scores, hookimpl
-from capmetrics.errors import MetricError, NotFittedError, UnknownComponentError
-
-MODEL_FORMAT = "capmetrics-nneval"
-MODEL_JSON = "nneval.json"
-WEIGHTS = "weights.npz"
-
-#: The paper's feature set (SPICE is added when its plugin is usable).
-PAPER_FEATURES = ("cider-d", "bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "wmd")
-
-
-def _build(spec: str) -> Distance:
-    from capmetrics.registry.compose import compose
-
-    return compose(spec, "distance")  # type: ignore[return-value]
-
-
-def paper_features() -> list[str]:
-    """The paper's features that the installed plugins provide (SPICE only when it runs)."""
-    from capmetrics.registry import get_registry
-
-    names = set(get_registry().names("distance"))
-    chosen = [f for f in PAPER_FEATURES if f in names]
-    missing = [f for f in PAPER_FEATURES if f not in names]
-    if missing:
-        warnings.warn(f"NNEval: feature metric(s) {', '.join(missing)} not installed; training without them",
-                      stacklevel=3)
-    if "spice" in names and _spice_usable():
-        chosen.insert(0, "spice")
-    return chosen
-
-
-def _spice_usable() -> bool:
-    """SPICE runs only once ``capmetrics setup spice`` found everything (see the spice plugin)."""
-    try:
-        from capmetrics.plugins.spice._resources import check
-
-        return not check()
-    except (ImportError, MetricError):
-        return False
-
-
-def check_features(specs: Sequence[str], source: str) -> list[Distance]:
-    """Build every feature metric; name all that no installed plugin provides."""
-    built, missing = [], []
-    for spec in specs:
-        try:
-            built.append(_build(spec))
-        except UnknownComponentError:
-            missing.append(spec)
-    if missing:
-        raise MetricError(f"{source} needs the feature metric(s) {', '.join(map(repr, missing))}, which no "
-                          "installed plugin provides; install the plugin(s) (e.g. pip install 'capmetrics[all]')")
-    return built
+from capmetrics import Learner
+from capmetrics.errors import MetricError, NotFittedError
+from capmetrics.plugins.nneval.features import build_feature, check_features, paper_features
+from capmetrics.plugins.nneval.model_files import MODEL_FORMAT, MODEL_JSON, WEIGHTS, model_folder, write_weights
 
 
 class NNEval(Learner):
@@ -83,7 +32,7 @@ class NNEval(Learner):
 
     Args:
         features: feature metric specs; ``None`` for the paper's set (CIDEr-D, BLEU-1..4,
-            METEOR, WMD similarity, and SPICE when available) as far as installed.
+            METEOR, WMD similarity; SPICE only when listed) as far as installed.
         hidden: sizes of the hidden ReLU layers.
         scaling: ``minmax`` (paper: each feature to [-1, 1] over the training data) or ``none``
             (released code).
@@ -138,10 +87,13 @@ class NNEval(Learner):
 
     def raw_features(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:
         """Feature matrix (candidates × features) before the non-finite policy and scaling."""
-        from capmetrics.plugins._nneval_data import feature_matrix
+        from capmetrics.plugins.nneval.features import feature_matrix
 
-        metrics = check_features(self.feature_specs(), "NNEval")
-        return feature_matrix(metrics, candidates, references, self.cache_dir)
+        specs = self.feature_specs()
+        built = self.__dict__.get("_feature_metrics")
+        if built is None or built[0] != specs:  # built once, so a JVM or an embedding model loads once
+            built = self.__dict__["_feature_metrics"] = (specs, check_features(specs, "NNEval"))
+        return feature_matrix(built[1], candidates, references, self.cache_dir)
 
     def _clean(self, x: np.ndarray, fitting: bool) -> np.ndarray:
         bad = ~np.isfinite(x)
@@ -161,7 +113,7 @@ class NNEval(Learner):
         return np.where(bad, self.fill_[None, :], x)
 
     def _worst(self, x: np.ndarray) -> np.ndarray:
-        higher = np.array([_build(s).higher_is_better for s in self.features_])
+        higher = np.array([build_feature(s).higher_is_better for s in self.features_])
         masked = np.where(np.isfinite(x), x, np.nan)
         return np.where(higher, np.nanmin(masked, axis=0), np.nanmax(masked, axis=0))
 
@@ -171,7 +123,7 @@ class NNEval(Learner):
 
     # -- training -----------------------------------------------------------------------------
     def fit(self, training: Any, validation: Any = None) -> NNEval:
-        """Fit on a :class:`~capmetrics.plugins._nneval_data.TrainingSet`, early-stopping on
+        """Fit on a :class:`~capmetrics.plugins.nneval.training_data.TrainingSet`, early-stopping on
         :class:`~capmetrics.data.judgments.Judgments` when given."""
         self.features_ = self.feature_specs()
         x = self.raw_features(training.candidates, training.references)
@@ -184,7 +136,7 @@ class NNEval(Learner):
     def fit_features(self, x: np.ndarray, labels: np.ndarray,
                      validation: tuple[np.ndarray, Any] | None = None) -> NNEval:
         """Fit on precomputed raw features; ``validation`` = (raw features per item, Judgments)."""
-        from capmetrics.plugins._nneval_model import MLP, MinMaxScaler, train
+        from capmetrics.plugins.nneval.network import MLP, MinMaxScaler, train
 
         if not hasattr(self, "features_"):
             self.features_ = self.feature_specs()
@@ -245,20 +197,21 @@ class NNEval(Learner):
         return self.predict_features(self.raw_features(candidates, references))
 
     # -- persistence ------------------------------------------------------------------------------
-    def save(self, path: str | Path) -> Path:
-        """Write ``path/nneval.json`` (features, scaler, settings, training log) and ``path/weights.npz``."""
+    def save(self, path: str | Path, provenance: dict[str, Any] | None = None) -> Path:
+        """Write ``path/nneval.json`` (features, scaler, settings, training log, ``provenance``:
+        how it was trained) and ``path/weights.npz``; equal models give equal bytes."""
         self._check_fitted()
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
         arrays = {f"w{i}": w for i, w in enumerate(self.mlp_.weights)}
         arrays.update({f"b{i}": b for i, b in enumerate(self.mlp_.biases)})
-        np.savez(folder / WEIGHTS, **arrays)
+        write_weights(folder / WEIGHTS, arrays)
         from capmetrics import __version__
 
-        meta = {
+        meta: dict[str, Any] = {
             "format": MODEL_FORMAT, "version": 1, "capmetrics": __version__,
             "features": self.features_,
-            "feature_signatures": [_build(s).signature() for s in self.features_],
+            "feature_signatures": [build_feature(s).signature() for s in self.features_],
             "scaler": None if self.scaler_ is None else self.scaler_.to_json(),
             "fill": self.fill_.tolist(),
             "params": {k: v for k, v in self.get_params().items() if k not in ("features", "cache_dir")},
@@ -266,16 +219,17 @@ class NNEval(Learner):
                          "best_epoch": self.log_.best_epoch + 1, "epochs_run": len(self.log_.loss),
                          "loss": self.log_.loss, "validation_kendall": self.log_.validation},
         }
+        if provenance:
+            meta["provenance"] = provenance
         (folder / MODEL_JSON).write_text(json.dumps(meta, indent=1), encoding="utf-8")
         return folder
 
     @classmethod
     def load(cls, path: str | Path) -> NNEval:
         """Load a model written by :meth:`save` (the folder or its ``nneval.json``)."""
-        from capmetrics.plugins._nneval_model import MLP, MinMaxScaler
+        from capmetrics.plugins.nneval.network import MLP, MinMaxScaler
 
-        folder = Path(path)
-        folder = folder.parent if folder.name == MODEL_JSON else folder
+        folder = model_folder(path)
         if not (folder / MODEL_JSON).is_file() or not (folder / WEIGHTS).is_file():
             raise MetricError(f"{folder} is not an NNEval model: expected {MODEL_JSON} and {WEIGHTS} in it")
         meta = json.loads((folder / MODEL_JSON).read_text(encoding="utf-8"))
@@ -284,63 +238,11 @@ class NNEval(Learner):
         check_features(meta["features"], f"NNEval model {folder}")
         model = cls(features=list(meta["features"]), **meta["params"])
         model.features_ = list(meta["features"])
-        arrays = np.load(folder / WEIGHTS)
-        n = len([k for k in arrays.files if k.startswith("w")])
-        model.mlp_ = MLP([arrays[f"w{i}"] for i in range(n)], [arrays[f"b{i}"] for i in range(n)])
+        with np.load(folder / WEIGHTS) as arrays:
+            n = len([k for k in arrays.files if k.startswith("w")])
+            model.mlp_ = MLP([arrays[f"w{i}"] for i in range(n)], [arrays[f"b{i}"] for i in range(n)])
         scaler = meta["scaler"]
         model.scaler_ = None if scaler is None else MinMaxScaler(np.array(scaler["lo"]), np.array(scaler["hi"]))
         model.fill_ = np.array(meta["fill"], dtype=float)
         model.training_ = meta["training"]
         return model
-
-
-def model_digest(path: str | Path) -> str:
-    """SHA-256 (first 16 hex digits) of a saved model's two files."""
-    folder = Path(path)
-    folder = folder.parent if folder.name == MODEL_JSON else folder
-    h = hashlib.sha256()
-    for name in (MODEL_JSON, WEIGHTS):
-        file = folder / name
-        h.update(file.read_bytes() if file.is_file() else b"")
-    return h.hexdigest()[:16]
-
-
-class NNEvalMetric(Distance):
-    """A trained NNEval model as a metric: P(human-written) of each candidate.
-
-    Args:
-        model: folder written by ``capmetrics nneval train`` (or ``NNEval.save``).
-    """
-
-    name = "nneval"
-    accepts_empty_candidates = True  # P(human) of its features; the paper's (PAPER_FEATURES) all score empties
-    distance_offset = 1.0
-
-    def __init__(self, model: str = "") -> None:
-        self.model = model
-
-    def learner(self) -> NNEval:
-        """The loaded model (loaded once)."""
-        if not self.model:
-            raise MetricError("nneval needs a trained model: nneval(model=PATH)")
-        cached = self.__dict__.get("_learner")
-        if cached is None:
-            cached = self.__dict__["_learner"] = NNEval.load(self.model)
-        return cached
-
-    def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
-        values = self.learner().predict(candidates, references)
-        return Scores(values, float(values.mean()) if values.size else float("nan"))
-
-    def signature_extra(self) -> dict[str, str]:
-        return {"model_sha256": model_digest(self.model)} if self.model else {}
-
-
-@hookimpl
-def register_learners(register: Callable[..., None]) -> None:
-    register(NNEval)
-
-
-@hookimpl
-def register_distances(register: Callable[..., None]) -> None:
-    register(NNEvalMetric)

@@ -16,7 +16,6 @@ against ``n_refs`` of the image's references chosen at random, as in the paper (
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -25,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from capmetrics.component import Distance
 from capmetrics.data.model import Dataset, Item, Problem
 from capmetrics.errors import DataError
 from scipy import sparse
@@ -177,47 +175,6 @@ def build_training_set(dataset: Dataset, *, system_output: Mapping[str, Sequence
             labels.append(MACHINE)
             images.append(str(item.id))
     return TrainingSet(cands, refs, np.array(labels, dtype=int), images)
-
-
-# ---------------------------------------------------------------------------------------------
-# features, computed once and cached
-# ---------------------------------------------------------------------------------------------
-def data_hash(candidates: Sequence[str], references: Sequence[Sequence[str]]) -> str:
-    """A digest of the scored pairs (order matters)."""
-    h = hashlib.sha256()
-    for cand, refs in zip(candidates, references):
-        h.update(json.dumps([cand, list(refs)], ensure_ascii=False).encode("utf-8"))
-        h.update(b"\n")
-    return h.hexdigest()
-
-
-def feature_column(metric: Distance, candidates: Sequence[str], references: Sequence[Sequence[str]],
-                   cache_dir: str | Path | None = None, digest: str | None = None) -> np.ndarray:
-    """``metric``'s per-candidate scores, read from / written to an .npz cache in ``cache_dir``.
-
-    The cache key is the metric's signature (spec plus versions and file checksums) and the
-    digest of the data.
-    """
-    if cache_dir is None:
-        return np.asarray(metric.score(list(candidates), list(references)).values, dtype=float)
-    digest = digest or data_hash(candidates, references)
-    key = hashlib.sha256(json.dumps([metric.signature(), digest], sort_keys=True).encode()).hexdigest()[:24]
-    path = Path(cache_dir) / f"{key}.npz"
-    if path.is_file():
-        return np.load(path)["values"]
-    values = np.asarray(metric.score(list(candidates), list(references)).values, dtype=float)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.npz")
-    np.savez(tmp, values=values, spec=metric.spec, data=digest)
-    tmp.replace(path)
-    return values
-
-
-def feature_matrix(metrics: Sequence[Distance], candidates: Sequence[str], references: Sequence[Sequence[str]],
-                   cache_dir: str | Path | None = None) -> np.ndarray:
-    """One column per metric (see :func:`feature_column`)."""
-    digest = data_hash(candidates, references) if cache_dir is not None else None
-    return np.column_stack([feature_column(m, candidates, references, cache_dir, digest) for m in metrics])
 
 
 def load_system_output(path: str | Path) -> dict[str, list[str]]:

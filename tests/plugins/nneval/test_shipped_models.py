@@ -1,0 +1,146 @@
+"""The NNEval models shipped with capmetrics: loading, scoring without training, model choice,
+signatures, missing extras, and their documented agreement with Flickr8k judgments."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from capmetrics import compose
+from capmetrics.data.loaders import load_dataset
+from capmetrics.errors import MetricError
+from capmetrics.plugins.nneval import NNEval, learner, network
+from capmetrics.plugins.nneval.features import feature_matrix
+from capmetrics.plugins.nneval.model_files import (
+    DEFAULT_MODEL,
+    SHIPPED_DIR,
+    SHIPPED_MODELS,
+    model_digest,
+)
+from capmetrics.scoring import score
+
+from tests.conftest import FLICKR8K, ROOT, SAMPLE
+from tests.plugins.nneval.toys import needs_flickr8k
+
+needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="METEOR needs java")
+slow_enabled = pytest.mark.skipif(
+    not os.environ.get("CAPMETRICS_SLOW"),
+    reason="scores all of Flickr8k-Expert and -CF with METEOR; set CAPMETRICS_SLOW=1",
+)
+
+
+@pytest.fixture
+def no_training(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if anything trains."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a shipped model must not train")
+
+    monkeypatch.setattr(network, "train", refuse)
+    monkeypatch.setattr(learner.NNEval, "fit_features", refuse)
+
+
+def test_shipped_model_files_describe_their_training() -> None:
+    for name in SHIPPED_MODELS:
+        meta = json.loads((SHIPPED_DIR / name / "nneval.json").read_text(encoding="utf-8"))
+        assert meta["provenance"]["model"] == name and meta["provenance"]["seed"] == 0
+        assert meta["provenance"]["versions"]["numpy"] and meta["params"]["hidden"] == [72, 72]
+        assert meta["training"]["examples"] == {"human": 18000, "machine": 18000}
+        with np.load(SHIPPED_DIR / name / "weights.npz") as w:
+            assert [w[f"w{i}"].shape[1] for i in range(3)] == [72, 72, 2]
+            assert w["w0"].shape[0] == len(meta["features"])
+    paper = json.loads((SHIPPED_DIR / DEFAULT_MODEL / "nneval.json").read_text())["features"]
+    assert sorted(paper) == sorted(["cider-d", "bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "wmd"])
+
+
+@pytest.mark.slow  # starts METEOR's JVM and loads MiniLM and GloVe: 20-100 s on 2 shared cores
+@needs_java
+def test_shipped_models_score_the_sample_without_training(no_training: None) -> None:
+    dataset = load_dataset(SAMPLE)
+    cands, refs, _ = dataset.flat_pairs()
+    rich = compose("nneval(model=flickr8k-embeddings)", "distance")
+    results = score(dataset, ["nneval", rich])
+    assert results["nneval"].signature["nneval_model"] == DEFAULT_MODEL
+    # the rich model's features include the paper model's: compute them once, predict with both
+    learner = rich.learner()
+    features = learner.raw_features(cands, refs)
+    # the training task: a held-out reference against its image's other references (human) and
+    # against the next image's references (not)
+    held_out = [item.references[0] for item in dataset]
+    own = [item.references[1:] for item in dataset]
+    task = learner.raw_features(held_out * 2, own + own[1:] + own[:1])
+    for spec, name in (("nneval", DEFAULT_MODEL), (rich.spec, "flickr8k-embeddings")):
+        model = NNEval.load(SHIPPED_DIR / name)
+        columns = [learner.features_.index(f) for f in model.features_]
+        values = np.concatenate(results[spec].candidate_values)
+        np.testing.assert_allclose(values, model.predict_features(features[:, columns]), rtol=1e-12)
+        assert values.size == len(cands) and np.all((values > 0) & (values < 1))
+        human = model.predict_features(task[:, columns])
+        n = len(dataset)
+        assert (human[:n] > 0.5).mean() >= 0.8 and (human[n:] < 0.5).mean() >= 0.9, name
+
+
+def test_model_argument_takes_a_name_or_a_path(tmp_path: Path) -> None:
+    default = compose("nneval", "distance")
+    sig = default.signature()
+    assert sig["nneval_model"] == DEFAULT_MODEL and sig["model_sha256"] == model_digest(SHIPPED_DIR / DEFAULT_MODEL)
+    assert str(SHIPPED_DIR) not in json.dumps(sig)
+    other = compose("nneval(model=flickr8k-embeddings)", "distance")
+    assert other.signature()["nneval_model"] == "flickr8k-embeddings"
+    assert other.signature()["model_sha256"] != sig["model_sha256"]
+    mine = tmp_path / "my-model"
+    shutil.copytree(SHIPPED_DIR / DEFAULT_MODEL, mine)
+    user = compose(f"nneval(model={json.dumps(str(mine))})", "distance")
+    assert user.signature()["nneval_model"] == "my-model"
+    assert user.signature()["model_sha256"] == sig["model_sha256"]
+    assert user.learner().features_ == default.learner().features_
+    with pytest.raises(MetricError, match="neither a shipped model .*flickr8k-paper"):
+        compose("nneval(model=flickr8k-papers)", "distance").learner()
+
+
+def test_missing_extra_of_a_feature_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "sentence_transformers" else real(name, *a))
+    needs = r"'embedding-cosine' needs capmetrics\[torch\].*pip install 'capmetrics\[torch\]'"
+    with pytest.raises(MetricError, match=needs):
+        compose("nneval(model=flickr8k-embeddings)", "distance").learner()
+
+
+def documented_taus() -> dict[tuple[str, str], float]:
+    """(metric, 'expert'|'cf') -> tau x100 from the table in docs/metrics/nneval.md."""
+    text = (ROOT / "docs" / "metrics" / "nneval.md").read_text(encoding="utf-8")
+    out = {}
+    row = r"^\| \**`([^`]+)`\** \| \**([\d.]+)\** \[[^]]+\] \| \**([\d.]+)\** \["
+    for metric, expert, cf in re.findall(row, text, re.M):
+        out[(metric, "expert")], out[(metric, "cf")] = float(expert), float(cf)
+    return out
+
+
+@pytest.mark.slow
+@slow_enabled
+@needs_flickr8k
+@needs_java
+def test_shipped_models_reach_the_documented_tau_on_the_unseen_halves() -> None:
+    from capmetrics.meta import correlate, load_preset, metric_scores
+
+    documented = documented_taus()
+    expert, _ = load_preset("flickr8k-expert", FLICKR8K)
+    cf, _ = load_preset("flickr8k-cf", FLICKR8K)
+    val, test = expert.split_by_group(0.5, seed=0)
+    seen = {g for g, m in zip(expert.groups, val) if m}
+    cf_test = np.array([g not in seen for g in cf.groups])
+    for name in SHIPPED_MODELS:
+        spec = f"nneval(model={name})"
+        for key, judged, mask, stat in (("expert", expert, test, "kendall_c"), ("cf", cf, cf_test, "kendall_b")):
+            values = metric_scores(spec, judged.dataset)[mask]
+            tau = correlate(values, judged.subset(mask), n_boot=0)[stat].value
+            # the table rounds to 2 decimals
+            assert 100 * tau == pytest.approx(documented[(spec, key)], abs=0.0051), (spec, key)
