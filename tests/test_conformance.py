@@ -14,6 +14,7 @@ from capmetrics.testing import parametrize_with_checks, registered_specs
 NEEDS_USER_FILES = {
     "spice": "each new caption starts CoreNLP (about a minute); tests/plugins/test_spice.py checks 40 items against the jar",
     "nneval": "scores with 7 feature metrics (about a minute here); tests/plugins/nneval/ cover it",
+    "clip": "needs a CLIP model folder (tests/plugins/test_bow_clip.py builds a tiny one)",
     "elmo": "needs ELMo options/weights files (tests/plugins/test_embedders.py builds a tiny one)",
     "fasttext": "needs a fastText file (tests/plugins/test_embedders.py trains one on Flickr8k)",
     "word2vec": "needs a word2vec file (tests/plugins/test_embedders.py trains one on Flickr8k)",
