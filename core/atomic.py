@@ -1,9 +1,11 @@
-"""Atomic file output: write to a temporary file in the target directory, then rename."""
+"""Atomic output: write a file (or fill a folder) under a temporary name next to the target,
+then rename, so that no reader ever sees it half-written."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,4 +29,25 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_folder(folder: str | Path, replace: bool = False) -> Iterator[Path]:
+    """A fresh temporary folder next to ``folder``; when the block succeeds it becomes ``folder``
+    in one rename (``replace``: an existing ``folder`` is removed first; otherwise, if another
+    process published ``folder`` meanwhile, that one is kept). On any error it is removed."""
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
+    try:
+        yield tmp
+        if replace:
+            shutil.rmtree(folder, ignore_errors=True)
+        try:
+            tmp.rename(folder)
+        except OSError:  # another process published the same folder meanwhile
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -16,12 +16,12 @@ import hashlib
 import io
 import json
 import os
-import shutil
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, Literal
 
 import numpy as np
+from capmetrics.atomic import atomic_folder
 from capmetrics.data.model import Problem
 from capmetrics.errors import DataError, MetricError
 
@@ -262,11 +262,8 @@ def _key(path: Path, fmt: str) -> str:
 
 def _write_cache(path: Path, fmt: VectorFormat, folder: Path) -> None:
     chunks, hashing = _chunks(path, fmt)
-    tmp = folder.with_name(f"{folder.name}.tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
     count, dim, seen = 0, 0, set()
-    try:
+    with atomic_folder(folder) as tmp:
         with (tmp / "words.txt").open("w", encoding="utf-8") as wf, (tmp / "vectors.f32").open("wb") as vf:
             for words, vectors in chunks:
                 words, vectors = _unique(words, vectors, seen)
@@ -278,13 +275,6 @@ def _write_cache(path: Path, fmt: VectorFormat, folder: Path) -> None:
         meta = {"source": str(path.resolve()), "format": fmt, "count": count, "dim": dim,
                 "sha256": hashing.sha.hexdigest(), "version": CACHE_VERSION}
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
-        try:
-            tmp.rename(folder)
-        except OSError:  # another process wrote the same cache meanwhile
-            shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def _read_cache(folder: Path) -> VectorTable:

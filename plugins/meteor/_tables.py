@@ -11,13 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import mmap
-import os
-import shutil
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
+from capmetrics.atomic import atomic_folder
 
 MANIFEST = "manifest.json"
 
@@ -112,24 +111,14 @@ def _random_access(array: np.ndarray) -> None:
 
 
 def write_folder(folder: Path, arrays: dict[str, np.ndarray], meta: dict[str, object]) -> None:
-    """Write ``arrays`` and a manifest of their checksums into ``folder`` (atomically, by rename)."""
-    tmp = folder.with_name(f"{folder.name}.tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
+    """Write ``arrays`` and a manifest of their checksums into ``folder`` (atomically, by rename;
+    a corrupt folder of the same name is replaced)."""
+    with atomic_folder(folder, replace=True) as tmp:
         crcs = {}
         for name, array in arrays.items():
             np.save(tmp / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
             crcs[name] = _crc(tmp / f"{name}.npy")
         (tmp / MANIFEST).write_text(json.dumps({**meta, "arrays": crcs}, indent=1))
-        shutil.rmtree(folder, ignore_errors=True)
-        try:
-            tmp.rename(folder)
-        except OSError:  # another process wrote the same cache meanwhile
-            shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def read_folder(folder: Path) -> dict[str, np.ndarray] | None:
