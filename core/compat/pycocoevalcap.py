@@ -103,13 +103,18 @@ class Meteor:
         return "METEOR"
 
 
+def _mean_and_values(metric: str, gts: Gts, res: Gts, scorer: str) -> tuple[np.float64, np.ndarray]:
+    """pycocoevalcap's return shape for Rouge and Cider: (mean as numpy float, numpy array)."""
+    cands, refs = _pairs(gts, res, scorer)
+    values = np.asarray(_metric(metric).score(cands, refs).values, dtype=float)
+    return np.mean(values), values
+
+
 class Rouge:
     """pycocoevalcap's ``Rouge``: ``(mean as numpy float, numpy array)``."""
 
     def compute_score(self, gts: Gts, res: Gts) -> tuple[np.float64, np.ndarray]:
-        cands, refs = _pairs(gts, res, "Rouge")
-        values = np.asarray(_metric("rouge-l").score(cands, refs).values, dtype=float)
-        return np.mean(values), values
+        return _mean_and_values("rouge-l", gts, res, "Rouge")
 
     def method(self) -> str:
         return "Rouge"
@@ -124,9 +129,7 @@ class Cider:
         self._n, self._sigma = n, sigma
 
     def compute_score(self, gts: Gts, res: Gts) -> tuple[np.float64, np.ndarray]:
-        cands, refs = _pairs(gts, res, "Cider")
-        values = np.asarray(_metric("cider-d").score(cands, refs).values, dtype=float)
-        return np.mean(values), values
+        return _mean_and_values("cider-d", gts, res, "Cider")
 
     def method(self) -> str:
         return "CIDEr"
