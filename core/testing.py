@@ -249,7 +249,10 @@ def edge_datasets(dataset: Dataset) -> dict[str, Dataset]:
 def check_edge_inputs(spec: str, ctx: CheckContext) -> None:
     """Edge inputs give values or a capmetrics error naming the problem, never another exception;
     an empty candidate is scored or refused as ``accepts_empty_candidates`` declares."""
+    from capmetrics.scoring import refuses_empty_candidates
+
     c = ctx.build(spec)
+    accepts = refuses_empty_candidates(c) is None  # a wrapper accepts only if what it wraps does
     cases = edge_datasets(ctx.dataset)
     first = ctx.dataset[0]
     cases["empty candidate"] = Dataset([Item(first.id, first.references, ("", first.candidates[0])), ctx.dataset[1]],
@@ -261,10 +264,10 @@ def check_edge_inputs(spec: str, ctx: CheckContext) -> None:
             raise _fail("check_edge_inputs", spec, f"{name}: {err}; raise a capmetrics.MetricError "
                         "naming the item and the problem instead") from err
         except CapmetricsError as err:
-            if name == "empty candidate" and getattr(type(c), "accepts_empty_candidates", None) is True:
+            if name == "empty candidate" and accepts:
                 raise _fail("check_edge_inputs", spec, f"declares accepts_empty_candidates but refused one: {err}") from err
             continue
-        if name == "empty candidate" and getattr(type(c), "accepts_empty_candidates", None) is False:
+        if name == "empty candidate" and not accepts:
             raise _fail("check_edge_inputs", spec, "declares accepts_empty_candidates = False but scored one")
         values = res.metrics[0].candidate_values if c.kind == "distance" else [res.metrics[0].item_values]
         if c.kind == "distance" and not all(np.isfinite(v).all() for v in values):

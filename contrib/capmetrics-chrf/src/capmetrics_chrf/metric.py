@@ -28,6 +28,7 @@ class ChrF(Distance):
     name = "chrf"
     higher_is_better = True
     distance_offset = 100.0
+    accepts_empty_candidates = True  # an empty candidate scores 0, as in sacrebleu
 
     def __init__(self, char_order: int = 6, word_order: int = 0, beta: float = 2.0) -> None:
         self.char_order = char_order
