@@ -269,7 +269,8 @@ def check_edge_inputs(spec: str, ctx: CheckContext) -> None:
             continue
         if name == "empty candidate" and not accepts:
             raise _fail("check_edge_inputs", spec, "declares accepts_empty_candidates = False but scored one")
-        values = res.metrics[0].candidate_values if c.kind == "distance" else [res.metrics[0].item_values]
+        # a statistic may be undefined (NaN, with its reason) on one candidate; a distance never is
+        values = res.metrics[0].candidate_values
         if c.kind == "distance" and not all(np.isfinite(v).all() for v in values):
             raise _fail("check_edge_inputs", spec, f"{name}: non-finite values {values}")
 

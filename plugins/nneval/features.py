@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import shutil
 import warnings
 from collections.abc import Sequence
 from pathlib import Path

@@ -15,7 +15,6 @@ from capmetrics import compose
 from capmetrics.data.loaders import load_dataset
 from capmetrics.errors import MetricError
 from capmetrics.plugins.nneval import NNEval, learner, network
-from capmetrics.plugins.nneval.features import feature_matrix
 from capmetrics.plugins.nneval.model_files import (
     DEFAULT_MODEL,
     SHIPPED_DIR,
