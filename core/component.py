@@ -155,6 +155,9 @@ class Tokenizer(Component):
     """Turns texts into token lists."""
 
     kind = "tokenizer"
+    #: Tokens never contain whitespace and are never empty, so joining them with spaces and
+    #: splitting again gives them back (lets metrics skip that round trip).
+    whitespace_free_tokens: bool = False
 
     def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
         """Tokenize each text."""
@@ -163,8 +166,11 @@ class Tokenizer(Component):
     def tokenize_shared(self, texts: Sequence[str]) -> list[list[str]]:
         """:meth:`tokenize`, computed once per batch of texts within a run
         (:mod:`capmetrics.prepared`): the metrics of one ``score`` call share the tokens."""
-        from capmetrics.prepared import shared, texts_key
+        from capmetrics.prepared import STATS, in_run, shared, texts_key
 
+        if not in_run():  # a lone call (a training-loop reward): no digest of the texts to pay for
+            STATS["computed"] += 1
+            return self.tokenize(texts)
         return shared(("tokens", self.portable_spec(), texts_key(texts)), lambda: self.tokenize(texts))
 
     def tokenize_joined(self, texts: Sequence[str]) -> list[str]:

@@ -35,6 +35,11 @@ def run_scope() -> Iterator[None]:
         _scopes.pop()
 
 
+def in_run() -> bool:
+    """Whether a run scope is open (outside one, nothing is shared: keys need not be computed)."""
+    return bool(_scopes)
+
+
 def shared(key: Hashable, compute: Callable[[], T]) -> T:
     """``compute()`` once per ``key`` within the current run scope (every call outside one)."""
     if not _scopes:

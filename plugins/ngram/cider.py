@@ -29,6 +29,7 @@ from capmetrics.plugins.ngram.counts import (
     Matches,
     Ngrams,
     Sentences,
+    gram_offsets,
     make_batch,
     match,
     ngrams,
@@ -97,11 +98,8 @@ class DfIndex:
         keys, counts = self.keys[table.order - 1], self.counts[table.order - 1]
         if not len(keys):
             return np.zeros(table.n_grams)
-        order = np.argsort(key)  # sorted queries: searchsorted walks the table in order
-        at = np.minimum(np.searchsorted(keys, key[order]), len(keys) - 1)
-        out = np.empty(len(key))
-        out[order] = np.where(keys[at] == key[order], counts[at], 0.0)
-        return out
+        at = np.minimum(np.searchsorted(keys, key), len(keys) - 1)  # sorting the queries first costs more
+        return np.where(keys[at] == key, counts[at], 0.0)
 
 
 _DF_INDEXES: dict[int, tuple[dict[str, int], DfIndex]] = {}
@@ -214,43 +212,49 @@ class CiderD(BatchDistance):
         return {}
 
     def weights(
-        self, batch: Batch, table: Ngrams, m: Matches, fixed: tuple[dict[str, int], int] | None
+        self, batch: Batch, tables: Sequence[Ngrams], m: Matches, fixed: tuple[dict[str, int], int] | None
     ) -> np.ndarray:
-        """ln N − ln max(1, df) for each n-gram of ``table``: fixed df, else the batch's own."""
+        """ln N − ln max(1, df) for each n-gram (global ids of ``m``): fixed df, else the batch's own."""
         if fixed is not None:
             table_df, n_images = fixed
-            df = _df_index(table_df).lookup(batch.sentences, table)
+            index = _df_index(table_df)
+            df = np.concatenate([index.lookup(batch.sentences, table) for table in tables])
         else:
-            df, n_images = set_frequencies(batch, m, table.n_grams), len(batch)
+            df, n_images = set_frequencies(batch, m, int(gram_offsets(tables)[-1])), len(batch)
         return np.log(float(n_images)) - np.log(np.maximum(1.0, df))
 
     # -- scores -----------------------------------------------------------------------------
     def order_values(self, batch: Batch, fixed: tuple[dict[str, int], int] | None) -> np.ndarray:
-        """Similarity of each item's candidate with each reference, per order (n x width x 4)."""
-        n_sent = len(batch.sentences)
+        """Similarity of each item's candidate with each reference, per order (n x width x 4).
+
+        The four orders go through one join (:func:`match` over all tables) and one set of
+        array operations, with n-gram ids global across orders."""
+        n_sent, n, width = len(batch.sentences), len(batch), batch.width
+        tables = ngrams(batch.sentences, MAX_N)
+        offsets = gram_offsets(tables)
+        m = match(batch, tables)
+        w = self.weights(batch, tables, m, fixed)
+        # the tf-idf norm of every sentence at every order (MAX_N x n_sent)
+        order_sent = np.concatenate([t.sent + k * n_sent for k, t in enumerate(tables)])
+        tf_idf = np.concatenate([t.count * w[t.gram + off] for t, off in zip(tables, offsets)])
+        norm = np.sqrt(np.bincount(order_sent, tf_idf**2, minlength=MAX_N * n_sent)).reshape(MAX_N, n_sent)
+        g_cand = (m.count * w[m.gram])[:, None]
+        g_ref = m.ref_counts * w[m.gram][:, None]
+        product = np.minimum(g_cand, g_ref) * g_ref if self.clipped else g_cand * g_ref
+        order = np.searchsorted(offsets, m.gram, side="right") - 1
+        cell = ((m.item * MAX_N + order)[:, None] * width + np.arange(width)).ravel()
+        num = np.bincount(cell, product.ravel(), minlength=n * MAX_N * width).reshape(n, MAX_N, width)
         slots = batch.item_slots
-        valid = slots >= 0
-        out = np.zeros((len(batch), batch.width, MAX_N))
-        for k, table in enumerate(ngrams(batch.sentences, MAX_N)):
-            m = match(batch, table)
-            w = self.weights(batch, table, m, fixed)
-            norm = np.sqrt(
-                np.bincount(table.sent, (table.count * w[table.gram]) ** 2, minlength=n_sent)
-            )
-            g_cand = (m.count * w[m.gram])[:, None]
-            g_ref = m.ref_counts * w[m.gram][:, None]
-            product = np.minimum(g_cand, g_ref) * g_ref if self.clipped else g_cand * g_ref
-            num = m.per_item(product, len(batch))
-            n_cand = norm[batch.cand][:, None]
-            n_ref = np.where(valid, norm[np.maximum(slots, 0)], 0.0)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                out[..., k] = np.where((n_cand != 0) & (n_ref != 0), num / (n_cand * n_ref), num)
+        n_cand = norm[:, batch.cand].T[:, :, None]
+        n_ref = np.where(slots >= 0, norm[:, np.maximum(slots, 0)], 0.0).transpose(1, 0, 2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where((n_cand != 0) & (n_ref != 0), num / (n_cand * n_ref), num).transpose(0, 2, 1)
         if self.clipped:
             # coco-caption's "length" is the number of bigrams
             delta = np.maximum(batch.cand_lengths[:, None] - 1, 0) - np.maximum(
                 batch.ref_lengths - 1, 0
             )
-            out *= (np.e ** (-(delta.astype(float) ** 2) / (2 * SIGMA**2)))[..., None]
+            out = out * (np.e ** (-(delta.astype(float) ** 2) / (2 * SIGMA**2)))[..., None]
         return out
 
     def score_batch(self, batch: Batch) -> Scores:

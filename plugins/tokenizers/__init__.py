@@ -23,6 +23,7 @@ class WhitespaceTokenizer(Tokenizer):
     """Split on whitespace only, for text that is tokenized already (``str.split()``)."""
 
     name = "whitespace"
+    whitespace_free_tokens = True
 
     def __init__(self, lowercase: bool = False) -> None:
         self.lowercase = lowercase
