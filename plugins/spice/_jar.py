@@ -21,13 +21,10 @@ from typing import Any
 import numpy as np
 from capmetrics.errors import MetricError
 from capmetrics.plugins.java import LOCALE_OPTIONS, java_env
+from capmetrics.plugins.spice._graph import CATEGORIES, FIELDS
 from capmetrics.plugins.spice._resources import cache_root, java_options, runtime_jars, spice_dir
 
 MAIN_CLASS = "edu.anu.spice.SpiceScorer"
-#: The categories of ``-subset`` output, as coco-caption's ``imgToEval`` holds them.
-CATEGORIES = ("All", "Object", "Attribute", "Relation", "Color", "Cardinality", "Size")
-#: The per-category fields kept in ``details`` (precision, recall, F, and the tuple counts).
-FIELDS = ("pr", "re", "f", "tp", "fp", "fn")
 
 
 def parse_cache_dir() -> Path:

@@ -1,0 +1,243 @@
+"""SPICE 1.0's scene graphs and tuple matching, from each caption's parsed tuples.
+
+A caption's parse is a list of string tuples: ``[object]``, ``[object, attribute]`` or
+``[subject, object, relation]`` (made by the jar's parser, see ``_parse``). The references of an
+item are merged into one scene graph, the candidate makes another, as SPICE does:
+
+- a *concept* is a set of words and the union of their WordNet synsets (Meteor's synonym data);
+  two concepts are *similar* when they share a word or a synset, and the *similarity* of two
+  concepts is 1 when they share a word, else the Jaccard index of their synsets (a 32-bit float);
+- an object word joins the node whose object concept equals it, else is merged into the most
+  similar node (similarity > 0), else becomes a new node;
+- an attribute that equals one of its node's attributes is dropped, else is merged into the first
+  similar one, else added; a relation that equals an edge between the same two nodes is dropped,
+  else is merged into the first similar one, else added.
+
+The graph's tuples are every node's object, every (object, attribute) and every (source object,
+relation, target object). A candidate tuple is a true positive when some reference tuple of the
+same length is similar position by position; ``fp = |candidate| - tp``, ``fn = |reference| - tp``.
+
+The jar keeps nodes, attributes and edges in hash sets whose order follows Java identity hash
+codes, so where a word is equally similar to two nodes (or an attribute or relation to two
+similar ones) the jar picks one at random. Such *ties* are counted here (``Graph.ties``; these are
+kept in insertion order) so that their effect can be reported; they are rare.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+Tuples = Sequence[Sequence[str]]
+
+#: The words of SPICE's Cardinality, Color and Size subsets (attribute concepts of one word).
+SMALL_NUMBERS = frozenset("one two three four five six seven eight nine ten".split())
+COMMON_COLORS = frozenset(("black brown blue red yellow pink gray grey green dark light white cream orange "
+                           "purple maroon beige violet").split())
+SIZE_ADJECTIVES = frozenset((
+    "baby illimitable scrawny beefy immeasurable short big immense sizable bony infinitesimal skeletal "
+    "boundless lanky skimpy brawny large skinny broad lean slender bulky life-size slim chunky limitless "
+    "small colossal little squat compact mammoth stocky corpulent massive stout cosmic meager strapping "
+    "cubby measly sturdy curvy microscopic tall elfin mini teensy emaciated miniature teeny endless "
+    "minuscule teeny-tiny enormous minute teeny-weeny epic narrow thick expansive obese thickset extensive "
+    "outsized thin fat oversize tiny fleshy overweight titanic full-size paltry towering gargantuan petite "
+    "trifling gaunt pint-size trim giant plump tubby gigantic pocket-size undersized grand portly "
+    "underweight great pudgy unlimited heavy puny vast hefty rotund wee huge scanty whopping hulking "
+    "scraggy wide").split())
+#: The categories of SPICE's ``-subset`` output, in coco-caption's order, and the per-category fields.
+CATEGORIES = ("All", "Object", "Attribute", "Relation", "Color", "Cardinality", "Size")
+FIELDS = ("pr", "re", "f", "tp", "fp", "fn")
+_LEADING_BE = re.compile(r"^be ")
+_JAVA_SPACE = "".join(chr(c) for c in range(33))
+
+
+class Concept:
+    """A set of words and their synsets (SPICE's SemanticConcept)."""
+
+    __slots__ = ("words", "synsets")
+
+    def __init__(self, word: str, synsets: frozenset[int]) -> None:
+        self.words = {word}
+        self.synsets = set(synsets)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Concept) and self.words == other.words and self.synsets == other.synsets
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def similar(self, other: Concept) -> bool:
+        return not self.synsets.isdisjoint(other.synsets) or not self.words.isdisjoint(other.words)
+
+    def similarity(self, other: Concept) -> float:
+        if not self.words.isdisjoint(other.words):
+            return 1.0
+        union = len(self.synsets | other.synsets)
+        if union == 0:
+            return math.nan  # Java's 0f/0f: never greater than anything
+        return float(np.float32(len(self.synsets & other.synsets)) / np.float32(union))
+
+    def merge(self, other: Concept) -> None:
+        self.words |= other.words
+        self.synsets |= other.synsets
+
+    def single_word(self) -> str | None:
+        """The concept's word when it has exactly one (SPICE's subset filters compare those)."""
+        return next(iter(self.words)) if len(self.words) == 1 else None
+
+
+@dataclass
+class Node:
+    object: Concept
+    attributes: list[Concept] = field(default_factory=list)
+
+
+@dataclass
+class Edge:
+    source: Node
+    target: Node
+    relation: Concept
+
+
+class Graph:
+    """One scene graph built from tuples in order; ``synsets(word)`` gives a word's WordNet synsets."""
+
+    def __init__(self, synsets: Callable[[str], frozenset[int]]) -> None:
+        self.synsets = synsets
+        self.nodes: list[Node] = []
+        self.edges: list[Edge] = []
+        self.ties = 0
+
+    def concept(self, word: str) -> Concept:
+        return Concept(word, self.synsets(word.strip(_JAVA_SPACE).lower().replace(" ", "_")))
+
+    def add(self, tuple_: Sequence[str]) -> None:
+        """Add one parsed tuple (1: object, 2: object + attribute, 3: subject, object, relation)."""
+        if len(tuple_) == 1:
+            self.node(tuple_[0])
+        elif len(tuple_) == 2:
+            self.add_attribute(self.node(tuple_[0]), self.concept(tuple_[1]))
+        elif len(tuple_) == 3:
+            source = self.node(tuple_[0])
+            target = self.node(tuple_[1])
+            self.add_relation(source, target, self.concept(_LEADING_BE.sub("", tuple_[2])))
+
+    def node(self, word: str) -> Node:
+        """The node ``word`` belongs to: equal object, else merged into the most similar, else new."""
+        concept = self.concept(word)
+        equal = [n for n in self.nodes if n.object == concept]
+        if equal:
+            self.ties += len(equal) > 1
+            return equal[0]
+        best, chosen = 0.0, []
+        for n in self.nodes:
+            value = concept.similarity(n.object)
+            if value > best:
+                best, chosen = value, [n]
+            elif value == best and chosen:
+                chosen.append(n)
+        if chosen:
+            self.ties += len(chosen) > 1
+            chosen[0].object.merge(concept)
+            return chosen[0]
+        self.nodes.append(Node(concept))
+        return self.nodes[-1]
+
+    def add_attribute(self, node: Node, concept: Concept) -> None:
+        if any(concept == a for a in node.attributes):
+            return
+        similar = [a for a in node.attributes if concept.similar(a)]
+        if similar:
+            self.ties += len(similar) > 1
+            similar[0].merge(concept)
+        else:
+            node.attributes.append(concept)
+
+    def add_relation(self, source: Node, target: Node, concept: Concept) -> None:
+        same_ends = [e for e in self.edges if e.source is source and e.target is target]
+        if any(concept == e.relation for e in same_ends):
+            return
+        similar = [e for e in same_ends if concept.similar(e.relation)]
+        if similar:
+            self.ties += len(similar) > 1
+            similar[0].relation.merge(concept)
+        else:
+            self.edges.append(Edge(source, target, concept))
+
+    def tuples(self) -> list[tuple[Concept, ...]]:
+        """Every object, (object, attribute) and (source, relation, target) of the graph."""
+        out: list[tuple[Concept, ...]] = []
+        for n in self.nodes:
+            out.append((n.object,))
+            out.extend((n.object, a) for a in n.attributes)
+        out.extend((e.source.object, e.relation, e.target.object) for e in self.edges)
+        return out
+
+    def duplicate_objects(self) -> int:
+        """Pairs of distinct nodes with equal objects (only after a tie; the jar then compares
+        their attribute sets through broken hash codes)."""
+        objects = [n.object for n in self.nodes]
+        return sum(a == b for i, a in enumerate(objects) for b in objects[i + 1:])
+
+
+def build(parses: Sequence[Tuples], synsets: Callable[[str], frozenset[int]]) -> Graph:
+    """The scene graph of one or more captions' tuples, added in order (SPICE's merged references)."""
+    graph = Graph(synsets)
+    for tuples in parses:
+        for tuple_ in tuples:
+            graph.add(tuple_)
+    graph.ties += graph.duplicate_objects()
+    return graph
+
+
+def _category(t: tuple[Concept, ...]) -> tuple[str, ...]:
+    """The categories besides All that a tuple belongs to."""
+    if len(t) == 1:
+        return ("Object",)
+    if len(t) == 3:
+        return ("Relation",)
+    word = t[1].single_word()
+    extra = (("Color",) if word in COMMON_COLORS else ()) + (("Cardinality",) if word in SMALL_NUMBERS else ()) \
+        + (("Size",) if word in SIZE_ADJECTIVES else ())
+    return ("Attribute", *extra)
+
+
+def _similar(a: tuple[Concept, ...], b: tuple[Concept, ...]) -> bool:
+    return len(a) == len(b) and all(x.similar(y) for x, y in zip(a, b))
+
+
+def _f(tp: int, fp: int, fn: int, allow_nan: bool) -> tuple[float, float, float]:
+    """SPICE's precision, recall and F1 (``Evaluation.calcFScore``)."""
+    ref_n, test_n = fn + tp, fp + tp
+    if ref_n == 0:
+        return (math.nan,) * 3 if allow_nan else (0.0, 0.0, 0.0)
+    re_ = tp / ref_n
+    pr = tp / test_n if test_n > 0 else 0.0
+    f = 2.0 * (pr * re_) / (pr + re_) if pr > 0 and re_ > 0 else 0.0
+    return pr, re_, f
+
+
+def evaluate(test: Graph, ref: Graph) -> np.ndarray:
+    """One item's row: ``FIELDS`` of each of ``CATEGORIES`` (as ``_jar.to_row`` reads the jar's output)."""
+    test_t, ref_t = test.tuples(), ref.tuples()
+    test_c, ref_c = [_category(t) for t in test_t], [_category(r) for r in ref_t]
+    counts = {c: [0, 0, 0] for c in CATEGORIES}  # tp, |test|, |ref|
+    for cats in ref_c:
+        for c in ("All", *cats):
+            counts[c][2] += 1
+    for t, cats in zip(test_t, test_c):
+        matched = [rc for r, rc in zip(ref_t, ref_c) if _similar(t, r)]
+        counts["All"][1] += 1
+        counts["All"][0] += bool(matched)
+        for c in cats:
+            counts[c][1] += 1
+            counts[c][0] += any(c in rc for rc in matched)
+    row = []
+    for c in CATEGORIES:
+        tp, n_test, n_ref = counts[c]
+        fp, fn = n_test - tp, n_ref - tp
+        row.extend((*_f(tp, fp, fn, allow_nan=c != "All"), tp, fp, fn))
+    return np.array(row, dtype=float)
