@@ -5,7 +5,8 @@
 user cache folder and checks Java. The ``spice`` distance then
 
 1. looks every distinct (tokenized) caption up in its parse cache (``parses.sqlite``: each caption's
-   tuples, keyed by the exact text and the parser version, checksummed);
+   tuples and the WordNet synsets of their words, keyed by the exact text and the parser version,
+   checksummed);
 2. sends only the captions not found to pycocoevalcap's ``spice-1.0.jar`` parser (CoreNLP 3.6.0 +
    SPICE's dependency patterns), in shards over several JVMs where cores and memory allow
    (``_parse``); a run whose captions are all cached starts no JVM;
@@ -29,10 +30,10 @@ import numpy as np
 from capmetrics import Distance, Scores, Tokenizer, hookimpl
 from capmetrics.errors import MetricError
 from capmetrics.plugins.java import check_items, find_java, java_signature
-from capmetrics.plugins.spice._graph import CATEGORIES, FIELDS, Graph, build, evaluate
+from capmetrics.plugins.spice._graph import CATEGORIES, FIELDS, Graph, build, evaluate, synset_keys
 from capmetrics.plugins.spice._jar import command, details_arrays
 from capmetrics.plugins.spice._parse import default_jobs, parse_captions, parse_command
-from capmetrics.plugins.spice._parse_cache import Parse, ParseCache
+from capmetrics.plugins.spice._parse_cache import Entry, Parse, ParseCache
 from capmetrics.plugins.spice._resources import (
     CORENLP_JARS,
     SPICE_JAR_SHA256,
@@ -105,8 +106,9 @@ class Spice(Distance):
         joined = dict(zip([*candidates, *flat], self.tokenizer.tokenize_joined([*candidates, *flat])))
         tests = [joined[c] for c in candidates]
         refs = [tuple(joined[r] for r in rs) for rs in references]
-        parses = self.parses(list(dict.fromkeys([*tests, *(r for rs in refs for r in rs)])), tests, refs)
-        synsets = _memo_synsets()
+        entries = self.entries(list(dict.fromkeys([*tests, *(r for rs in refs for r in rs)])), tests, refs)
+        parses = {t: e["tuples"] for t, e in entries.items()}
+        synsets = _synset_table(entries.values())
         test_graphs: dict[str, Graph] = {}
         ref_graphs: dict[tuple[str, ...], Graph] = {}
         rows, ties = [], []
@@ -122,8 +124,9 @@ class Spice(Distance):
         values = details["All"]["f"].copy()
         return Scores(values, float(np.mean(values)), details)
 
-    def parses(self, texts: list[str], tests: Sequence[str], refs: Sequence[Sequence[str]]) -> dict[str, Parse]:
-        """Every text's tuples: from the parse cache, else parsed by the jar's parser (then cached)."""
+    def entries(self, texts: list[str], tests: Sequence[str], refs: Sequence[Sequence[str]]) -> dict[str, Entry]:
+        """Every text's tuples and synsets: from the parse cache, else parsed by the jar's parser
+        (and then cached, one transaction per finished shard)."""
         store = parse_cache() if self.cache else None
         found = store.get_many(texts) if store is not None else {}
         todo = [t for t in texts if t not in found]
@@ -133,9 +136,14 @@ class Spice(Distance):
             def command_for(threads: int, in_file: Path, out_file: Path) -> list[str]:
                 return parse_command(java, corenlp, self.memory, threads, in_file, out_file)
 
+            def keep(parsed: dict[str, Parse]) -> None:
+                fresh = {t: {"tuples": p, "synsets": _synsets_of(p)} for t, p in parsed.items()}
+                if store is not None:
+                    store.put_many(fresh)
+                found.update(fresh)
+
             try:
-                found.update(parse_captions(todo, command_for, self.jobs or default_jobs(len(todo)), self.timeout,
-                                            store.put_many if store is not None else lambda parsed: None))
+                parse_captions(todo, command_for, self.jobs or default_jobs(len(todo)), self.timeout, keep)
             except MetricError as err:
                 raise MetricError(f"{err} (in {_items_with(todo, tests, refs)})") from None
         return found
@@ -151,16 +159,24 @@ def _items_with(texts: Sequence[str], tests: Sequence[str], refs: Sequence[Seque
     return f"item(s) {items[:10]}{' ...' if len(items) > 10 else ''}"
 
 
-def _memo_synsets() -> Callable[[str], frozenset[int]]:
-    """Meteor 1.5's synsets of a word (SPICE's concept synsets), memoised for one run."""
+def _synsets_of(parse: Parse) -> dict[str, list[int]]:
+    """The WordNet synsets (Meteor 1.5's synonym data) of every concept word of a caption's tuples."""
     from capmetrics.plugins.meteor.wordnet import word_synsets
 
-    memo: dict[str, frozenset[int]] = {}
+    return {key: sorted(word_synsets(key)) for key in sorted(synset_keys(parse))}
 
-    def synsets(word: str) -> frozenset[int]:
-        found = memo.get(word)
+
+def _synset_table(entries: Any) -> Callable[[str], frozenset[int]]:
+    """Looks a concept's synsets up in the cached entries of a run's captions."""
+    table: dict[str, list[int]] = {}
+    for entry in entries:
+        table.update(entry["synsets"])
+    frozen: dict[str, frozenset[int]] = {}
+
+    def synsets(key: str) -> frozenset[int]:
+        found = frozen.get(key)
         if found is None:
-            found = memo[word] = word_synsets(word)
+            found = frozen[key] = frozenset(table[key])
         return found
 
     return synsets

@@ -29,6 +29,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -55,14 +56,41 @@ _LEADING_BE = re.compile(r"^be ")
 _JAVA_SPACE = "".join(chr(c) for c in range(33))
 
 
+def lookup_key(word: str) -> str:
+    """The form a word or phrase is looked up in WordNet by (Java-trimmed, lower case, ``_`` for spaces)."""
+    return word.strip(_JAVA_SPACE).lower().replace(" ", "_")
+
+
+def relation_word(relation: str) -> str:
+    """A relation's concept word: without a leading ``be `` (``be on`` -> ``on``)."""
+    return _LEADING_BE.sub("", relation)
+
+
+def synset_keys(tuples: Tuples) -> set[str]:
+    """The lookup keys of every concept a caption's tuples make (what its synsets are needed for)."""
+    keys = set()
+    for t in tuples:
+        words = [t[0], t[1], relation_word(t[2])] if len(t) == 3 else t
+        keys.update(lookup_key(w) for w in words)
+    return keys
+
+
 class Concept:
     """A set of words and their synsets (SPICE's SemanticConcept)."""
 
-    __slots__ = ("words", "synsets")
+    __slots__ = ("words", "synsets", "_features")
 
     def __init__(self, word: str, synsets: frozenset[int]) -> None:
         self.words = {word}
         self.synsets = set(synsets)
+        self._features: frozenset[str | int] | None = None
+
+    def features(self) -> frozenset[str | int]:
+        """Words and synsets in one set (strings never equal numbers): two concepts are similar
+        exactly when their features intersect. Taken once the graph is complete."""
+        if self._features is None:
+            self._features = frozenset(self.words) | frozenset(self.synsets)
+        return self._features
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Concept) and self.words == other.words and self.synsets == other.synsets
@@ -75,10 +103,10 @@ class Concept:
     def similarity(self, other: Concept) -> float:
         if not self.words.isdisjoint(other.words):
             return 1.0
-        union = len(self.synsets | other.synsets)
-        if union == 0:
-            return math.nan  # Java's 0f/0f: never greater than anything
-        return float(np.float32(len(self.synsets & other.synsets)) / np.float32(union))
+        common = len(self.synsets & other.synsets)
+        if common == 0:
+            return 0.0 if self.synsets or other.synsets else math.nan  # Java's 0f/0f: never greater
+        return float(np.float32(common) / np.float32(len(self.synsets | other.synsets)))
 
     def merge(self, other: Concept) -> None:
         self.words |= other.words
@@ -110,9 +138,10 @@ class Graph:
         self.nodes: list[Node] = []
         self.edges: list[Edge] = []
         self.ties = 0
+        self.prepared: Any = None  # see prepare(); set once the graph is complete
 
     def concept(self, word: str) -> Concept:
-        return Concept(word, self.synsets(word.strip(_JAVA_SPACE).lower().replace(" ", "_")))
+        return Concept(word, self.synsets(lookup_key(word)))
 
     def add(self, tuple_: Sequence[str]) -> None:
         """Add one parsed tuple (1: object, 2: object + attribute, 3: subject, object, relation)."""
@@ -123,12 +152,12 @@ class Graph:
         elif len(tuple_) == 3:
             source = self.node(tuple_[0])
             target = self.node(tuple_[1])
-            self.add_relation(source, target, self.concept(_LEADING_BE.sub("", tuple_[2])))
+            self.add_relation(source, target, self.concept(relation_word(tuple_[2])))
 
     def node(self, word: str) -> Node:
         """The node ``word`` belongs to: equal object, else merged into the most similar, else new."""
         concept = self.concept(word)
-        equal = [n for n in self.nodes if n.object == concept]
+        equal = [n for n in self.nodes if n.object.words == concept.words and n.object == concept]
         if equal:
             self.ties += len(equal) > 1
             return equal[0]
@@ -205,10 +234,6 @@ def _category(t: tuple[Concept, ...]) -> tuple[str, ...]:
     return ("Attribute", *extra)
 
 
-def _similar(a: tuple[Concept, ...], b: tuple[Concept, ...]) -> bool:
-    return len(a) == len(b) and all(x.similar(y) for x, y in zip(a, b))
-
-
 def _f(tp: int, fp: int, fn: int, allow_nan: bool) -> tuple[float, float, float]:
     """SPICE's precision, recall and F1 (``Evaluation.calcFScore``)."""
     ref_n, test_n = fn + tp, fp + tp
@@ -220,24 +245,45 @@ def _f(tp: int, fp: int, fn: int, allow_nan: bool) -> tuple[float, float, float]
     return pr, re_, f
 
 
+Prepared = tuple[list[tuple[tuple[frozenset, ...], tuple[str, ...]]], dict[int, list], dict[str, int]]
+
+
+def prepare(graph: Graph) -> Prepared:
+    """A finished graph's tuples as (features, categories), also grouped by length, and the number
+    of tuples per category; computed once per graph (a reference graph serves many candidates)."""
+    if graph.prepared is None:
+        rows = [(tuple(c.features() for c in t), _category(t)) for t in graph.tuples()]
+        by_size: dict[int, list] = {1: [], 2: [], 3: []}
+        sizes = dict.fromkeys(CATEGORIES, 0)
+        for features, cats in rows:
+            by_size[len(features)].append((features, cats))
+            sizes["All"] += 1
+            for c in cats:
+                sizes[c] += 1
+        graph.prepared = (rows, by_size, sizes)
+    return graph.prepared
+
+
 def evaluate(test: Graph, ref: Graph) -> np.ndarray:
     """One item's row: ``FIELDS`` of each of ``CATEGORIES`` (as ``_jar.to_row`` reads the jar's output)."""
-    test_t, ref_t = test.tuples(), ref.tuples()
-    test_c, ref_c = [_category(t) for t in test_t], [_category(r) for r in ref_t]
-    counts = {c: [0, 0, 0] for c in CATEGORIES}  # tp, |test|, |ref|
-    for cats in ref_c:
-        for c in ("All", *cats):
-            counts[c][2] += 1
-    for t, cats in zip(test_t, test_c):
-        matched = [rc for r, rc in zip(ref_t, ref_c) if _similar(t, r)]
-        counts["All"][1] += 1
-        counts["All"][0] += bool(matched)
-        for c in cats:
-            counts[c][1] += 1
-            counts[c][0] += any(c in rc for rc in matched)
+    test_rows, _, test_sizes = prepare(test)
+    _, ref_by_size, ref_sizes = prepare(ref)
+    tp = dict.fromkeys(CATEGORIES, 0)
+    for f, cats in test_rows:
+        refs = ref_by_size[len(f)]
+        if len(f) == 1:
+            matched = [rc for (g, rc) in refs if not f[0].isdisjoint(g[0])]
+        elif len(f) == 2:
+            matched = [rc for (g, rc) in refs if not f[0].isdisjoint(g[0]) and not f[1].isdisjoint(g[1])]
+        else:
+            matched = [rc for (g, rc) in refs if not f[0].isdisjoint(g[0]) and not f[1].isdisjoint(g[1])
+                       and not f[2].isdisjoint(g[2])]
+        if matched:
+            tp["All"] += 1
+            for c in cats:
+                tp[c] += any(c in rc for rc in matched)
     row = []
     for c in CATEGORIES:
-        tp, n_test, n_ref = counts[c]
-        fp, fn = n_test - tp, n_ref - tp
-        row.extend((*_f(tp, fp, fn, allow_nan=c != "All"), tp, fp, fn))
+        fp, fn = test_sizes[c] - tp[c], ref_sizes[c] - tp[c]
+        row.extend((*_f(tp[c], fp, fn, allow_nan=c != "All"), tp[c], fp, fn))
     return np.array(row, dtype=float)

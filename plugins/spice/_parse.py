@@ -22,7 +22,7 @@ from pathlib import Path
 from capmetrics.errors import MetricError
 from capmetrics.plugins.java import LOCALE_OPTIONS, java_env
 from capmetrics.plugins.spice._jar import classpath
-from capmetrics.plugins.spice._parse_cache import Parse
+from capmetrics.plugins.spice._parse_cache import Parse, valid_parse
 from capmetrics.plugins.spice._resources import java_options
 
 HELPER_CLASS = "CapmetricsSpiceParse"
@@ -65,7 +65,8 @@ def read_lines(out_file: Path, texts: Sequence[str]) -> dict[str, Parse]:
     for line in out_file.read_text(encoding="utf-8").split("\n"):
         try:
             entry = json.loads(line)
-            found[texts[int(entry["i"])]] = entry["t"]
+            if valid_parse(entry["t"]):
+                found[texts[int(entry["i"])]] = entry["t"]
         except (ValueError, KeyError, IndexError, TypeError):
             continue  # the unfinished last line of a killed JVM
     return found

@@ -6,6 +6,7 @@ pycocoevalcap's Spice cannot run here otherwise: it downloads CoreNLP) against c
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from capmetrics.compat import pycocoevalcap as compat
 from capmetrics.errors import MetricError
@@ -39,7 +40,7 @@ class _JarSpice:
         order = sorted(gts)
         average, scores = coco_spice([res[i][0] for i in order], [gts[i] for i in order],
                                      find_corenlp()[0].parent, find_js_engine()[0])
-        return average, scores
+        return np.float64(average), scores  # pycocoevalcap's np.mean
 
     def method(self) -> str:
         return "SPICE"

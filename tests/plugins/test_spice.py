@@ -133,18 +133,21 @@ def test_output_parsing_and_details() -> None:
 
 def test_parse_cache_round_trip_and_corrupt_rows(tmp_path) -> None:  # type: ignore[no-untyped-def]
     store = ParseCache(tmp_path / "p.sqlite", "v1")
-    parses = {"a dog": [["dog"]], "a red car": [["car", "red"], ["car"]], "": []}
-    store.put_many(parses)
-    assert store.get_many(["absent", "a dog", "a red car", ""]) == parses
+    entries = {"a dog": {"tuples": [["dog"]], "synsets": {"dog": [1, 2]}},
+               "a red car": {"tuples": [["car", "red"], ["car"]], "synsets": {"car": [3], "red": []}},
+               "": {"tuples": [], "synsets": {}}}
+    store.put_many(entries)
+    assert store.get_many(["absent", "a dog", "a red car", ""]) == entries
     assert ParseCache(tmp_path / "p.sqlite", "v2").get_many(["a dog"]) == {}  # another parser version
     assert store.get_many(["a dog "]) == {}  # the exact text is the key
     with sqlite3.connect(tmp_path / "p.sqlite") as db:  # change one byte behind the cache's back
-        db.execute("UPDATE parses SET value = ? WHERE value = ?", (b'[["cat"]]', b'[["dog"]]'))
-    assert sorted(store.get_many(parses)) == ["", "a red car"]  # the corrupt entry is not used ...
+        value = next(v for (v,) in db.execute("SELECT value FROM parses") if b"dog" in v)
+        db.execute("UPDATE parses SET value = ? WHERE value = ?", (value.replace(b"dog", b"cat"), value))
+    assert sorted(store.get_many(entries)) == ["", "a red car"]  # the corrupt entry is not used ...
     with sqlite3.connect(tmp_path / "p.sqlite") as db:  # ... and was deleted, to be parsed again
         assert db.execute("SELECT count(*) FROM parses").fetchone()[0] == 2
-    with pytest.raises(ValueError, match="the parse of 'x' is not a list of 1-3 word tuples"):
-        store.put_many({"x": [["a", "b", "c", "d"]]})
+    with pytest.raises(ValueError, match="the cache entry of 'x' is not tuples of 1-3 words and synsets"):
+        store.put_many({"x": {"tuples": [["a", "b", "c", "d"]], "synsets": {}}})
 
 
 def _fake_parser(tmp_path: Path, monkeypatch) -> list[list[str]]:  # type: ignore[no-untyped-def]
@@ -165,7 +168,7 @@ def _fake_parser(tmp_path: Path, monkeypatch) -> list[list[str]]:  # type: ignor
 
 def test_only_new_captions_are_parsed(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(spice, "_memo_synsets", lambda: lambda word: frozenset())
+    monkeypatch.setattr(spice, "_synsets_of", lambda parse: {k: [] for k in spice.synset_keys(parse)})
     sent = _fake_parser(tmp_path, monkeypatch)
     metric = spice.Spice()
     first = metric.score(["A dog.", "a cat", "A dog."], [["a dog runs"], ["a cat"], ["a dog runs"]])
