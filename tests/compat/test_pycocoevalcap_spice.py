@@ -19,7 +19,7 @@ def _spice_problem() -> str | None:
     from capmetrics.plugins.spice import _resources
 
     try:
-        problems = _resources.check()
+        problems = _resources.check(original_jar=True)
     except MetricError as err:
         return str(err)
     return "; ".join(map(str, problems)) or None
