@@ -89,8 +89,19 @@ def phase(name: str, root: str, n: int | None, jobs: int | None, jar_cache: str 
         average, details = out.corpus, out.details
         ties = int((out.details["ties"] > 0).sum())
     seconds = time.perf_counter() - start
+    sensitive: list[int] = []
+    if name == "warm":  # the other way of breaking merge ties: which items does it change?
+        import numpy as np
+
+        other = Spice(last_in_ties=True).score(cands, refs).details
+        changed = np.zeros(len(cands), dtype=bool)
+        for c in details:
+            if c != "ties":
+                for f in FIELDS3:
+                    changed |= ~((details[c][f] == other[c][f]) | (np.isnan(details[c][f]) & np.isnan(other[c][f])))
+        sensitive = np.flatnonzero(changed).tolist()
     values = {c: {f: details[c][f].tolist() for f in FIELDS3} for c in details if c != "ties"}
-    return {"seconds": seconds, "average": average, "values": values, "ties": ties,
+    return {"seconds": seconds, "average": average, "values": values, "ties": ties, "sensitive": sensitive,
             "rss_self_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "rss_jvm_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
 
@@ -172,6 +183,9 @@ def main() -> None:
         report(name, r)
     ours = results["warm"] if args.full else results["cold"]
     same, total, differ = compare(results["reference"]["values"], ours["values"])
+    sensitive = results["warm"]["sensitive"]
+    print(f"items whose values change when merge ties are broken the other way: {len(sensitive)} {sensitive[:20]}; "
+          f"of them differing from the jar: {len(set(sensitive) & set(differ))}")
     print(f"parity with the jar: {same}/{total} items equal in every category's P/R/F"
           + (f"; differing items: {differ[:20]}" if differ else "")
           + f"; mean {ours['average']!r} vs {results['reference']['average']!r}")

@@ -67,6 +67,8 @@ class Spice(Distance):
         timeout: seconds the parsing of one run's new captions may take.
         cache: reuse (and store) each caption's parse in the user cache folder.
         jobs: parsing JVMs run side by side (default: one per two cores, as memory allows).
+        last_in_ties: break scene-graph merge ties by the last candidate instead of the first
+            (the jar breaks them by Java hash order; comparing both shows which items depend on it).
     """
 
     name = "spice"
@@ -83,6 +85,7 @@ class Spice(Distance):
         timeout: float = 7200.0,
         cache: bool = True,
         jobs: int | None = None,
+        last_in_ties: bool = False,
     ) -> None:
         if jobs is not None and jobs < 1:
             raise MetricError(f"spice: jobs must be at least 1, got {jobs}")
@@ -93,6 +96,7 @@ class Spice(Distance):
         self.timeout = timeout
         self.cache = cache
         self.jobs = jobs
+        self.last_in_ties = last_in_ties
 
     def command(self, input_file: str, output_file: str) -> list[str]:
         """The original jar's command line that scores ``input_file`` into ``output_file`` (the reference)."""
@@ -114,9 +118,9 @@ class Spice(Distance):
         rows, ties = [], []
         for test, ref in zip(tests, refs):
             if test not in test_graphs:
-                test_graphs[test] = build([parses[test]], synsets)
+                test_graphs[test] = build([parses[test]], synsets, self.last_in_ties)
             if ref not in ref_graphs:
-                ref_graphs[ref] = build([parses[r] for r in ref], synsets)
+                ref_graphs[ref] = build([parses[r] for r in ref], synsets, self.last_in_ties)
             rows.append(evaluate(test_graphs[test], ref_graphs[ref]))
             ties.append(test_graphs[test].ties + ref_graphs[ref].ties)
         details: dict[str, Any] = details_arrays(np.stack(rows))

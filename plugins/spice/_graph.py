@@ -133,8 +133,9 @@ class Edge:
 class Graph:
     """One scene graph built from tuples in order; ``synsets(word)`` gives a word's WordNet synsets."""
 
-    def __init__(self, synsets: Callable[[str], frozenset[int]]) -> None:
+    def __init__(self, synsets: Callable[[str], frozenset[int]], last_in_ties: bool = False) -> None:
         self.synsets = synsets
+        self.pick = -1 if last_in_ties else 0  # which of several equally good candidates a tie takes
         self.nodes: list[Node] = []
         self.edges: list[Edge] = []
         self.ties = 0
@@ -160,7 +161,7 @@ class Graph:
         equal = [n for n in self.nodes if n.object.words == concept.words and n.object == concept]
         if equal:
             self.ties += len(equal) > 1
-            return equal[0]
+            return equal[self.pick]
         best, chosen = 0.0, []
         for n in self.nodes:
             value = concept.similarity(n.object)
@@ -170,8 +171,8 @@ class Graph:
                 chosen.append(n)
         if chosen:
             self.ties += len(chosen) > 1
-            chosen[0].object.merge(concept)
-            return chosen[0]
+            chosen[self.pick].object.merge(concept)
+            return chosen[self.pick]
         self.nodes.append(Node(concept))
         return self.nodes[-1]
 
@@ -181,7 +182,7 @@ class Graph:
         similar = [a for a in node.attributes if concept.similar(a)]
         if similar:
             self.ties += len(similar) > 1
-            similar[0].merge(concept)
+            similar[self.pick].merge(concept)
         else:
             node.attributes.append(concept)
 
@@ -192,7 +193,7 @@ class Graph:
         similar = [e for e in same_ends if concept.similar(e.relation)]
         if similar:
             self.ties += len(similar) > 1
-            similar[0].relation.merge(concept)
+            similar[self.pick].relation.merge(concept)
         else:
             self.edges.append(Edge(source, target, concept))
 
@@ -212,9 +213,10 @@ class Graph:
         return sum(a == b for i, a in enumerate(objects) for b in objects[i + 1:])
 
 
-def build(parses: Sequence[Tuples], synsets: Callable[[str], frozenset[int]]) -> Graph:
-    """The scene graph of one or more captions' tuples, added in order (SPICE's merged references)."""
-    graph = Graph(synsets)
+def build(parses: Sequence[Tuples], synsets: Callable[[str], frozenset[int]], last_in_ties: bool = False) -> Graph:
+    """The scene graph of one or more captions' tuples, added in order (SPICE's merged references);
+    a tie takes the first candidate in insertion order (the last with ``last_in_ties``)."""
+    graph = Graph(synsets, last_in_ties)
     for tuples in parses:
         for tuple_ in tuples:
             graph.add(tuple_)

@@ -38,6 +38,8 @@ def test_objects_merge_into_the_most_similar_node() -> None:
 def test_a_tie_is_counted_and_kept_in_insertion_order() -> None:
     graph = build([[["a"], ["b"], ["c"]]], synsets)  # c: Jaccard 1/2 with both a and b
     assert words(graph) == [{"a", "c"}, {"b"}] and graph.ties == 1
+    graph = build([[["a"], ["b"], ["c"]]], synsets, last_in_ties=True)
+    assert words(graph) == [{"a"}, {"b", "c"}] and graph.ties == 1
 
 
 def test_attributes_and_relations_merge_when_similar_and_drop_when_equal() -> None:
