@@ -81,7 +81,9 @@ def phase(name: str, root: str, n: int | None, jobs: int | None, jar_cache: str 
     else:
         from capmetrics.plugins.spice import Spice
 
-        if name == "partial":  # 10 % of the candidates replaced by unseen ones
+        if name == "partial" and n is None:  # every 10th candidate made new (a word added)
+            cands = [f"{c} outside" if i % 10 == 0 else c for i, c in enumerate(cands)]
+        elif name == "partial":  # 10 % of the candidates replaced by unseen ones
             new_c, _ = items(root, n, shift=1)
             k = max(1, len(cands) // 10)
             cands = new_c[:k] + cands[k:]
@@ -90,7 +92,7 @@ def phase(name: str, root: str, n: int | None, jobs: int | None, jar_cache: str 
         ties = int((out.details["ties"] > 0).sum())
     seconds = time.perf_counter() - start
     sensitive: list[int] = []
-    if name == "warm":  # the other way of breaking merge ties: which items does it change?
+    if name == "ties":  # the other way of breaking merge ties: which items does it change?
         import numpy as np
 
         other = Spice(last_in_ties=True).score(cands, refs).details
@@ -159,6 +161,8 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="every Expert item; warm capmetrics vs the jar")
     parser.add_argument("--jobs", type=int, help="parsing JVMs side by side (default: capmetrics' choice)")
     parser.add_argument("--jar-cache", help="the jar's parse cache folder (LMDB) for the reference run")
+    parser.add_argument("--partial", action="store_true", help="with --full: also time a run with every 10th "
+                        "candidate new (a word added; parsed into a copy of the parse cache)")
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     args = parser.parse_args()
     n = None if args.full else args.n
@@ -174,22 +178,36 @@ def main() -> None:
     if args.full:
         results["reference"] = run_phase("reference", args, None)
         results["warm"] = run_phase("warm", args, None)
+        ties = run_phase("ties", args, None)
+        if args.partial:
+            import shutil
+
+            from capmetrics.plugins.spice import parse_cache
+
+            with tempfile.TemporaryDirectory() as cache:  # a copy, so the user's cache stays as it was
+                target = Path(cache) / "capmetrics" / "spice"
+                target.mkdir(parents=True)
+                shutil.copyfile(parse_cache().path, target / "parses.sqlite")
+                results["partial"] = run_phase("partial", args, cache)
     else:
         with tempfile.TemporaryDirectory() as ref_cache, tempfile.TemporaryDirectory() as cache:
             results["reference"] = run_phase("reference", args, ref_cache)
             for name in ("cold", "warm", "partial"):
                 results[name] = run_phase(name, args, cache)
+            ties = run_phase("ties", args, cache)
     for name, r in results.items():
         report(name, r)
     ours = results["warm"] if args.full else results["cold"]
     same, total, differ = compare(results["reference"]["values"], ours["values"])
-    sensitive = results["warm"]["sensitive"]
+    sensitive = ties["sensitive"]
     print(f"items whose values change when merge ties are broken the other way: {len(sensitive)} {sensitive[:20]}; "
           f"of them differing from the jar: {len(set(sensitive) & set(differ))}")
     print(f"parity with the jar: {same}/{total} items equal in every category's P/R/F"
           + (f"; differing items: {differ[:20]}" if differ else "")
           + f"; mean {ours['average']!r} vs {results['reference']['average']!r}")
     if args.full:
+        if "partial" in results:
+            print(f"10 % new candidates: {results['partial']['process_seconds']:.1f} s whole process")
         print(f"Kendall tau-c: capmetrics {tau_c(args.root, ours['values']['All']['f']):.3f}, "
               f"jar {tau_c(args.root, results['reference']['values']['All']['f']):.3f} (published 44.9)")
         return
