@@ -21,7 +21,7 @@ category's P/R/F, the items whose scene graphs met a merge tie, and Kendall tau-
 
 Usage:
 
-    nice python benchmarks/bench_spice.py [--n 100] [--jobs J] [--root /path/to/flickr8k]
+    nice python benchmarks/bench_spice.py [--n 100] [--cf] [--jobs J] [--root /path/to/flickr8k]
     nice python benchmarks/bench_spice.py --full --jar-cache DIR
 """
 
@@ -41,11 +41,14 @@ ROOT = Path(__file__).resolve().parents[1]
 FIELDS3 = ("pr", "re", "f")
 
 
-def items(root: str, n: int | None, shift: int = 0) -> tuple[list[str], list[list[str]]]:
-    """Every ``len/n``-th Flickr8k-Expert item, starting at ``shift`` (all items when ``n`` is None)."""
-    from capmetrics.data.flickr8k import load_expert
+DATA = os.environ.get("BENCH_SPICE_DATA", "expert")  # or "cf": Flickr8k-CF
 
-    dataset, _ = load_expert(root)
+
+def items(root: str, n: int | None, shift: int = 0) -> tuple[list[str], list[list[str]]]:
+    """Every ``len/n``-th Flickr8k-Expert (or -CF) item, starting at ``shift`` (all items when ``n`` is None)."""
+    from capmetrics.data.flickr8k import load_crowdflower, load_expert
+
+    dataset, _ = (load_crowdflower if DATA == "cf" else load_expert)(root)
     if n is None:
         chosen = list(dataset)
     else:
@@ -163,16 +166,22 @@ def main() -> None:
     parser.add_argument("--jar-cache", help="the jar's parse cache folder (LMDB) for the reference run")
     parser.add_argument("--partial", action="store_true", help="with --full: also time a run with every 10th "
                         "candidate new (a word added; parsed into a copy of the parse cache)")
+    parser.add_argument("--cf", action="store_true", help="Flickr8k-CF instead of Flickr8k-Expert (subset mode)")
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     args = parser.parse_args()
     n = None if args.full else args.n
+    if args.cf and args.full:
+        parser.error("--full is Flickr8k-Expert only (Flickr8k-CF: subsets with --n)")
+    if args.cf:
+        os.environ["BENCH_SPICE_DATA"] = "cf"  # the phases' processes inherit it
+        globals()["DATA"] = "cf"
     if args.phase:
         print(json.dumps(phase(args.phase, args.root, n, args.jobs, args.jar_cache)))
         return
     from capmetrics.plugins.spice._resources import corenlp_home
 
     os.environ.setdefault("CAPMETRICS_CORENLP_DIR", str(corenlp_home()))  # the tmp caches have no jars
-    print(f"Flickr8k-Expert, {'all' if args.full else args.n} items, {os.cpu_count()} cores, "
+    print(f"Flickr8k-{'CF' if args.cf else 'Expert'}, {'all' if args.full else args.n} items, {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.1f}")
     results = {}
     if args.full:
