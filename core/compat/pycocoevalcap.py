@@ -224,8 +224,11 @@ def spice_available() -> bool:
     """Whether the metric registered as ``spice`` can run here (its jars and Java are present)."""
     try:
         spice = _component("spice")
+        check = getattr(spice, "check_resources", None)
         command = getattr(spice, "command", None)
-        if command is not None:
+        if check is not None:
+            check()
+        elif command is not None:
             command("input.json", "output.json")
     except CapmetricsError:
         return False

@@ -98,6 +98,13 @@ class Spice(Distance):
         self.jobs = jobs
         self.last_in_ties = last_in_ties
 
+    def check_resources(self) -> None:
+        """Raise :class:`MetricError` naming what is missing to parse captions (pycocoevalcap's
+        jar, CoreNLP 3.6.0, Java); no JavaScript engine is needed."""
+        spice_dir()
+        find_corenlp(self.corenlp)
+        find_java(self.java)
+
     def command(self, input_file: str, output_file: str) -> list[str]:
         """The original jar's command line that scores ``input_file`` into ``output_file`` (the reference)."""
         return command(find_java(self.java), find_corenlp(self.corenlp), self.memory, input_file, output_file)

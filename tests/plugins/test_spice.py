@@ -317,3 +317,19 @@ def test_check_names_each_missing_resource(tmp_path, monkeypatch) -> None:  # ty
     assert "JavaScript engine" in last.what and "librhino-java" in last.fix
     monkeypatch.setattr(_resources, "java_version", lambda path: "11.0.2")
     assert not any("JavaScript" in p.what for p in _resources.check(corenlp=str(tmp_path), original_jar=True))
+
+
+def test_drop_in_sees_spice_without_a_javascript_engine(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from capmetrics.compat import pycocoevalcap as compat
+
+    monkeypatch.setattr(_resources, "find_js_engine", list)
+    monkeypatch.setattr(spice, "spice_dir", lambda: tmp_path)
+    monkeypatch.setattr(spice, "find_java", lambda java=None: "java")
+    monkeypatch.setattr(spice, "find_corenlp", lambda corenlp=None: [])
+    assert compat.spice_available()
+
+    def missing(corenlp=None):  # type: ignore[no-untyped-def]
+        raise MetricError("spice needs Stanford CoreNLP 3.6.0")
+
+    monkeypatch.setattr(spice, "find_corenlp", missing)
+    assert not compat.spice_available()
