@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 from capmetrics.errors import MetricError
 from capmetrics.plugins import spice
-from capmetrics.plugins.spice import _jar, _resources
-from capmetrics.plugins.spice import _parse
+from capmetrics.plugins.spice import _jar, _parse, _resources
 from capmetrics.plugins.spice._graph import CATEGORIES, FIELDS
 from capmetrics.plugins.spice._jar import details_arrays, scores_by_id, to_row
 from capmetrics.plugins.spice._parse_cache import ParseCache
@@ -311,7 +310,7 @@ def test_check_names_each_missing_resource(tmp_path, monkeypatch) -> None:  # ty
     assert [p.what for p in _resources.check(corenlp=str(tmp_path))][-1] == "spice needs a Java runtime (8 or newer)"
     monkeypatch.setattr(_resources, "find_java", lambda java=None: "/usr/bin/java")
     monkeypatch.setattr(_resources, "java_version", lambda path: "21.0.1")
-    monkeypatch.setattr(_resources, "find_js_engine", lambda: [])
+    monkeypatch.setattr(_resources, "find_js_engine", list)
     assert not any("JavaScript" in p.what for p in _resources.check(corenlp=str(tmp_path)))  # spice needs none
     last = _resources.check(corenlp=str(tmp_path), original_jar=True)[-1]
     assert "JavaScript engine" in last.what and "librhino-java" in last.fix
