@@ -1,6 +1,8 @@
-"""SPICE: the command line on Java 17, the per-item result cache, output parsing, registration, and
-(when ``capmetrics setup spice`` has run) 40 Flickr8k-Expert items + 2 edge cases against
-pycocoevalcap's own flow with the original jar (tests/data/spice/expert40.json)."""
+"""SPICE: the jar's command lines on Java 17, the per-caption parse cache, the sharded parser (a
+killed JVM retried, a failing caption named), only new captions parsed, output parsing,
+registration, and (when ``capmetrics setup spice`` has run) 40 Flickr8k-Expert items + 2 edge
+cases, parsed cold, against pycocoevalcap's own flow with the original jar
+(tests/data/spice/expert40.json), then warm without a JVM."""
 
 from __future__ import annotations
 
