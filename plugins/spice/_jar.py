@@ -1,4 +1,7 @@
-"""Running pycocoevalcap's original ``spice-1.0.jar`` on today's Java and reading its output.
+"""Running pycocoevalcap's original ``spice-1.0.jar`` scorer on today's Java and reading its output.
+
+``spice`` itself runs only the jar's parser (``_parse``); the scorer is the reference that the
+tests, ``benchmarks/bench_spice.py`` and the pycocoevalcap comparisons run it against.
 
 The command is the jar's main class with ``spice-1.0.jar``, the CoreNLP 3.6.0 jars, the rest of
 pycocoevalcap's ``spice/lib`` and (Java 15+) a JavaScript engine on the class path, the

@@ -2,8 +2,9 @@
 
 SPICE 1.0 needs: pycocoevalcap's ``spice-1.0.jar`` and ``lib/`` (installed with
 ``capmetrics[coco]``), Stanford CoreNLP 3.6.0's two jars (GPL; installed into the user cache
-folder by ``capmetrics setup spice``), a Java runtime, and on Java 15 and newer a javax.script
-JavaScript engine (Rhino: Debian's ``librhino-java``), which the jar uses to write its output.
+folder by ``capmetrics setup spice``) and a Java runtime. Only the jar's scorer, which capmetrics
+runs for comparisons, also needs on Java 15 and newer a javax.script JavaScript engine (Rhino:
+Debian's ``librhino-java``) to write its output; ``spice`` runs only the jar's parser.
 Every check returns a :class:`Problem` naming what is missing and the command that fixes it.
 """
 
