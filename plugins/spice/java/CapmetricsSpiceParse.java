@@ -8,6 +8,10 @@
 // from; each is written as one JSON line {"i": index, "t": tuples}, flushed after every chunk, so
 // a killed run keeps the finished chunks. With LMDB_DIR the jar's own parse cache is read and filled.
 // Nothing is scored here: capmetrics builds the scene graphs and matches the tuples in Python.
+//
+// Built (the .class next to this file) from the repository root with
+//   javac --release 8 -cp "<pycocoevalcap>/spice/spice-1.0.jar:<pycocoevalcap>/spice/lib/*" -d plugins/spice/java \
+//         plugins/spice/java/CapmetricsSpiceParse.java
 
 import java.io.BufferedWriter;
 import java.io.FileReader;
