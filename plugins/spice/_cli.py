@@ -66,6 +66,7 @@ def _copy_js(jars: list[Path]) -> None:
 def _report(problems: list[Any]) -> list[str]:
     from capmetrics.plugins.java import find_java, java_version
     from capmetrics.plugins.spice._resources import (
+        JS_FIX,
         RHINO_FROM,
         find_corenlp,
         find_js_engine,
@@ -80,8 +81,9 @@ def _report(problems: list[Any]) -> list[str]:
     try:
         java = find_java()
         lines.append(f"Java: {java} ({java_version(java)})")
-        if java_major(java_version(java)) >= RHINO_FROM and find_js_engine():
-            lines.append(f"JavaScript engine: {', '.join(map(str, find_js_engine()))}")
+        if java_major(java_version(java)) >= RHINO_FROM:
+            engine = ", ".join(map(str, find_js_engine())) or f"none (optional: {JS_FIX})"
+            lines.append(f"JavaScript engine, only to run the original jar's scorer for comparison: {engine}")
     except CapmetricsError:
         pass
     lines += [f"missing: {p}" for p in problems]

