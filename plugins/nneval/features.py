@@ -24,6 +24,7 @@ FEATURE_EXTRAS: dict[str, tuple[tuple[str, str], ...]] = {
     "wmd": (("ot", "embeddings"), ("gensim", "embeddings")),
     "wembsim": (("gensim", "embeddings"),),
     "embedding-cosine": (("torch", "torch"), ("sentence_transformers", "torch")),
+    "bertscore": (("torch", "torch"), ("transformers", "bertscore")),
 }
 
 

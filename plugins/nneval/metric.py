@@ -14,7 +14,7 @@ class NNEvalMetric(Distance):
 
     Args:
         model: a shipped model (``flickr8k-paper``, the default: the paper's features;
-            ``flickr8k-embeddings``: adds ROUGE-L, CIDEr, WEmbSim and MiniLM embedding cosine)
+            ``flickr8k-embeddings``: adds ROUGE-L, CIDEr, WEmbSim, MiniLM embedding cosine and BERTScore)
             or the folder of a model written by ``capmetrics nneval train`` (or ``NNEval.save``).
     """
 
