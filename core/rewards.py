@@ -26,28 +26,49 @@ import numpy as np
 from capmetrics.component import Distance, Tokenizer
 from capmetrics.errors import MetricError
 
-__all__ = ["BleuReward", "CiderDReward", "Reward", "decode", "self_critical"]
+__all__ = ["BleuReward", "CiderDReward", "Reward", "decode", "self_critical", "vocab_array"]
 
 
 def _is_torch(x: Any) -> bool:
     return type(x).__module__.startswith("torch")
 
 
-def decode(sequences: Any, vocab: Sequence[str] | Mapping[int, str], end_id: int | None = 0) -> list[str]:
+def vocab_array(vocab: Sequence[str] | Mapping[int, str] | np.ndarray) -> np.ndarray:
+    """The words of a vocabulary (a list, an id -> word dict, or such an array already) as an
+    object array indexed by id."""
+    if isinstance(vocab, np.ndarray) and vocab.dtype == object:
+        return vocab
+    if isinstance(vocab, Mapping):
+        words = np.full(max(map(int, vocab), default=-1) + 1, "", dtype=object)
+        for i, w in vocab.items():
+            words[int(i)] = w
+        return words
+    return np.asarray(list(vocab), dtype=object)
+
+
+def decode(sequences: Any, vocab: Sequence[str] | Mapping[int, str] | np.ndarray, end_id: int | None = 0) -> list[str]:
     """Token-id sequences (a 2-D array/tensor or a list of sequences) to space-joined words,
     each cut at its first ``end_id`` (None: no end token)."""
     if _is_torch(sequences):
         sequences = sequences.detach().cpu().numpy()
-    if isinstance(vocab, Mapping):
-        size = max(map(int, vocab), default=-1) + 1
-        words = np.full(size, "", dtype=object)
-        for i, w in vocab.items():
-            words[int(i)] = w
-    else:
-        words = np.asarray(list(vocab), dtype=object)
-    rows = [np.asarray(s, dtype=np.int64).ravel() for s in sequences]
+    words = vocab_array(vocab)
+    if isinstance(sequences, np.ndarray) and sequences.ndim == 2:  # a padded batch: one pass
+        ids = sequences.astype(np.int64, copy=False)
+        lengths = np.full(len(ids), ids.shape[1])
+        if end_id is not None:
+            ends = ids == end_id
+            lengths = np.where(ends.any(axis=1), ends.argmax(axis=1), lengths)
+        used = np.arange(ids.shape[1]) < lengths[:, None]
+        bad = used & ((ids < 0) | (ids >= len(words)))
+        if bad.any():
+            n = int(np.flatnonzero(bad.any(axis=1))[0])
+            raise MetricError(f"sequence {n} has token ids outside the vocabulary of {len(words)} words")
+        if not len(words):
+            return [""] * len(ids)
+        rows = words[np.where(used, ids, 0)].tolist()
+        return [" ".join(row[:k]) for row, k in zip(rows, lengths.tolist())]
     out = []
-    for n, row in enumerate(rows):
+    for n, row in enumerate(np.asarray(s, dtype=np.int64).ravel() for s in sequences):
         if end_id is not None:
             stop = np.flatnonzero(row == end_id)
             row = row[: stop[0]] if len(stop) else row
@@ -92,6 +113,7 @@ class Reward:
             assert isinstance(built, Distance)
             self.metric = built
         self.vocab, self.end_id = vocab, end_id
+        self._words = None if vocab is None else vocab_array(vocab)  # built once, not per batch
 
     def texts(self, sequences: Any, what: str = "candidates") -> list[str]:
         """Strings as they are; token-id sequences decoded with ``vocab``."""
@@ -99,7 +121,7 @@ class Reward:
             return list(sequences)
         if self.vocab is None:
             raise MetricError(f"{what} are token ids; pass vocab=<id -> word> to the reward")
-        return decode(sequences, self.vocab, self.end_id)
+        return decode(sequences, self._words, self.end_id)
 
     def references_for(self, n: int, references: Sequence[Sequence[Any]]) -> list[list[str]]:
         """One reference list per candidate: ``references`` as given, or each image's list

@@ -139,3 +139,15 @@ def test_bad_input_is_one_clear_error(df_file: Path) -> None:
         CiderDReward(df_file.with_name("missing.json"))
     with pytest.raises(MetricError, match="token ids outside the vocabulary of 2 words"):
         decode([[1, 5]], ["<end>", "a"])
+
+
+def test_a_padded_batch_decodes_as_its_rows_do() -> None:
+    vocab = {0: "<end>", 1: "a", 2: "dog", 3: "runs", 5: "far"}
+    ids = np.array([[1, 2, 3, 0, 2], [2, 3, 5, 1, 2], [0, 0, 0, 0, 0], [3, 0, 9, 9, 9]])
+    rows = [list(r) for r in ids]  # the row-by-row path
+    assert decode(ids, vocab) == decode(rows, vocab) == ["a dog runs", "dog runs far a dog", "", "runs"]
+    assert decode(ids[:3], vocab, end_id=None) == ["a dog runs <end> dog", "dog runs far a dog",
+                                                   "<end> <end> <end> <end> <end>"]
+    with pytest.raises(MetricError, match="sequence 1 has token ids outside the vocabulary of 6 words"):
+        decode(np.array([[1, 0, 7], [1, 7, 0]]), vocab)  # the 7 after an end is never read
+    assert decode(np.zeros((2, 3), dtype=np.int64), []) == ["", ""]
