@@ -153,6 +153,10 @@ class _EmbeddingStatistic(PermutationStatistic):
             sig["embedder"] = DEFAULT_EMBEDDER
         return sig
 
+    def for_workers(self) -> _EmbeddingStatistic:
+        """A copy without the embedder: workers get embeddings, never a model."""
+        return self.without("embedder")  # type: ignore[return-value]
+
     def fit(self, references: Sequence[Sequence[str]]) -> _EmbeddingStatistic:
         embedder = self.resolved_embedder()
         if hasattr(embedder, "fit"):
