@@ -88,19 +88,19 @@ _SHARED: dict[str, Any] = {}
 Chunk = tuple[range, list[Any]]
 
 
-def _run_chunk(function: Callable[[Any, list[Any]], list[Any]], shared: Any, items: list[Any]) -> list[Any]:
+def _run_chunk(function: Callable[[Any, list[Any]], Any], shared: Any, items: list[Any], per_item: bool = True) -> Any:
     out = function(shared, items)
-    if len(out) != len(items):
+    if per_item and len(out) != len(items):
         raise ExecutorError(f"a task returned {len(out)} results for {len(items)} items")
     return out
 
 
-def _set_process_shared(function: Callable[[Any, list[Any]], list[Any]], shared: Any) -> None:
-    _SHARED["function"], _SHARED["shared"] = function, shared
+def _set_process_shared(function: Callable[[Any, list[Any]], Any], shared: Any, per_item: bool) -> None:
+    _SHARED["function"], _SHARED["shared"], _SHARED["per_item"] = function, shared, per_item
 
 
-def _run_process_chunk(items: Sequence[Any]) -> list[Any]:
-    return _run_chunk(_SHARED["function"], _SHARED["shared"], items)
+def _run_process_chunk(items: list[Any]) -> Any:
+    return _run_chunk(_SHARED["function"], _SHARED["shared"], items, _SHARED["per_item"])
 
 
 def map_chunks(function: Callable[[T, list[Any]], list[R]], shared: T, items: Sequence[Any],
@@ -129,32 +129,42 @@ def map_stream(function: Callable[[T, list[Any]], list[R]], shared: T, chunks: I
         ExecutorError: the pool or cluster failed, naming the executor and the items that were
             running; no partial results are returned.
     """
+    return [r for part in iter_stream(function, shared, chunks, executor) for r in part]
+
+
+def iter_stream(function: Callable[[T, list[Any]], Any], shared: T, chunks: Iterable[Chunk],
+                executor: Executor | None = None, per_item: bool = True) -> Iterator[Any]:
+    """``function(shared, chunk)`` of every chunk, yielded in chunk order as they finish (the
+    caller can fold them as they come). ``per_item``: the function returns one result per item
+    of its chunk (checked); otherwise one object per chunk."""
     executor = executor or Executor()
     stream = iter(chunks)
     if executor.kind == "serial":
-        return [r for span, chunk in stream for r in _run_chunk(function, shared, chunk)]
+        for _, chunk in stream:
+            yield _run_chunk(function, shared, chunk, per_item)
+        return
     first = next(stream, None)  # produced before any worker starts (see _process_context)
     if first is None:
-        return []
+        return
     stream = itertools.chain([first], stream)
     if executor.kind == "processes":
-        return _map_processes(function, shared, stream, executor)
-    return _map_dask(function, shared, stream, executor)
+        yield from _map_processes(function, shared, stream, executor, per_item)
+    else:
+        yield from _map_dask(function, shared, stream, executor, per_item)
 
 
-def _in_order(submit: Callable[[list[Any]], Any], result: Callable[[Any], list[Any]], chunks: Iterator[Chunk],
+def _in_order(submit: Callable[[list[Any]], Any], result: Callable[[Any], Any], chunks: Iterator[Chunk],
               window: int, failed: Callable[[BaseException, range], ExecutorError | None],
-              succeeded: Callable[[Any], bool]) -> list[Any]:
-    """Submit chunks with at most ``window`` in flight; collect their results in order.
+              succeeded: Callable[[Any], bool]) -> Iterator[Any]:
+    """Submit chunks with at most ``window`` in flight; yield their results in order.
     ``failed(error, items)`` turns an executor failure into the error to raise (None: re-raise),
     ``items`` spanning the chunks in flight that had not succeeded."""
-    out: list[Any] = []
     pending: collections.deque[tuple[range, Any]] = collections.deque()
 
-    def collect() -> None:
+    def collect() -> Any:
         span, future = pending.popleft()
         try:
-            out.extend(result(future))
+            return result(future)
         except BaseException as err:
             unfinished = [s for s, f in pending if not succeeded(f)]
             error = failed(err, range(span.start, unfinished[-1].stop if unfinished else span.stop))
@@ -165,10 +175,9 @@ def _in_order(submit: Callable[[list[Any]], Any], result: Callable[[Any], list[A
     for span, chunk in chunks:
         pending.append((span, submit(chunk)))
         if len(pending) >= window:
-            collect()
+            yield collect()
     while pending:
-        collect()
-    return out
+        yield collect()
 
 
 def _items_text(items: range) -> str:
@@ -186,8 +195,8 @@ def _process_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context(method)
 
 
-def _map_processes(function: Callable[[Any, list[Any]], list[Any]], shared: Any, chunks: Iterator[Chunk],
-                   executor: Executor) -> list[Any]:
+def _map_processes(function: Callable[[Any, list[Any]], Any], shared: Any, chunks: Iterator[Chunk],
+                   executor: Executor, per_item: bool) -> Iterator[Any]:
     def failed(err: BaseException, running: range) -> ExecutorError | None:
         if isinstance(err, BrokenProcessPool):
             return ExecutorError(f"the processes executor ({executor.jobs} jobs) lost a worker process (killed "
@@ -196,9 +205,9 @@ def _map_processes(function: Callable[[Any, list[Any]], list[Any]], shared: Any,
         return None
 
     with ProcessPoolExecutor(max_workers=executor.jobs, mp_context=_process_context(),
-                             initializer=_set_process_shared, initargs=(function, shared)) as pool:
+                             initializer=_set_process_shared, initargs=(function, shared, per_item)) as pool:
         try:
-            return _in_order(lambda chunk: pool.submit(_run_process_chunk, chunk), lambda f: f.result(),
+            yield from _in_order(lambda chunk: pool.submit(_run_process_chunk, chunk), lambda f: f.result(),
                              chunks, 2 * executor.jobs + 2, failed,
                              lambda f: f.done() and not f.cancelled() and f.exception() is None)
         except BaseException:
@@ -222,8 +231,8 @@ def _dask_client(executor: Executor) -> tuple[Any, Any]:
     return Client(cluster), cluster
 
 
-def _map_dask(function: Callable[[Any, list[Any]], list[Any]], shared: Any, chunks: Iterator[Chunk],
-              executor: Executor) -> list[Any]:
+def _map_dask(function: Callable[[Any, list[Any]], Any], shared: Any, chunks: Iterator[Chunk],
+              executor: Executor, per_item: bool) -> Iterator[Any]:
     client, cluster = _dask_client(executor)
     where = f"the Dask executor ({executor.address or f'LocalCluster of {executor.jobs} workers'})"
     try:
@@ -240,7 +249,8 @@ def _map_dask(function: Callable[[Any, list[Any]], list[Any]], shared: Any, chun
 
         shared_future = client.scatter(shared, broadcast=True)
         workers = max(1, len(client.scheduler_info().get("workers", {})) or executor.jobs)
-        return _in_order(lambda chunk: client.submit(_run_chunk, function, shared_future, chunk, pure=False),
+        yield from _in_order(lambda chunk: client.submit(_run_chunk, function, shared_future, chunk, per_item,
+                                                         pure=False),
                          lambda f: f.result(), chunks, 2 * workers + 2, failed, lambda f: f.status == "finished")
     finally:
         client.close()

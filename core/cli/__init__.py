@@ -7,7 +7,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -21,6 +21,9 @@ from capmetrics.errors import (
     UnknownComponentError,
     component_errors,
 )
+
+if TYPE_CHECKING:
+    from capmetrics.results import Results
 
 app = typer.Typer(
     name="capmetrics",
@@ -126,6 +129,11 @@ def score_cli(
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Local worker processes for multi-candidate statistics.")] = 1,
     executor: Annotated[Optional[str], typer.Option(help="serial, processes or dask.")] = None,
     scheduler: Annotated[Optional[str], typer.Option(help="Dask scheduler address (implies --executor dask).")] = None,
+    chunk_size: Annotated[Optional[int], typer.Option(
+        "--chunk-size",
+        help="Stream a JSONL file in chunks of this many lines (bounded memory, same values); JSONL files "
+             "over 256 MiB stream in chunks of 10,000 without it. Distances with a mergeable corpus value only.",
+    )] = None,
     sample_candidates: SampleC = None,
     sample_references: SampleR = None,
     sample_seed: SampleSeed = 0,
@@ -159,6 +167,18 @@ def score_cli(
         fail(err)
     try:
         run_on = Executor.from_options(executor, jobs, scheduler)
+        from capmetrics.streaming import score_file, should_stream
+
+        if results is None and should_stream(data, input_format, chunk_size):
+            if sample_candidates or sample_references:
+                raise SpecError("--sample-candidates/--sample-references need the whole dataset; "
+                                "they cannot be combined with streaming (--chunk-size or a JSONL over 256 MiB)")
+            with _progress(quiet) as progress:
+                res = score_file(data, specs, chunk_size=chunk_size, definitions=cfg.definitions, progress=progress,
+                                 executor=run_on, empty_candidates=empty_candidates,  # type: ignore[arg-type]
+                                 on_error="skip" if skip_invalid else "raise")
+            _emit(res, out, fmt, quiet)
+            return
         dataset = load_dataset(data, results, input_format, "skip" if skip_invalid else "raise",
                                empty_candidates)  # type: ignore[arg-type]
         if sample_candidates or sample_references:
@@ -166,10 +186,17 @@ def score_cli(
         with _progress(quiet) as progress:
             res = score(dataset, specs, definitions=cfg.definitions, progress=progress, executor=run_on,
                         empty_candidates=empty_candidates)  # type: ignore[arg-type]
+    except SpecError as err:
+        fail(err, 2)
     except DataError as err:
         fail(err)
     except CapmetricsError as err:
         fail(err)
+    _emit(res, out, fmt, quiet)
+
+
+def _emit(res: Results, out: Path | None, fmt: str, quiet: bool) -> None:
+    """Write the results to ``out`` (atomically, piece by piece) or print them."""
     if out:
         res.write(out, fmt)
         if not quiet:
