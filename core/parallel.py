@@ -303,6 +303,31 @@ def pooled_chunks(statistic: PermutationStatistic, items: Sequence[tuple[list[st
             yield range(start + span.start, start + span.stop), [block[i] for i in span]
 
 
+#: Items from which a statistic that fits in parts is fitted on the workers (fewer: in this process).
+FIT_IN_PARTS_MIN = 2_000
+
+
+def _fit_part(statistic: Any, references: list[list[str]]) -> Any:
+    return statistic.fit_state(references)
+
+
+def fit_statistic(statistic: Statistic, references: list[list[str]], executor: Executor) -> None:
+    """Fit ``statistic`` on every item's references: in parts on the workers (one part per job)
+    when it ``fits_in_parts`` and the executor is a local pool or a running Dask cluster (the
+    same fitted state as fitting whole), else here."""
+    fit = getattr(statistic, "fit", None)
+    if not callable(fit):
+        return
+    pooled = executor.kind == "processes" or (executor.kind == "dask" and executor.address)
+    if not (pooled and getattr(statistic, "fits_in_parts", False) and len(references) >= FIT_IN_PARTS_MIN):
+        fit(references)
+        return
+    size = -(-len(references) // executor.jobs)
+    parts = ((range(a, min(a + size, len(references))), references[a : a + size])
+             for a in range(0, len(references), size))
+    statistic.fit_states(list(iter_stream(_fit_part, statistic, parts, executor, per_item=False)))  # type: ignore[attr-defined]
+
+
 def compare_items(statistic: Statistic, items: Sequence[tuple[Sequence[str], Sequence[str]]],
                   executor: Executor | None = None) -> list[StatResult]:
     """Run ``statistic.compare(candidates, references)`` for every item on ``executor``.
@@ -314,10 +339,8 @@ def compare_items(statistic: Statistic, items: Sequence[tuple[Sequence[str], Seq
     statistic, so they never load torch or touch CUDA.
     """
     executor = executor or Executor()
-    fit = getattr(statistic, "fit", None)
-    if callable(fit):
-        fit([list(refs) for _, refs in items])
     lists = [(list(c), list(r)) for c, r in items]
+    fit_statistic(statistic, [r for _, r in lists], executor)
     if isinstance(statistic, PermutationStatistic) and statistic.pooled_in_parent:
         return map_stream(_compare_pooled_chunk, statistic.for_workers(), pooled_chunks(statistic, lists, executor),
                           executor)

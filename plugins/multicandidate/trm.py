@@ -25,6 +25,7 @@ from functools import lru_cache
 import numpy as np
 
 from capmetrics import Distance, MetricError
+from capmetrics.plugins.multicandidate.fitting import FitsDistance
 from capmetrics.plugins.ngram.counts import BatchDistance
 from capmetrics.permutation import (
     PermutationStatistic,
@@ -94,7 +95,7 @@ def q_statistic(counts: np.ndarray) -> np.ndarray:
     return np.abs(3.0 * counts - total[:, None]).sum(axis=1) / (3.0 * total)
 
 
-class TRM(PermutationStatistic):
+class TRM(FitsDistance, PermutationStatistic):
     """Triangle-rank metric over a distance: Q of Chan et al. (eq. 4), exact, with a p-value.
 
     Args:
@@ -116,10 +117,6 @@ class TRM(PermutationStatistic):
         self.p_value = p_value
         self.permutations = permutations
         self.seed = seed
-
-    def fit(self, references: Sequence[Sequence[str]]) -> TRM:
-        self.distance.fit(references)
-        return self
 
     @property
     def pooled_in_parent(self) -> bool:  # type: ignore[override]
