@@ -341,6 +341,9 @@ def compare_items(statistic: Statistic, items: Sequence[tuple[Sequence[str], Seq
     executor = executor or Executor()
     lists = [(list(c), list(r)) for c, r in items]
     fit_statistic(statistic, [r for _, r in lists], executor)
+    if isinstance(statistic, PermutationStatistic) and statistic.tests_in_parent:
+        with single_threaded_blas():
+            return [r for _, chunk in pooled_chunks(statistic, lists, executor) for r in statistic.compare_pooled(chunk)]
     if isinstance(statistic, PermutationStatistic) and statistic.pooled_in_parent:
         return map_stream(_compare_pooled_chunk, statistic.for_workers(), pooled_chunks(statistic, lists, executor),
                           executor)

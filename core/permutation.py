@@ -182,6 +182,8 @@ class PermutationStatistic(Statistic):
 
     #: Build the pooled matrices in the calling process (the workers never load a model).
     pooled_in_parent: bool = True
+    #: Run the permutation tests in the calling process too (e.g. torch kernels on its GPU).
+    tests_in_parent: bool = False
 
     higher_is_better: ClassVar[bool] = False
     #: Relative tolerance of the p-value's ≥ test.
