@@ -58,8 +58,8 @@ def frechet_of_splits_torch(z: np.ndarray, n: int, device: str) -> SplitStatisti
     gram = centred @ centred.T
     diag = torch.diagonal(gram)
     flat = gram.reshape(-1)
-    left = torch.as_tensor(helmert_basis(n).T, dtype=torch.float64, device=device)
-    right = torch.as_tensor(helmert_basis(m), dtype=torch.float64, device=device)
+    left = torch.tensor(helmert_basis(n).T, dtype=torch.float64, device=device)
+    right = torch.tensor(helmert_basis(m), dtype=torch.float64, device=device)
 
     def stat(masks: np.ndarray) -> np.ndarray:
         s = torch.tensor(masks, dtype=torch.float64, device=device)  # a copy: masks are read-only
