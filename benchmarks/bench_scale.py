@@ -50,13 +50,23 @@ def values(results) -> list[tuple[float, float | None]]:  # type: ignore[no-unty
     return [(r.value, r.p_value) for r in results]
 
 
+def cpu_seconds() -> tuple[float, float]:
+    """CPU seconds of this process and of its finished children so far."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+
 def bench_jobs(items: list, spec: str) -> float:
     cores = os.cpu_count() or 1
     counts = [1, 2] + [j for j in (4, 8, 16) if j <= cores]
     print(f"{spec}, {len(items)} items of 10 candidates + 5 references ({cores} cores)")
     base, rate2, reference = 0.0, 0.0, None
+    serial_cpu = 0.0
     for jobs in counts:
+        before = cpu_seconds()
         out, sec = timed(lambda: compare_items(compose(spec), items, Executor.from_options(jobs=jobs)))  # noqa: B023
+        main_cpu, workers_cpu = (a - b for a, b in zip(cpu_seconds(), before))
+        serial_cpu = serial_cpu or main_cpu
         got = values(out)
         reference = reference or got
         assert got == reference, f"--jobs {jobs} gave other values"
@@ -65,6 +75,9 @@ def bench_jobs(items: list, spec: str) -> float:
         rate2 = rate if jobs == 2 else rate2
         goal = " (target ≥ 1.70×)" if jobs == 2 else f" (goal ≥ {0.75 * jobs:.2f}×)" if jobs > 2 else ""
         print(f"  --jobs {jobs:2d}: {rate:8.1f} items/s  {rate / base:5.2f}×{goal}  [{load()}]")
+        if jobs > 1:  # what the CPU time implies for an idle box: main process, then the workers in parallel
+            print(f"             CPU: main {main_cpu:.1f} s + workers {workers_cpu:.1f} s (serial {serial_cpu:.1f} s) "
+                  f"-> {serial_cpu / (main_cpu + workers_cpu / jobs):.2f}× on an idle box")
     return rate2
 
 
