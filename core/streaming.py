@@ -27,7 +27,7 @@ from capmetrics.parallel import Executor, iter_stream
 from capmetrics.prepared import run_scope
 from capmetrics.registry.compose import METRIC_KINDS, compose
 from capmetrics.registry.spec import Spec
-from capmetrics.results import MetricResult, Results
+from capmetrics.results import Results
 
 #: JSONL inputs larger than this are streamed even without ``--chunk-size``.
 AUTO_STREAM_BYTES = 256 * 2**20
