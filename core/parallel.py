@@ -9,10 +9,13 @@ whole run: results are never returned partially.
 
 from __future__ import annotations
 
+import collections
+import itertools
 import multiprocessing
+import multiprocessing.context
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import CancelledError, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -23,6 +26,7 @@ import numpy as np
 
 from capmetrics.component import Statistic, StatResult
 from capmetrics.errors import CapmetricsError
+from capmetrics.permutation import PermutationStatistic, PooledItem, with_pooled
 
 if TYPE_CHECKING:
     from capmetrics.data.model import Dataset
@@ -80,21 +84,23 @@ class Executor:
 # workers
 # ------------------------------------------------------------------------------------------
 _SHARED: dict[str, Any] = {}
+#: A contiguous range of item positions with the task inputs of those items.
+Chunk = tuple[range, list[Any]]
 
 
-def _run_chunk(function: Callable[[Any, list[Any]], list[Any]], shared: Any, items: list[Any]) -> list[Any]:
+def _run_chunk(function: Callable[[Any, list[Any]], Any], shared: Any, items: list[Any], per_item: bool = True) -> Any:
     out = function(shared, items)
-    if len(out) != len(items):
+    if per_item and len(out) != len(items):
         raise ExecutorError(f"a task returned {len(out)} results for {len(items)} items")
     return out
 
 
-def _set_process_shared(function: Callable[[Any, list[Any]], list[Any]], shared: Any) -> None:
-    _SHARED["function"], _SHARED["shared"] = function, shared
+def _set_process_shared(function: Callable[[Any, list[Any]], Any], shared: Any, per_item: bool) -> None:
+    _SHARED["function"], _SHARED["shared"], _SHARED["per_item"] = function, shared, per_item
 
 
-def _run_process_chunk(items: Sequence[Any]) -> list[Any]:
-    return _run_chunk(_SHARED["function"], _SHARED["shared"], items)
+def _run_process_chunk(items: list[Any]) -> Any:
+    return _run_chunk(_SHARED["function"], _SHARED["shared"], items, _SHARED["per_item"])
 
 
 def map_chunks(function: Callable[[T, list[Any]], list[R]], shared: T, items: Sequence[Any],
@@ -109,31 +115,104 @@ def map_chunks(function: Callable[[T, list[Any]], list[R]], shared: T, items: Se
         ExecutorError: the pool or cluster failed; no partial results are returned.
     """
     executor = executor or Executor()
-    chunks = [[items[i] for i in r] for r in executor.chunks(len(items))]
-    if executor.kind == "serial" or not items:
-        parts = [_run_chunk(function, shared, chunk) for chunk in chunks]
-    elif executor.kind == "processes":
-        parts = _map_processes(function, shared, chunks, executor)
+    chunks = ((r, [items[i] for i in r]) for r in executor.chunks(len(items)))
+    return map_stream(function, shared, chunks, executor)
+
+
+def map_stream(function: Callable[[T, list[Any]], list[R]], shared: T, chunks: Iterable[Chunk],
+               executor: Executor | None = None) -> list[R]:
+    """:func:`map_chunks` over chunks produced lazily (e.g. embedded in this process block by
+    block while the workers test the previous block); at most a few chunks per worker wait in
+    flight, so the producer's memory stays bounded.
+
+    Raises:
+        ExecutorError: the pool or cluster failed, naming the executor and the items that were
+            running; no partial results are returned.
+    """
+    return [r for part in iter_stream(function, shared, chunks, executor) for r in part]
+
+
+def iter_stream(function: Callable[[T, list[Any]], Any], shared: T, chunks: Iterable[Chunk],
+                executor: Executor | None = None, per_item: bool = True) -> Iterator[Any]:
+    """``function(shared, chunk)`` of every chunk, yielded in chunk order as they finish (the
+    caller can fold them as they come). ``per_item``: the function returns one result per item
+    of its chunk (checked); otherwise one object per chunk."""
+    executor = executor or Executor()
+    stream = iter(chunks)
+    if executor.kind == "serial":
+        for _, chunk in stream:
+            yield _run_chunk(function, shared, chunk, per_item)
+        return
+    first = next(stream, None)  # produced before any worker starts (see _process_context)
+    if first is None:
+        return
+    stream = itertools.chain([first], stream)
+    if executor.kind == "processes":
+        yield from _map_processes(function, shared, stream, executor, per_item)
     else:
-        parts = _map_dask(function, shared, chunks, executor)
-    return [result for part in parts for result in part]
+        yield from _map_dask(function, shared, stream, executor, per_item)
 
 
-def _map_processes(function: Callable[[Any, list[Any]], list[Any]], shared: Any, chunks: list[list[Any]],
-                   executor: Executor) -> list[list[Any]]:
+def _in_order(submit: Callable[[list[Any]], Any], result: Callable[[Any], Any], chunks: Iterator[Chunk],
+              window: int, failed: Callable[[BaseException, range], ExecutorError | None],
+              succeeded: Callable[[Any], bool]) -> Iterator[Any]:
+    """Submit chunks with at most ``window`` in flight; yield their results in order.
+    ``failed(error, items)`` turns an executor failure into the error to raise (None: re-raise),
+    ``items`` spanning the chunks in flight that had not succeeded."""
+    pending: collections.deque[tuple[range, Any]] = collections.deque()
+
+    def collect() -> Any:
+        span, future = pending.popleft()
+        try:
+            return result(future)
+        except BaseException as err:
+            unfinished = [s for s, f in pending if not succeeded(f)]
+            error = failed(err, range(span.start, unfinished[-1].stop if unfinished else span.stop))
+            if error is None:
+                raise
+            raise error from err
+
+    for span, chunk in chunks:
+        pending.append((span, submit(chunk)))
+        if len(pending) >= window:
+            yield collect()
+    while pending:
+        yield collect()
+
+
+def _items_text(items: range) -> str:
+    return f"item {items.start}" if len(items) == 1 else f"items {items.start}-{items.stop - 1}"
+
+
+def _process_context() -> multiprocessing.context.BaseContext:
     # fork (Linux) hands ``shared`` to the workers without pickling it, but a process that has
-    # started torch's (or OpenMP's) threads cannot fork safely: the children can hang. Then the
-    # workers come from a fresh forkserver and get ``shared`` pickled.
+    # started torch's (or OpenMP's) threads cannot fork safely: the children can hang, and CUDA
+    # cannot be used in a forked child. Then the workers come from a fresh forkserver (which
+    # never imports torch) and get ``shared`` pickled. The first chunk is produced before this
+    # is decided, so an embedder that loads torch for it is seen here.
     forking_safe = sys.platform.startswith("linux") and "torch" not in sys.modules
     method = "fork" if forking_safe else "forkserver" if sys.platform.startswith("linux") else "spawn"
-    context = multiprocessing.get_context(method)
-    try:
-        with ProcessPoolExecutor(max_workers=executor.jobs, mp_context=context,
-                                 initializer=_set_process_shared, initargs=(function, shared)) as pool:
-            return list(pool.map(_run_process_chunk, chunks))
-    except BrokenProcessPool as err:
-        raise ExecutorError(f"a worker process died ({err}); the run was stopped and no results "
-                            "were kept") from err
+    return multiprocessing.get_context(method)
+
+
+def _map_processes(function: Callable[[Any, list[Any]], Any], shared: Any, chunks: Iterator[Chunk],
+                   executor: Executor, per_item: bool) -> Iterator[Any]:
+    def failed(err: BaseException, running: range) -> ExecutorError | None:
+        if isinstance(err, BrokenProcessPool):
+            return ExecutorError(f"the processes executor ({executor.jobs} jobs) lost a worker process (killed "
+                                 f"or crashed) while {_items_text(running)} were running or queued; the run was stopped "
+                                 "and no results were kept")
+        return None
+
+    with ProcessPoolExecutor(max_workers=executor.jobs, mp_context=_process_context(),
+                             initializer=_set_process_shared, initargs=(function, shared, per_item)) as pool:
+        try:
+            yield from _in_order(lambda chunk: pool.submit(_run_process_chunk, chunk), lambda f: f.result(),
+                             chunks, 2 * executor.jobs + 2, failed,
+                             lambda f: f.done() and not f.cancelled() and f.exception() is None)
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
 
 
 def _dask_client(executor: Executor) -> tuple[Any, Any]:
@@ -152,22 +231,27 @@ def _dask_client(executor: Executor) -> tuple[Any, Any]:
     return Client(cluster), cluster
 
 
-def _map_dask(function: Callable[[Any, list[Any]], list[Any]], shared: Any, chunks: list[list[Any]],
-              executor: Executor) -> list[list[Any]]:
+def _map_dask(function: Callable[[Any, list[Any]], Any], shared: Any, chunks: Iterator[Chunk],
+              executor: Executor, per_item: bool) -> Iterator[Any]:
     client, cluster = _dask_client(executor)
+    where = f"the Dask executor ({executor.address or f'LocalCluster of {executor.jobs} workers'})"
     try:
         from distributed import KilledWorker
 
+        def failed(err: BaseException, running: range) -> ExecutorError | None:
+            if isinstance(err, (KilledWorker, CancelledError)):
+                return ExecutorError(f"{where} lost a worker while {_items_text(running)} were running or queued "
+                                     f"({type(err).__name__}: {err}); the run was stopped and no results were kept")
+            if isinstance(err, (OSError, TimeoutError)):
+                return ExecutorError(f"lost the connection to the Dask scheduler while {_items_text(running)} "
+                                     f"were running: {err}")
+            return None
+
         shared_future = client.scatter(shared, broadcast=True)
-        futures = client.map(_run_chunk, [function] * len(chunks), [shared_future] * len(chunks), chunks,
-                             pure=False)
-        try:
-            return client.gather(futures)
-        except (KilledWorker, CancelledError) as err:
-            raise ExecutorError(f"Dask workers died while running a task ({type(err).__name__}: {err}); "
-                                "the run was stopped and no results were kept") from err
-        except (OSError, TimeoutError) as err:
-            raise ExecutorError(f"lost the connection to the Dask scheduler: {err}") from err
+        workers = max(1, len(client.scheduler_info().get("workers", {})) or executor.jobs)
+        yield from _in_order(lambda chunk: client.submit(_run_chunk, function, shared_future, chunk, per_item,
+                                                         pure=False),
+                         lambda f: f.result(), chunks, 2 * workers + 2, failed, lambda f: f.status == "finished")
     finally:
         client.close()
         if cluster is not None:
@@ -177,12 +261,22 @@ def _map_dask(function: Callable[[Any, list[Any]], list[Any]], shared: Any, chun
 # ------------------------------------------------------------------------------------------
 # statistics over items
 # ------------------------------------------------------------------------------------------
+#: Items whose pooled matrices (embeddings) the parent builds in one go for the workers; fixed,
+#: so that embedding batches, and with them the values, never depend on the executor.
+POOLED_BLOCK = 1024
+
+
 def _compare_chunk(statistic: Statistic, items: list[tuple[list[str], list[str]]]) -> list[StatResult]:
     many = getattr(statistic, "compare_many", None)
     with single_threaded_blas():
         if callable(many):
             return list(many(items))
         return [statistic.compare(c, r) for c, r in items]
+
+
+def _compare_pooled_chunk(statistic: PermutationStatistic, tasks: list[PooledItem]) -> list[StatResult]:
+    with single_threaded_blas():
+        return statistic.compare_pooled(tasks)
 
 
 @contextmanager
@@ -198,17 +292,62 @@ def single_threaded_blas() -> Iterator[None]:
         yield
 
 
+def pooled_chunks(statistic: PermutationStatistic, items: Sequence[tuple[list[str], list[str]]],
+                  executor: Executor) -> Iterator[Chunk]:
+    """The items with their pooled matrices, built here block by block (:data:`POOLED_BLOCK`
+    items per :meth:`~capmetrics.permutation.PermutationStatistic.pooled_many` call), cut into
+    the executor's chunks."""
+    for start in range(0, len(items), POOLED_BLOCK):
+        block = with_pooled(statistic, items[start : start + POOLED_BLOCK])
+        for span in executor.chunks(len(block)):
+            yield range(start + span.start, start + span.stop), [block[i] for i in span]
+
+
+#: Items from which a statistic that fits in parts is fitted on the workers (fewer: in this process).
+FIT_IN_PARTS_MIN = 2_000
+
+
+def _fit_part(statistic: Any, references: list[list[str]]) -> Any:
+    return statistic.fit_state(references)
+
+
+def fit_statistic(statistic: Statistic, references: list[list[str]], executor: Executor) -> None:
+    """Fit ``statistic`` on every item's references: in parts on the workers (one part per job)
+    when it ``fits_in_parts`` and the executor is a local pool or a running Dask cluster (the
+    same fitted state as fitting whole), else here."""
+    fit = getattr(statistic, "fit", None)
+    if not callable(fit):
+        return
+    pooled = executor.kind == "processes" or (executor.kind == "dask" and executor.address)
+    if not (pooled and getattr(statistic, "fits_in_parts", False) and len(references) >= FIT_IN_PARTS_MIN):
+        fit(references)
+        return
+    size = -(-len(references) // executor.jobs)
+    parts = ((range(a, min(a + size, len(references))), references[a : a + size])
+             for a in range(0, len(references), size))
+    statistic.fit_states(list(iter_stream(_fit_part, statistic, parts, executor, per_item=False)))  # type: ignore[attr-defined]
+
+
 def compare_items(statistic: Statistic, items: Sequence[tuple[Sequence[str], Sequence[str]]],
                   executor: Executor | None = None) -> list[StatResult]:
     """Run ``statistic.compare(candidates, references)`` for every item on ``executor``.
 
     The statistic is first fitted on all the items' references (e.g. CIDEr-D's document
-    frequencies), in this process, so every worker uses the same fitted state.
+    frequencies), in this process, so every worker uses the same fitted state. A permutation
+    statistic whose pooled matrices need a model (embeddings, anything on a GPU) builds them
+    here in large batches; the workers get only the matrices and a model-free copy of the
+    statistic, so they never load torch or touch CUDA.
     """
-    fit = getattr(statistic, "fit", None)
-    if callable(fit):
-        fit([list(refs) for _, refs in items])
-    return map_chunks(_compare_chunk, statistic, [(list(c), list(r)) for c, r in items], executor)
+    executor = executor or Executor()
+    lists = [(list(c), list(r)) for c, r in items]
+    fit_statistic(statistic, [r for _, r in lists], executor)
+    if isinstance(statistic, PermutationStatistic) and statistic.tests_in_parent:
+        with single_threaded_blas():
+            return [r for _, chunk in pooled_chunks(statistic, lists, executor) for r in statistic.compare_pooled(chunk)]
+    if isinstance(statistic, PermutationStatistic) and statistic.pooled_in_parent:
+        return map_stream(_compare_pooled_chunk, statistic.for_workers(), pooled_chunks(statistic, lists, executor),
+                          executor)
+    return map_chunks(_compare_chunk, statistic, lists, executor)
 
 
 def evaluate_statistic(component: Statistic, dataset: Dataset, name: str | None = None,

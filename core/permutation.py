@@ -14,6 +14,7 @@ not depend on the order of the items, on the process that computes it or on the 
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -171,7 +172,18 @@ class PermutationStatistic(Statistic):
     (the item's distance matrix or embeddings, computed once) and :meth:`split_statistic`; they
     may override :meth:`pooled_many` to compute many items' matrices in one batched call.
     Lower values mean closer sets (these are divergences).
+
+    How executors run it (:func:`capmetrics.parallel.compare_items`): with
+    :attr:`pooled_in_parent` (the default, for anything that needs a model or a GPU) the pooled
+    matrices are built in the calling process in large batches and the workers get only
+    :meth:`for_workers` (a copy without the model) and small numpy arrays; otherwise each
+    worker builds its items' matrices itself (cheap, model-free distances such as CIDEr-D).
     """
+
+    #: Build the pooled matrices in the calling process (the workers never load a model).
+    pooled_in_parent: bool = True
+    #: Run the permutation tests in the calling process too (e.g. torch kernels on its GPU).
+    tests_in_parent: bool = False
 
     higher_is_better: ClassVar[bool] = False
     #: Relative tolerance of the p-value's ≥ test.
@@ -195,6 +207,21 @@ class PermutationStatistic(Statistic):
             Undefined: with the reason, when the statistic is undefined for the item.
         """
         raise NotImplementedError
+
+    def for_workers(self) -> PermutationStatistic:
+        """What the workers get when the pooled matrices are built in the parent: enough to run
+        :meth:`compare_pooled`. The default is the statistic itself; statistics that hold a model
+        return a copy without it (see :meth:`without`)."""
+        return self
+
+    def without(self, *params: str) -> PermutationStatistic:
+        """A shallow copy with the parameters ``params`` set to None and cached state (attributes
+        starting with ``_``) dropped: cheap to send to a worker, never loads a model there."""
+        clone = copy.copy(self)
+        clone.__dict__ = {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+        for name in params:
+            setattr(clone, name, None)
+        return clone
 
     def fit(self, references: Sequence[Sequence[str]]) -> PermutationStatistic:
         """Fit the underlying distance or embedder on the corpus references (no-op by default)."""
@@ -229,26 +256,50 @@ class PermutationStatistic(Statistic):
 
     def compare_many(self, items: Sequence[tuple[Sequence[str], Sequence[str]]]) -> list[StatResult]:
         """:meth:`compare` for several items, with their pooled matrices built in one batch."""
-        results: list[StatResult | None] = [None] * len(items)
-        valid = []
-        for i, (c, r) in enumerate(items):
+        lists = [(list(c), list(r)) for c, r in items]
+        return self.compare_pooled(with_pooled(self, lists))
+
+    def compare_pooled(self, tasks: Sequence[PooledItem]) -> list[StatResult]:
+        """The results of items whose pooled matrices are given (None for an item whose sizes
+        make the statistic undefined); the part of :meth:`compare_many` that workers run."""
+        results: list[StatResult] = []
+        for c, r, pooled in tasks:
             try:
                 self._check_sizes(len(c), len(r))
-                valid.append(i)
-            except Undefined as err:
-                results[i] = undefined(str(err))
-        lists = [(list(items[i][0]), list(items[i][1])) for i in valid]
-        for i, (c, r), pooled in zip(valid, lists, self.pooled_many(lists)):
-            try:
+                if pooled is None:
+                    raise MetricError(f"{self.name}: no pooled matrix for an item of {len(c)} + {len(r)} texts")
                 null = self._test(pooled, c, r)
             except Undefined as err:
-                results[i] = undefined(str(err))
+                results.append(undefined(str(err)))
                 continue
             if math.isfinite(null.observed):
-                results[i] = StatResult(null.observed, null.p_value, null.details)
+                results.append(StatResult(null.observed, null.p_value, null.details))
             else:
-                results[i] = undefined(f"{self.name} is not finite ({null.observed}) for this item")
-        return results  # type: ignore[return-value]
+                results.append(undefined(f"{self.name} is not finite ({null.observed}) for this item"))
+        return results
+
+
+#: An item's candidates, references and pooled matrix (None where its sizes are undefined).
+PooledItem = tuple[list[str], list[str], "np.ndarray | None"]
+
+
+def with_pooled(statistic: PermutationStatistic, items: Sequence[tuple[list[str], list[str]]]) -> list[PooledItem]:
+    """``items`` with their pooled matrices, built in one :meth:`~PermutationStatistic.pooled_many`
+    call for the items of defined sizes."""
+    valid = []
+    for i, (c, r) in enumerate(items):
+        try:
+            statistic._check_sizes(len(c), len(r))
+            valid.append(i)
+        except Undefined:
+            pass
+    pooled: list[np.ndarray | None] = [None] * len(items)
+    matrices = statistic.pooled_many([items[i] for i in valid]) if valid else []
+    if len(matrices) != len(valid):
+        raise MetricError(f"{statistic.name}: pooled_many returned {len(matrices)} matrices for {len(valid)} items")
+    for i, matrix in zip(valid, matrices):
+        pooled[i] = matrix
+    return [(c, r, p) for (c, r), p in zip(items, pooled)]
 
 
 def require_finite(matrix: np.ndarray, what: str | Callable[[], str]) -> np.ndarray:

@@ -15,10 +15,12 @@ from __future__ import annotations
 import csv
 import html
 import io
+import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -81,17 +83,21 @@ class MetricResult:
         return (f"<b>{html.escape(self.name)}</b>" + _html_table(("", ""), rows)
                 + f"<small>per item: {shown}{more}</small>")
 
+    def item_entry(self, i: int) -> dict[str, Any]:
+        """Item ``i`` as written in JSON."""
+        entry: dict[str, Any] = {
+            "id": self.item_ids[i],
+            "value": _num(self.item_values[i]),
+            "candidates": [_num(v) for v in self.candidate_values[i]],
+        }
+        if self.p_values is not None:
+            entry["p_value"] = _num(self.p_values[i])
+        return entry
+
     def to_dict(self) -> dict[str, Any]:
-        items = []
-        for i, item_id in enumerate(self.item_ids):
-            entry: dict[str, Any] = {
-                "id": item_id,
-                "value": _num(self.item_values[i]),
-                "candidates": [_num(v) for v in self.candidate_values[i]],
-            }
-            if self.p_values is not None:
-                entry["p_value"] = _num(self.p_values[i])
-            items.append(entry)
+        return self._dict([self.item_entry(i) for i in range(len(self.item_ids))])
+
+    def _dict(self, items: list[dict[str, Any]]) -> dict[str, Any]:
         return {
             "name": self.name,
             "spec": self.spec,
@@ -189,6 +195,9 @@ class Results:
         return pd.DataFrame(columns)
 
     def to_dict(self) -> dict[str, Any]:
+        return {**self._header(), "metrics": [m.to_dict() for m in self.metrics]}
+
+    def _header(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
             "capmetrics": self.version,
@@ -199,17 +208,37 @@ class Results:
                 "skipped": [{"item": p.item, "line": p.line, "problem": p.message} for p in self.skipped],
                 "empty_candidates": [{"item": item, "candidate": j} for item, j in self.empty_candidates],
             },
-            "metrics": [m.to_dict() for m in self.metrics],
         }
 
     def to_json(self) -> str:
         """Strict JSON (numpy values as numbers and lists, NaN/±inf as null)."""
         return dumps(self.to_dict()) + "\n"
 
+    def write_json(self, handle: IO[str]) -> None:
+        """:meth:`to_json` written piece by piece: the same bytes, without the whole text (or
+        the whole dict of items) in memory."""
+        data = self.to_dict_without_items()
+        data["metrics"] = [{**m, "items": _LazyItems(metric)} for m, metric in zip(data["metrics"], self.metrics)]
+        encoder = json.JSONEncoder(indent=2, ensure_ascii=False, allow_nan=False)
+        for piece in encoder.iterencode(data):
+            handle.write(piece)
+        handle.write("\n")
+
+    def to_dict_without_items(self) -> dict[str, Any]:
+        """:meth:`to_dict` (strict JSON types) with empty item lists."""
+        out = jsonable(self._header())
+        out["metrics"] = [jsonable(m._dict([]), m.name) for m in self.metrics]
+        return out  # type: ignore[no-any-return]
+
     def to_csv(self) -> str:
         """Long format: one row per (metric, level, item, candidate)."""
         buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
+        self.write_csv(buf)
+        return buf.getvalue()
+
+    def write_csv(self, handle: IO[str]) -> None:
+        """:meth:`to_csv` written row by row."""
+        w = csv.writer(handle, lineterminator="\n")
         w.writerow(["metric", "level", "item", "candidate", "value", "p_value", "signature"])
         for m in self.metrics:
             sig = m.signature_string
@@ -219,7 +248,6 @@ class Results:
                 w.writerow([m.name, "item", item_id, "", _fmt(m.item_values[i]), p, sig])
                 for j, v in enumerate(m.candidate_values[i]):
                     w.writerow([m.name, "candidate", item_id, j, _fmt(v), "", sig])
-        return buf.getvalue()
 
     def to_table(self) -> str:
         """A plain-text table of corpus values with signatures (rich renders it on terminals)."""
@@ -256,9 +284,31 @@ class Results:
         """Write atomically; the format defaults to the file's suffix (json, csv, else table)."""
         path = Path(path)
         fmt = fmt or {".json": "json", ".csv": "csv"}.get(path.suffix, "table")
-        text = self.render(fmt)
+        if fmt not in OUTPUT_FORMATS:
+            raise ValueError(f"unknown output format {fmt!r}; use one of {', '.join(OUTPUT_FORMATS)}")
         with atomic_write(path) as handle:
-            handle.write(text)
+            if fmt == "json":
+                self.write_json(handle)
+            elif fmt == "csv":
+                self.write_csv(handle)
+            else:
+                handle.write(self.to_table())
+
+
+class _LazyItems(list):  # type: ignore[type-arg]
+    """A metric's JSON items, made one at a time as the (pure-Python, indenting) JSON encoder
+    iterates them; it is a list only so that the encoder writes it as one."""
+
+    def __init__(self, metric: MetricResult) -> None:
+        super().__init__()
+        self.metric = metric
+
+    def __len__(self) -> int:
+        return len(self.metric.item_ids)
+
+    def __iter__(self) -> Iterator[Any]:
+        return (jsonable(self.metric.item_entry(i), f"{self.metric.name}.items[{i}]")
+                for i in range(len(self.metric.item_ids)))
 
 
 def _float(x: float | None) -> float:

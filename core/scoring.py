@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from capmetrics.component import Component, Distance, Statistic
+from capmetrics.component import Component, Distance, Scores, Statistic
 from capmetrics.data.loaders import EMPTY_CANDIDATE_POLICIES, EmptyCandidates
 from capmetrics.data.model import Dataset, ItemId, Problem
 from capmetrics.errors import DataError, MetricError, component_errors
@@ -31,9 +31,13 @@ def _version(dist: str) -> str:
 
 def run_signature(component: Component, dataset: Dataset) -> dict[str, str]:
     """The component's signature plus what the run decides: reference counts and versions."""
+    return signature_with(component, {len(item.references) for item in dataset})
+
+
+def signature_with(component: Component, nrefs: set[int]) -> dict[str, str]:
+    """:func:`run_signature` from the set of the items' reference counts."""
     sig = component.signature()
-    nrefs = {len(item.references) for item in dataset}
-    sig["nrefs"] = str(nrefs.pop()) if len(nrefs) == 1 else "var"
+    sig["nrefs"] = str(next(iter(nrefs))) if len(nrefs) == 1 else "var"
     sig["capmetrics"] = _version("capmetrics")
     sig["numpy"] = np.__version__
     return sig
@@ -57,13 +61,13 @@ def _items_text(empties: Sequence[tuple[ItemId, int]], limit: int = 10) -> str:
     return shown + (f" and {len(empties) - limit} more" if len(empties) > limit else "")
 
 
-def check_empty_candidates(component: Component, dataset: Dataset) -> None:
-    """Raise a MetricError naming the items if ``dataset`` has empty candidates and
-    ``component`` (or a component it wraps) does not score them."""
+def check_empty_candidates(component: Component, dataset: Dataset | Sequence[tuple[ItemId, int]]) -> None:
+    """Raise a MetricError naming the items if ``dataset`` has empty candidates (or given the
+    list of them) and ``component`` (or a component it wraps) does not score them."""
     refusing = refuses_empty_candidates(component)
     if refusing is None:
         return
-    empties = dataset.empty_candidates()
+    empties = dataset.empty_candidates() if isinstance(dataset, Dataset) else dataset
     if empties:
         raise MetricError(
             f"{refusing.spec} does not score empty candidates, and {len(empties)} candidate(s) are empty or "
@@ -88,18 +92,31 @@ def _evaluate(component: Component, dataset: Dataset, name: str | None, executor
     ids = dataset.ids
     if isinstance(component, Distance):
         cands, refs, offsets = dataset.flat_pairs()
-        scores = component.score(cands, refs)
-        values = np.asarray(scores.values, dtype=float)
-        if values.shape != (len(cands),):
-            raise MetricError(f"{component.spec} returned {values.shape} values for {len(cands)} candidates")
-        per_item = [values[offsets[i] : offsets[i + 1]] for i in range(len(ids))]
-        item_values = np.array([v.mean() for v in per_item])
-        return MetricResult(name or component.spec, component.spec, component.kind,
-                            component.higher_is_better, float(scores.corpus), ids, item_values,
-                            per_item, run_signature(component, dataset), details=dict(scores.details))
+        return distance_result(component, name, component.score(cands, refs), ids, offsets,
+                               run_signature(component, dataset))
     if isinstance(component, Statistic):
         return evaluate_statistic(component, dataset, name, executor)
     raise MetricError(f"{component.spec} is a {component.kind}; only distances and statistics can score a dataset")
+
+
+def distance_result(component: Distance, name: str | None, scores: Scores, ids: list[ItemId],
+                    offsets: Sequence[int], signature: dict[str, str]) -> MetricResult:
+    """A distance's :class:`MetricResult` from its scores of every candidate (item ``i``'s
+    candidates are ``offsets[i]:offsets[i + 1]``)."""
+    values = np.asarray(scores.values, dtype=float)
+    if values.shape != (offsets[-1],):
+        raise MetricError(f"{component.spec} returned {values.shape} values for {offsets[-1]} candidates")
+    per_item = [values[offsets[i] : offsets[i + 1]] for i in range(len(ids))]
+    item_values = np.array([v.mean() for v in per_item])
+    return MetricResult(name or component.spec, component.spec, component.kind, component.higher_is_better,
+                        float(scores.corpus), ids, item_values, per_item, signature, details=dict(scores.details))
+
+
+def warn_empty_candidates(empties: Sequence[tuple[ItemId, int]]) -> None:
+    """The one warning of a run that scores empty candidates."""
+    if empties:
+        warnings.warn(f"{len(empties)} empty candidate(s) scored as each metric's value for an empty caption "
+                      f"(coco-caption's behaviour): item(s) {_items_text(empties)}", UserWarning, stacklevel=3)
 
 
 def score(
@@ -142,9 +159,7 @@ def score(
                          for item, j in empties], header=f"cannot score {dataset.source} (empty_candidates='error')")
     for _, component in built:
         check_empty_candidates(component, dataset)
-    if empties:
-        warnings.warn(f"{len(empties)} empty candidate(s) scored as each metric's value for an empty caption "
-                      f"(coco-caption's behaviour): item(s) {_items_text(empties)}", UserWarning, stacklevel=2)
+    warn_empty_candidates(empties)
     results = []
     with run_scope():  # tokens and other prepared data are computed once for all metrics
         for done, (name, component) in enumerate(built):

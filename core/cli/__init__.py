@@ -7,7 +7,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -21,6 +21,10 @@ from capmetrics.errors import (
     UnknownComponentError,
     component_errors,
 )
+
+if TYPE_CHECKING:
+    from capmetrics.config import Config
+    from capmetrics.results import Results
 
 app = typer.Typer(
     name="capmetrics",
@@ -123,20 +127,26 @@ def score_cli(
              "behaviour), counted with one warning; error: refuse them (with --skip-invalid: skip their items).",
     )] = "score",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Local worker processes for multi-candidate statistics.")] = 1,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Local worker processes for multi-candidate statistics and streamed chunks.")] = 1,
     executor: Annotated[Optional[str], typer.Option(help="serial, processes or dask.")] = None,
     scheduler: Annotated[Optional[str], typer.Option(help="Dask scheduler address (implies --executor dask).")] = None,
+    chunk_size: Annotated[Optional[int], typer.Option(
+        "--chunk-size",
+        help="Stream a JSONL file in chunks of this many lines (bounded memory, same values); JSONL files "
+             "over 256 MiB stream in chunks of 10,000 without it. Distances with a mergeable corpus value only.",
+    )] = None,
+    device: Annotated[str, typer.Option(
+        help="auto, cpu, cuda or cuda:N: where embedders without a device of their own run (auto: CUDA "
+             "when torch sees a GPU). Only the main process uses it; workers get arrays.",
+    )] = "auto",
     sample_candidates: SampleC = None,
     sample_references: SampleR = None,
     sample_seed: SampleSeed = 0,
 ) -> None:
     """Score a dataset with one or more metrics (default: coco-caption's set)."""
     from capmetrics.config import Config, load_config
-    from capmetrics.data.loaders import load_dataset
-    from capmetrics.parallel import Executor
     from capmetrics.results import OUTPUT_FORMATS
-    from capmetrics.sampling import sample_dataset
-    from capmetrics.scoring import DEFAULT_METRICS, score
+    from capmetrics.scoring import DEFAULT_METRICS
 
     try:
         cfg = load_config(config) if config else Config()
@@ -158,7 +168,40 @@ def score_cli(
     except CapmetricsError as err:
         fail(err)
     try:
+        from capmetrics.device import check_device, resolve_device, use_device
+
+        if check_device(device).startswith("cuda"):
+            resolve_device(device)  # asked for a GPU: fail now if torch cannot see it
+    except CapmetricsError as err:
+        fail(err, 2)
+    with use_device(device):
+        _score(data, specs, cfg, results, input_format, out, fmt, skip_invalid, empty_candidates, quiet, jobs,
+               executor, scheduler, chunk_size, sample_candidates, sample_references, sample_seed)
+
+
+def _score(data: Path, specs: list[str], cfg: Config, results: Path | None, input_format: str, out: Path | None,
+           fmt: str, skip_invalid: bool, empty_candidates: str, quiet: bool, jobs: int, executor: str | None,
+           scheduler: str | None, chunk_size: int | None, sample_candidates: int | None,
+           sample_references: int | None, sample_seed: int) -> None:
+    from capmetrics.data.loaders import load_dataset
+    from capmetrics.parallel import Executor
+    from capmetrics.sampling import sample_dataset
+    from capmetrics.scoring import score
+
+    try:
         run_on = Executor.from_options(executor, jobs, scheduler)
+        from capmetrics.streaming import score_file, should_stream
+
+        if results is None and should_stream(data, input_format, chunk_size):
+            if sample_candidates or sample_references:
+                raise SpecError("--sample-candidates/--sample-references need the whole dataset; "
+                                "they cannot be combined with streaming (--chunk-size or a JSONL over 256 MiB)")
+            with _progress(quiet) as progress:
+                res = score_file(data, specs, chunk_size=chunk_size, definitions=cfg.definitions, progress=progress,
+                                 executor=run_on, empty_candidates=empty_candidates,  # type: ignore[arg-type]
+                                 on_error="skip" if skip_invalid else "raise")
+            _emit(res, out, fmt, quiet)
+            return
         dataset = load_dataset(data, results, input_format, "skip" if skip_invalid else "raise",
                                empty_candidates)  # type: ignore[arg-type]
         if sample_candidates or sample_references:
@@ -166,10 +209,17 @@ def score_cli(
         with _progress(quiet) as progress:
             res = score(dataset, specs, definitions=cfg.definitions, progress=progress, executor=run_on,
                         empty_candidates=empty_candidates)  # type: ignore[arg-type]
+    except SpecError as err:
+        fail(err, 2)
     except DataError as err:
         fail(err)
     except CapmetricsError as err:
         fail(err)
+    _emit(res, out, fmt, quiet)
+
+
+def _emit(res: Results, out: Path | None, fmt: str, quiet: bool) -> None:
+    """Write the results to ``out`` (atomically, piece by piece) or print them."""
     if out:
         res.write(out, fmt)
         if not quiet:

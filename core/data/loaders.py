@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -172,6 +172,12 @@ def from_coco(
 
 def _from_records(records: list[tuple[int | None, Any]], source: str, on_error: OnError,
                   id_keys: tuple[str, ...], empty_candidates: EmptyCandidates = "score") -> Dataset:
+    return _collect(records, source, id_keys, empty_candidates).finish(on_error)
+
+
+def _collect(records: Iterable[tuple[int | None, Any]], source: str, id_keys: tuple[str, ...],
+             empty_candidates: EmptyCandidates = "score", seen: set[Any] | None = None) -> _Collector:
+    """Validate records into a collector; ``seen`` holds the ids of earlier parts of the file."""
     col = _Collector(source, empty_candidates)
     for line, rec in records:
         if not isinstance(rec, Mapping):
@@ -184,7 +190,7 @@ def _from_records(records: list[tuple[int | None, Any]], source: str, on_error: 
         item_id = rec[key]
         if not col.check_id(item_id, line):
             continue
-        if item_id in col.items:
+        if item_id in col.items or (seen is not None and item_id in seen):
             col.problem(item_id, "duplicate id", line)
             continue
         col.items[item_id] = {
@@ -194,7 +200,53 @@ def _from_records(records: list[tuple[int | None, Any]], source: str, on_error: 
         for role in ("references", "candidates"):
             if role not in rec:
                 col.problem(item_id, f"has no {role!r} field", line)
-    return col.finish(on_error)
+    return col
+
+
+def iter_jsonl(path: str | Path, chunk_size: int, empty_candidates: EmptyCandidates = "score",
+               seen: set[Any] | None = None) -> Iterator[Dataset]:
+    """A JSONL file as consecutive datasets of at most ``chunk_size`` lines, read lazily (the
+    whole file is never in memory). Each part holds its valid items; its ``skipped`` lists its
+    problems (as :func:`load_dataset` with ``on_error="skip"`` would; pass the same ``seen`` set
+    through a whole pass so that an id repeated in a later part is a duplicate)."""
+    source = str(path)
+    try:
+        handle = Path(path).open("rb")
+    except OSError as err:
+        raise DataError([Problem(source, None, f"cannot read: {err.strerror}")], header=f"cannot load {path}") from err
+    with handle:
+        records: list[tuple[int | None, Any]] = []
+        problems: list[Problem] = []
+        offset = 0
+        for n, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+            except UnicodeDecodeError as err:
+                raise DataError([Problem(source, None, f"invalid UTF-8 at byte {offset + err.start}", n)],
+                                header=f"cannot load {path}") from err
+            offset += len(raw)
+            if line.strip():
+                try:
+                    records.append((n, json.loads(line)))
+                except json.JSONDecodeError as err:
+                    problems.append(Problem(source, None, f"not valid JSON: {err.msg}", n))
+            if len(records) + len(problems) >= chunk_size:
+                yield _part(records, problems, source, empty_candidates, seen)
+                records, problems = [], []
+        if records or problems:
+            yield _part(records, problems, source, empty_candidates, seen)
+
+
+def _part(records: list[tuple[int | None, Any]], problems: list[Problem], source: str,
+          empty_candidates: EmptyCandidates, seen: set[Any] | None) -> Dataset:
+    col = _collect(records, source, ("id",), empty_candidates, seen)
+    if seen is not None:
+        seen.update(col.items)
+    problems += [p for p in col.problems if p.item is None]
+    col.problems = [p for p in col.problems if p.item is not None]
+    part = col.finish("skip")  # never raises: the problems without an item are set aside
+    part.skipped[:0] = problems
+    return part
 
 
 def load_dataset(

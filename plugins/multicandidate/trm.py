@@ -25,6 +25,7 @@ from functools import lru_cache
 import numpy as np
 
 from capmetrics import Distance, MetricError
+from capmetrics.plugins.multicandidate.fitting import FitsDistance
 from capmetrics.plugins.ngram.counts import BatchDistance
 from capmetrics.permutation import (
     PermutationStatistic,
@@ -94,7 +95,7 @@ def q_statistic(counts: np.ndarray) -> np.ndarray:
     return np.abs(3.0 * counts - total[:, None]).sum(axis=1) / (3.0 * total)
 
 
-class TRM(PermutationStatistic):
+class TRM(FitsDistance, PermutationStatistic):
     """Triangle-rank metric over a distance: Q of Chan et al. (eq. 4), exact, with a p-value.
 
     Args:
@@ -117,9 +118,21 @@ class TRM(PermutationStatistic):
         self.permutations = permutations
         self.seed = seed
 
-    def fit(self, references: Sequence[Sequence[str]]) -> TRM:
-        self.distance.fit(references)
-        return self
+    @property
+    def pooled_in_parent(self) -> bool:  # type: ignore[override]
+        """n-gram distances are cheap and model-free: each worker builds its own matrices
+        (that is most of TRM-CIDEr-D's time); any other distance runs in the parent."""
+        return not isinstance(self.distance, BatchDistance)
+
+    def for_workers(self) -> TRM:
+        clone = self.without("distance")
+        clone.distance_label = self.distance_name()
+        return clone  # type: ignore[return-value]
+
+    def distance_name(self) -> str:
+        """The distance's spec (kept as a label in the copies that workers get)."""
+        label = getattr(self, "distance_label", None)
+        return label if self.distance is None and label else self.distance.spec
 
     def pooled(self, candidates: list[str], references: list[str]) -> np.ndarray:
         pool = candidates + references
@@ -142,11 +155,11 @@ class TRM(PermutationStatistic):
     def split_statistic(self, pooled: np.ndarray, n: int) -> SplitStatistic:
         size = len(pooled)
         if pooled.shape != (size, size):
-            raise MetricError(f"{self.distance.spec}.pairwise returned shape {pooled.shape} for a "
+            raise MetricError(f"{self.distance_name()}.pairwise returned shape {pooled.shape} for a "
                               "square pool")
         off = pooled.copy()
         np.fill_diagonal(off, 0.0)
-        require_finite(off, lambda: f"the {self.distance.spec} distance matrix")
+        require_finite(off, lambda: f"the {self.distance_name()} distance matrix")
         counts = split_counts(round_ties(pooled))
         return lambda masks: q_statistic(counts(masks))
 

@@ -7,7 +7,8 @@ The corpus value comes from the summed statistics, not from the mean of the per-
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from capmetrics import Scores, Tokenizer
@@ -66,18 +67,38 @@ class Bleu(BatchDistance):
         return np.maximum(0, batch.cand_lengths[:, None] - np.arange(self.order)).astype(float)
 
     def score_batch(self, batch: Batch) -> Scores:
+        return self._scores_and_sums(batch)[0]
+
+    def _scores_and_sums(self, batch: Batch) -> tuple[Scores, np.ndarray]:
+        """The scores and the corpus sums (correct and guessed n-grams per order, test and
+        reference lengths) that the corpus value comes from."""
         testlen = batch.cand_lengths.astype(float)
         reflen = closest_reflen(batch).astype(float)
         correct, guess = self.matched(batch, per_slot=False), self.guesses(batch)
         by_order = bleu_values(correct, guess, testlen, reflen)
-        corpus = bleu_values(correct.sum(axis=0), guess.sum(axis=0), testlen.sum(), reflen.sum())
+        sums = np.concatenate([correct.sum(axis=0), guess.sum(axis=0), [testlen.sum(), reflen.sum()]])
+        return self._scores(by_order, sums), sums
+
+    def _scores(self, by_order: np.ndarray, sums: np.ndarray) -> Scores:
+        n = self.order
+        corpus = bleu_values(sums[:n], sums[n : 2 * n], sums[2 * n], sums[2 * n + 1])
         details = {
             "corpus_by_order": corpus.tolist(),
             "by_order": by_order,
-            "testlen": float(testlen.sum()),
-            "reflen": float(reflen.sum()),
+            "testlen": float(sums[2 * n]),
+            "reflen": float(sums[2 * n + 1]),
         }
         return Scores(by_order[:, -1], float(corpus[-1]), details)
+
+    def score_part(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> tuple[Scores, Any]:
+        if len(candidates) == 0:
+            return self.score(candidates, references), np.zeros(2 * self.order + 2)
+        return self._scores_and_sums(self.batch(candidates, references))
+
+    def merge_scores(self, parts: Sequence[tuple[Scores, Any]]) -> Scores:
+        """Corpus BLEU from the summed statistics of the parts (sums of integers: exact)."""
+        by_order = np.concatenate([scores.details["by_order"] for scores, _ in parts if len(scores.values)])
+        return self._scores(by_order, np.sum([sums for _, sums in parts], axis=0))
 
     def slot_scores(self, batch: Batch) -> np.ndarray:
         correct = self.matched(batch, per_slot=True)

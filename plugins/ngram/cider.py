@@ -14,7 +14,7 @@ import gzip
 import hashlib
 import json
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import repeat
 from pathlib import Path
 from typing import Any, ClassVar
@@ -143,6 +143,11 @@ class CiderD(BatchDistance):
         """
         if self.df != "corpus":
             return self
+        return self.fit_states([self.fit_state(references)])
+
+    def fit_state(self, references: Sequence[Sequence[str]]) -> tuple[dict[str, int], int]:
+        """The document frequencies of one part of a corpus's references and the part's image
+        count: :meth:`fit_states` sums the parts (a file streamed in chunks, chunks on workers)."""
         batch = make_batch(
             self.tokenizer, [""] * len(references), references, self.split, self.name
         )
@@ -156,9 +161,37 @@ class CiderD(BatchDistance):
                     counts[present].astype(int).tolist(),
                 )
             )
-        self.df_ = df
-        self.n_images_ = len(references)
+        return df, len(references)
+
+    @staticmethod
+    def merge_fit_states(states: Iterable[tuple[dict[str, int], int]]) -> tuple[dict[str, int], int]:
+        """The sum of parts' :meth:`fit_state` (it may reuse the first part's dict)."""
+        total: dict[str, int] | None = None
+        images = 0
+        for df, count in states:
+            if total is None:
+                total = df
+            else:
+                for gram, n in df.items():
+                    total[gram] = total.get(gram, 0) + n
+            images += count
+        return (total if total is not None else {}), images
+
+    def fit_states(self, states: Iterable[tuple[dict[str, int], int]]) -> CiderD:
+        """Fix the document frequencies to the sum of the parts' :meth:`fit_state` (the same as
+        :meth:`fit` on all their references; a no-op when ``df`` names a file)."""
+        if self.df != "corpus":
+            return self
+        self.df_, self.n_images_ = self.merge_fit_states(states)
         return self
+
+    def merge_scores(self, parts: Sequence[tuple[Scores, Any]]) -> Scores:
+        """Joined parts; with ``df="corpus"`` the parts were scored with the frequencies of the
+        whole corpus (fitted by :meth:`fit_states`), which is what ``corpus`` means."""
+        merged = super().merge_scores(parts)
+        if self.df == "corpus" and parts:
+            merged.details["df"] = "corpus"
+        return merged
 
     def save_df(self, path: str | Path) -> None:
         """Write the fixed document frequencies (fitted or loaded) to a JSON file (``.gz``: gzipped)."""

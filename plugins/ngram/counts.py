@@ -207,8 +207,8 @@ def make_pairwise_batch(
 class Ngrams:
     """The distinct n-grams of one order in every sentence, with their counts.
 
-    Entries are sorted by sentence, then n-gram id; ``starts[s]:starts[s + 1]`` are sentence
-    s's entries. ``first[g]`` is a flat token position where n-gram g occurs.
+    Entries are sorted by sentence, then by the n-gram's first position in it (so an item's sums
+    do not depend on the rest of the batch); ``starts[s]:starts[s + 1]`` are sentence s's entries. ``first[g]`` is a flat token position where n-gram g occurs.
     """
 
     order: int
@@ -249,7 +249,11 @@ def ngrams(sentences: Sentences, max_n: int) -> list[Ngrams]:
             gram_at[pos] = inverse
             n_grams, first = len(first_idx), pos[first_idx]
         g = max(n_grams, 1)
-        entry_key, count = unique(sent_of[pos] * g + gram_at[pos], counts=True)
+        entry_key, at, count = unique(sent_of[pos] * g + gram_at[pos], index=True, counts=True)
+        # a sentence's entries in order of first occurrence, not of n-gram id (which depends on
+        # the other texts of the batch): sums over them give the same bits in any batch
+        order = np.argsort(pos[at], kind="stable")
+        entry_key, count = entry_key[order], count[order]
         sent = entry_key // g
         starts = np.searchsorted(sent, np.arange(n_sent + 1))
         tables.append(Ngrams(k, sent, entry_key - sent * g, count, starts, n_grams, first))
@@ -365,6 +369,19 @@ class BatchDistance(Distance):
         if len(candidates) == 0 and len(references) == 0:
             return Scores(np.zeros(0), float("nan"))
         return self.score_batch(self.batch(candidates, references))
+
+    # -- a corpus scored in parts (streamed files, chunks on workers) ---------------------------
+    def score_part(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> tuple[Scores, Any]:
+        """:meth:`score` of one part of a corpus, with what :meth:`merge_scores` needs to join
+        the parts (None when the corpus value is the mean of the item values)."""
+        return self.score(candidates, references), None
+
+    def merge_scores(self, parts: Sequence[tuple[Scores, Any]]) -> Scores:
+        """The :meth:`score` of a whole corpus from its consecutive parts' :meth:`score_part`:
+        the same values and corpus value, to the bit."""
+        values = np.concatenate([scores.values for scores, _ in parts]) if parts else np.zeros(0)
+        details = dict(parts[0][0].details) if parts else {}
+        return Scores(values, float(np.mean(values)) if len(values) else float("nan"), details)
 
     def pairwise(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
         """Matrix of distances d(a_i, b_j), ``a_i`` scored against ``[b_j]`` (vectorised)."""

@@ -71,6 +71,28 @@ def test_cider_trm_on_the_sample_is_the_same_on_processes():
     assert as_bytes(parallel) == as_bytes(serial)
 
 
+def test_fitting_in_parts_on_the_workers_gives_the_same_state_and_bytes(monkeypatch):
+    from capmetrics import compose
+    from capmetrics.data.loaders import load_dataset
+    from capmetrics.parallel import fit_statistic
+    from tests.conftest import SAMPLE
+
+    items = [(i.candidates, i.references) for i in load_dataset(SAMPLE)]
+    refs = [list(r) for _, r in items]
+    whole, parts = compose("trm(cider-d)"), compose("trm(cider-d)")
+    whole.fit(refs)
+    monkeypatch.setattr("capmetrics.parallel.FIT_IN_PARTS_MIN", 1)
+    calls = []
+    monkeypatch.setattr(type(parts.distance), "fit", lambda self, r: calls.append(r))  # must not be used
+    fit_statistic(parts, refs, Executor("processes", jobs=3))
+    assert calls == [] and parts.distance.df_ == whole.distance.df_ and parts.distance.n_images_ == len(items)
+    assert parts.signature() == whole.signature()
+    monkeypatch.undo()
+    monkeypatch.setattr("capmetrics.parallel.FIT_IN_PARTS_MIN", 1)
+    serial = compare_items(compose("trm(cider-d)"), items)
+    assert as_bytes(compare_items(compose("trm(cider-d)"), items, Executor("processes", jobs=2))) == as_bytes(serial)
+
+
 def test_evaluate_statistic_reports_undefined_items_and_the_hmp(items):
     from capmetrics.data.model import Dataset, Item
     from capmetrics.parallel import evaluate_statistic
@@ -107,7 +129,7 @@ def test_map_chunks_keeps_order_on_every_executor():
 
 
 def test_a_dead_process_worker_fails_the_run():
-    with pytest.raises(ExecutorError, match="worker process died"):
+    with pytest.raises(ExecutorError, match=r"lost a worker process .* items 2-"):
         map_chunks(_die_on_three, None, list(range(8)), Executor("processes", jobs=2, chunk_size=2))
 
 

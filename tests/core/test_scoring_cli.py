@@ -71,10 +71,11 @@ def test_atomic_write_leaves_no_partial_file(overlap, tmp_path, monkeypatch):
     out = tmp_path / "out.json"
     out.write_text("previous run\n")
 
-    def boom(self):
+    def boom(self, handle):  # interrupted half way through writing, piece by piece
+        handle.write('{"schema": ')
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(Results, "to_json", boom)
+    monkeypatch.setattr(Results, "write_json", boom)
     with pytest.raises(KeyboardInterrupt):
         res.write(out)
     assert out.read_text() == "previous run\n"

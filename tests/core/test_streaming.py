@@ -1,0 +1,80 @@
+"""Streaming a JSONL file in chunks gives the bytes of scoring it whole, on every executor."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from capmetrics import score
+from capmetrics.cli import app
+from capmetrics.data.loaders import load_dataset
+from capmetrics.errors import DataError, MetricError
+from capmetrics.parallel import Executor
+from capmetrics.streaming import score_file, should_stream
+from tests.conftest import SAMPLE
+
+METRICS = ["bleu-4", "rouge-l", "cider-d", "bleu-1"]
+
+
+def strip_version(text: str) -> str:
+    return re.sub(r'"capmetrics": "[^"]*"', '"capmetrics": ""', text)
+
+
+@pytest.fixture(scope="module")
+def whole():
+    return score(load_dataset(SAMPLE), METRICS).to_json()
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1000])
+def test_streamed_in_tiny_chunks_is_byte_identical(whole, chunk):
+    streamed = score_file(SAMPLE, METRICS, chunk_size=chunk).to_json()
+    assert streamed == whole
+    assert json.loads(streamed)["metrics"][2]["details"] == {"df": "corpus"}
+
+
+def test_streamed_on_processes_and_dask_is_byte_identical(whole):
+    assert score_file(SAMPLE, METRICS, chunk_size=9, executor=Executor("processes", jobs=2)).to_json() == whole
+    dask = Executor("dask", jobs=2, dask_processes=False)
+    assert score_file(SAMPLE, METRICS, chunk_size=13, executor=dask).to_json() == whole
+
+
+def test_cli_streams_with_chunk_size_and_writes_the_same_file(tmp_path, whole):
+    out = tmp_path / "r.json"
+    args = ["score", str(SAMPLE), "-q", "--out", str(out)] + [a for m in METRICS for a in ("-m", m)]
+    result = CliRunner().invoke(app, args + ["--chunk-size", "5"])
+    assert result.exit_code == 0, result.output
+    assert out.read_text(encoding="utf-8") == whole
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temporary file left
+
+
+def test_problems_are_all_reported_before_scoring_and_skipped_items_match(tmp_path):
+    lines = SAMPLE.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    bad = lines[:3] + ['{"id": 5}', "not json", json.dumps(first)] + lines[3:10]
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(bad) + "\n", encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        score_file(path, ["bleu-4"], chunk_size=2)
+    text = str(err.value)
+    assert ":5: not valid JSON" in text and "duplicate id" in text and "item 5" in text
+    good = tmp_path / "good.jsonl"
+    good.write_text("\n".join(bad[:3] + ['{"id": 5}', json.dumps(first)] + bad[6:]) + "\n", encoding="utf-8")
+    streamed = score_file(good, ["cider-d", "bleu-4"], chunk_size=2, on_error="skip")
+    whole = score(load_dataset(good, on_error="skip"), ["cider-d", "bleu-4"])
+    assert streamed.metrics[0].item_ids == whole.metrics[0].item_ids
+    for a, b in zip(streamed.metrics, whole.metrics):
+        assert a.corpus == b.corpus and a.item_values.tolist() == b.item_values.tolist()
+    assert sorted(map(str, streamed.skipped)) == sorted(map(str, whole.skipped))
+
+
+def test_what_cannot_stream_is_refused_with_the_reason(tmp_path):
+    with pytest.raises(MetricError, match="trm.* is a statistic; streaming scores distances only"):
+        score_file(SAMPLE, ["trm(cider-d)"], chunk_size=10)
+    with pytest.raises(MetricError, match="meteor.* has no score_part/merge_scores"):
+        score_file(SAMPLE, ["meteor"], chunk_size=10)
+    assert should_stream(SAMPLE, "auto", 5) and not should_stream(SAMPLE, "auto", None)
+    with pytest.raises(MetricError, match="streams JSONL files only"):
+        should_stream(tmp_path / "x.json", "auto", 5)
