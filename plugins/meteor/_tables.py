@@ -70,7 +70,10 @@ class StringIndex:
     def find(self, text: str) -> int:
         """The number of ``text``, or -1."""
         key = np.uint64(text_key(text))
-        at = int(np.searchsorted(self.keys, key))
+        return self._confirm(text, key, int(np.searchsorted(self.keys, key)))
+
+    def _confirm(self, text: str, key: np.uint64, at: int) -> int:
+        """The string equal to ``text`` among the entries with ``key`` from ``at``, or -1."""
         data = text.encode("utf-8", "surrogatepass")
         while at < len(self.keys) and self.keys[at] == key:
             i = int(self.order[at])
@@ -78,6 +81,18 @@ class StringIndex:
                 return i
             at += 1
         return -1
+
+    def find_many(self, texts: Sequence[str]) -> np.ndarray:
+        """The numbers of ``texts`` (-1 where absent), with one binary search for all."""
+        out = np.full(len(texts), -1, dtype=np.int64)
+        if not len(texts) or not len(self.keys):
+            return out
+        keys = np.fromiter((text_key(t) for t in texts), dtype=np.uint64, count=len(texts))
+        at = np.searchsorted(self.keys, keys)
+        hits = np.flatnonzero(self.keys[np.minimum(at, len(self.keys) - 1)] == keys)
+        for n in hits.tolist():
+            out[n] = self._confirm(texts[n], keys[n], int(at[n]))
+        return out
 
     def __len__(self) -> int:
         return len(self.order)

@@ -18,7 +18,7 @@ import numpy as np
 from capmetrics import Distance, Scores, Tokenizer
 from capmetrics.errors import MetricError
 from capmetrics.plugins.java import check_items
-from capmetrics.plugins.meteor._align import MODULES, align
+from capmetrics.plugins.meteor._align import MODULES, align_all
 from capmetrics.plugins.meteor._formula import aggregate, meteor_scores
 from capmetrics.plugins.meteor._input import segmenter
 from capmetrics.plugins.meteor._lexicon import Lexicon
@@ -123,17 +123,30 @@ class Meteor(Distance):
 
     def statistics(self, cands: Sequence[str], refs: Sequence[Sequence[str]]) -> np.ndarray:
         """The jar's sufficient statistics (n x 23) of cleaned segments, best reference each."""
-        modules, weights = self._checked()
+        return self._best(self.pair_statistics(cands, refs), refs)
+
+    def pair_statistics(self, cands: Sequence[str], refs: Sequence[Sequence[str]], kernel: Callable = align_all
+                        ) -> np.ndarray:
+        """The statistics of every candidate-reference pair (in order), from one compiled call;
+        ``kernel`` may be the aligner's plain-Python form (same numbers)."""
+        modules, _ = self._checked()
         lex = lexicon(self.cache_dir)
-        lex.prepare([*cands, *(r for rs in refs for r in rs)])
-        rows = []
-        for cand, rs in zip(cands, refs):
-            test = lex.segment(cand)
-            rows.extend(align(lex, test, lex.segment(r), modules) for r in rs)
-        pairs = np.array(rows, dtype=np.float64).reshape(-1, 23)
+        counts = [len(rs) for rs in refs]
+        number, tables = lex.tables([*cands, *(r for rs in refs for r in rs)])
+        tests = np.repeat(number[:len(cands)], counts)
+        keys, stems, function, syn_off, syn_val = lex.word_arrays()
+        kinds = np.asarray([MODULES.index(m) for m in modules], dtype=np.int64)
+        seg_off, tok, ng_off, ng_start, ng_len, ng_q, occ_q, occ_start, occ_len = tables
+        stats = kernel(tests, number[len(cands):], seg_off, tok, keys, stems, function, syn_off, syn_val,
+                       ng_off, ng_start, ng_len, ng_q, occ_q, occ_start, occ_len, lex.para.offsets, lex.para.values,
+                       kinds, kinds == 0)
+        return stats.astype(np.float64)
+
+    def _best(self, pairs: np.ndarray, refs: Sequence[Sequence[str]]) -> np.ndarray:
+        """The statistics of each candidate's best reference: the first of the highest scores."""
+        _, weights = self._checked()
         scores = meteor_scores(pairs, self.alpha, self.beta, self.gamma, self.delta, weights)
-        # the best reference of each candidate: the first of the highest scores
-        owner = np.repeat(np.arange(len(cands)), [len(rs) for rs in refs])
+        owner = np.repeat(np.arange(len(refs)), [len(rs) for rs in refs])
         order = np.lexsort((np.arange(len(scores)), -scores, owner))
         first = np.ones(len(order), dtype=bool)
         first[1:] = owner[order][1:] != owner[order][:-1]
