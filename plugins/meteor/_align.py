@@ -65,25 +65,25 @@ def _push(buf, n, j, jlen, i, ilen, slot):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def _share(values, a0, a1, b0, b1):  # type: ignore[no-untyped-def]
-    """Do the sorted runs values[a0:a1] and values[b0:b1] share a value?"""
-    while a0 < a1 and b0 < b1:
-        x, y = values[a0], values[b0]
-        if x == y:
-            return True
-        if x < y:
-            a0 += 1
+def _listed(values, lo, hi, x):  # type: ignore[no-untyped-def]
+    """Is ``x`` in the sorted run values[lo:hi]?"""
+    end = hi
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if values[mid] < x:
+            lo = mid + 1
         else:
-            b0 += 1
-    return False
+            hi = mid
+    return lo < end and values[lo] == x
 
 
 @njit(cache=True)
-def _word_matches(kind, slot, t0, n1, r0, n2, tok_word, word_key, word_stem, syn_off, syn_val, buf, n):  # type: ignore[no-untyped-def]
+def _word_matches(kind, slot, t0, n1, r0, n2, tok_word, word_key, word_stem, nb_off, nb_val, buf, n):  # type: ignore[no-untyped-def]
     for j in range(n2):
         rw = tok_word[r0 + j]
         rk = word_key[rw]
-        if kind == SYNONYM and syn_off[rw] == syn_off[rw + 1]:
+        lo, hi = nb_off[rw], nb_off[rw + 1]
+        if kind == SYNONYM and lo == hi:
             continue
         for i in range(n1):
             tw = tok_word[t0 + i]
@@ -92,7 +92,7 @@ def _word_matches(kind, slot, t0, n1, r0, n2, tok_word, word_key, word_stem, syn
             elif kind == STEM:
                 hit = word_stem[tw] == word_stem[rw] and word_key[tw] != rk
             else:
-                hit = word_key[tw] != rk and _share(syn_val, syn_off[rw], syn_off[rw + 1], syn_off[tw], syn_off[tw + 1])
+                hit = _listed(nb_val, lo, hi, tw)
             if hit:
                 buf = _push(buf, n, j, 1, i, 1, slot)
                 n += 1
@@ -101,30 +101,29 @@ def _word_matches(kind, slot, t0, n1, r0, n2, tok_word, word_key, word_stem, syn
 
 @njit(cache=True)
 def _paraphrase_matches(slot, test, ref, ng_off, ng_start, ng_len, ng_q, occ_q, occ_start, occ_len,
-                        para_off, para_val, buf, n):  # type: ignore[no-untyped-def]
+                        para_off, para_val, stamp, first, mark, buf, n):  # type: ignore[no-untyped-def]
     for side in range(2):
         source, target = (ref, test) if side == 0 else (test, ref)
         g0, g1 = ng_off[target], ng_off[target + 1]
         if g0 == g1:
             continue
+        for k in range(g1 - 1, g0 - 1, -1):  # the first occurrence of each of the target's phrases
+            stamp[occ_q[k]] = mark + side
+            first[occ_q[k]] = k
         for k in range(ng_off[source], ng_off[source + 1]):
             start, length, q = ng_start[k], ng_len[k], ng_q[k]
             for e in range(para_off[q], para_off[q + 1]):
                 p = para_val[e]
-                lo, hi = g0, g1  # first occurrence of p among the target's (sorted by phrase, start)
-                while lo < hi:
-                    mid = (lo + hi) >> 1
-                    if occ_q[mid] < p:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                while lo < g1 and occ_q[lo] == p:
+                if stamp[p] != mark + side:
+                    continue
+                x = first[p]
+                while x < g1 and occ_q[x] == p:
                     if side == 0:
-                        buf = _push(buf, n, start, length, occ_start[lo], occ_len[lo], slot)
+                        buf = _push(buf, n, start, length, occ_start[x], occ_len[x], slot)
                     else:
-                        buf = _push(buf, n, occ_start[lo], occ_len[lo], start, length, slot)
+                        buf = _push(buf, n, occ_start[x], occ_len[x], start, length, slot)
                     n += 1
-                    lo += 1
+                    x += 1
     return buf, n
 
 
@@ -243,11 +242,10 @@ def _search(at_off, m, fixed, n1, n2, exact_slot, chosen):  # type: ignore[no-un
 
 
 @njit(cache=True)
-def _align_pair(test, ref, seg_off, tok_word, word_key, word_stem, word_func, syn_off, syn_val,
+def _align_pair(t0, n1, r0, n2, test, ref, tok_word, word_key, word_stem, word_func, nb_off, nb_val,
                 ng_off, ng_start, ng_len, ng_q, occ_q, occ_start, occ_len, para_off, para_val,
-                kinds, exact_slot, buf, out):  # type: ignore[no-untyped-def]
-    t0, r0 = seg_off[test], seg_off[ref]
-    n1, n2 = seg_off[test + 1] - t0, seg_off[ref + 1] - r0
+                kinds, exact_slot, work, buf, out):  # type: ignore[no-untyped-def]
+    stamp, first, mark, at_off, fill, cover1, cover2, fixed = work
     identical = n1 == n2
     if identical:
         for x in range(n1):
@@ -259,27 +257,28 @@ def _align_pair(test, ref, seg_off, tok_word, word_key, word_stem, word_func, sy
     for slot in range(used):
         if kinds[slot] == PARAPHRASE:
             buf, n = _paraphrase_matches(slot, test, ref, ng_off, ng_start, ng_len, ng_q, occ_q, occ_start,
-                                         occ_len, para_off, para_val, buf, n)
+                                         occ_len, para_off, para_val, stamp, first, mark, buf, n)
         else:
-            buf, n = _word_matches(kinds[slot], slot, t0, n1, r0, n2, tok_word, word_key, word_stem, syn_off,
-                                   syn_val, buf, n)
+            buf, n = _word_matches(kinds[slot], slot, t0, n1, r0, n2, tok_word, word_key, word_stem, nb_off,
+                                   nb_val, buf, n)
     # group the matches by reference start, keeping their order (a counting sort)
-    at_off = np.zeros(n2 + 1, np.int64)
+    at_off[:n2 + 1] = 0
     for k in range(n):
         at_off[buf[k, J] + 1] += 1
     for j in range(n2):
         at_off[j + 1] += at_off[j]
-    fill = at_off[:n2].copy()
+    fill[:n2] = at_off[:n2]
     m = np.empty((n, 5), np.int64)
     for k in range(n):
         j = buf[k, J]
         m[fill[j], :] = buf[k, :]
         fill[j] += 1
-    cover1, cover2 = np.zeros(n1, np.int64), np.zeros(n2, np.int64)
+    cover1[:n1] = 0
+    cover2[:n2] = 0
     for k in range(n):
         cover2[m[k, J]:m[k, J] + m[k, JLEN]] += 1
         cover1[m[k, I]:m[k, I] + m[k, ILEN]] += 1
-    fixed = np.full(n2, -1, np.int64)
+    fixed[:n2] = -1
     everything_fixed = True
     for j in range(n2):
         if at_off[j + 1] - at_off[j] == 1:
@@ -293,7 +292,7 @@ def _align_pair(test, ref, seg_off, tok_word, word_key, word_stem, word_func, sy
                 fixed[j] = k
         if fixed[j] < 0 and at_off[j + 1] > at_off[j]:
             everything_fixed = False
-    chosen = fixed.copy()
+    chosen = fixed[:n2].copy()
     if not everything_fixed:
         _search(at_off, m, fixed, n1, n2, exact_slot, chosen)
     # the statistics line
@@ -328,14 +327,67 @@ def _align_pair(test, ref, seg_off, tok_word, word_key, word_stem, word_func, sy
 
 
 @njit(cache=True)
-def align_all(tests, refs, seg_off, tok_word, word_key, word_stem, word_func, syn_off, syn_val,
+def align_all(tests, refs, seg_off, tok_word, word_key, word_stem, word_func, nb_off, nb_val,
               ng_off, ng_start, ng_len, ng_q, occ_q, occ_start, occ_len, para_off, para_val,
               kinds, exact_slot):  # type: ignore[no-untyped-def]
-    """The jar's statistics (pairs x 23) of aligning segment ``tests[p]`` to segment ``refs[p]``."""
+    """The jar's statistics (pairs x 23) of aligning segment ``tests[p]`` to segment ``refs[p]``.
+
+    Segments are runs of ``tok_word`` (word numbers; ``seg_off``) and of their table phrases
+    (``ng_*``, and again sorted by phrase: ``occ_*``); words have a key, a stem key, a function
+    flag and a sorted list of the other words they share a synset with (``nb_*``); phrases are
+    numbered 0..k-1 and ``para_*`` lists, per phrase, the paraphrases among them (table order).
+    """
     out = np.zeros((tests.shape[0], N_STATS), np.int64)
     buf = np.empty((256, 5), np.int64)
+    longest = 1
+    for s in range(seg_off.shape[0] - 1):
+        longest = max(longest, seg_off[s + 1] - seg_off[s])
+    phrases = para_off.shape[0] - 1
+    stamp, first = np.full(phrases, -1, np.int64), np.zeros(phrases, np.int64)
+    at_off, fill = np.zeros(longest + 1, np.int64), np.zeros(longest + 1, np.int64)
+    cover1, cover2, fixed = np.zeros(longest, np.int64), np.zeros(longest, np.int64), np.zeros(longest, np.int64)
     for p in range(tests.shape[0]):
-        buf = _align_pair(tests[p], refs[p], seg_off, tok_word, word_key, word_stem, word_func, syn_off, syn_val,
-                          ng_off, ng_start, ng_len, ng_q, occ_q, occ_start, occ_len, para_off, para_val,
-                          kinds, exact_slot, buf, out[p])
+        test, ref = tests[p], refs[p]
+        t0, r0 = seg_off[test], seg_off[ref]
+        work = (stamp, first, 2 * p, at_off, fill, cover1, cover2, fixed)
+        buf = _align_pair(t0, seg_off[test + 1] - t0, r0, seg_off[ref + 1] - r0, test, ref, tok_word, word_key,
+                          word_stem, word_func, nb_off, nb_val, ng_off, ng_start, ng_len, ng_q, occ_q, occ_start,
+                          occ_len, para_off, para_val, kinds, exact_slot, work, buf, out[p])
     return out
+
+
+@njit(cache=True)
+def synonym_neighbours(word_key, syn_off, syn_val):  # type: ignore[no-untyped-def]
+    """For each word, the sorted numbers of the other words (different key) sharing a synset."""
+    words = syn_off.shape[0] - 1
+    owner = np.empty(syn_val.shape[0], np.int64)
+    for w in range(words):
+        owner[syn_off[w]:syn_off[w + 1]] = w
+    order = np.argsort(syn_val, kind="mergesort")
+    pairs_a, pairs_b = [0], [0]
+    pairs_a.clear()
+    pairs_b.clear()
+    start = 0
+    while start < order.shape[0]:
+        end = start
+        while end < order.shape[0] and syn_val[order[end]] == syn_val[order[start]]:
+            end += 1
+        for x in range(start, end):
+            for y in range(start, end):
+                a, b = owner[order[x]], owner[order[y]]
+                if word_key[a] != word_key[b]:
+                    pairs_a.append(a)
+                    pairs_b.append(b)
+        start = end
+    code = np.empty(len(pairs_a), np.int64)
+    for k in range(len(pairs_a)):
+        code[k] = pairs_a[k] * words + pairs_b[k]
+    code = np.unique(code)
+    nb_off = np.zeros(words + 1, np.int64)
+    nb_val = np.empty(code.shape[0], np.int64)
+    for k in range(code.shape[0]):
+        nb_off[code[k] // words + 1] += 1
+        nb_val[k] = code[k] % words
+    for w in range(words):
+        nb_off[w + 1] += nb_off[w]
+    return nb_off, nb_val

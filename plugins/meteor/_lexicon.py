@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from capmetrics.plugins.meteor._align import synonym_neighbours
 from capmetrics.plugins.meteor._normalize import java_trim, nonbreaking_prefixes, normalize
 from capmetrics.plugins.meteor._resources import KEY_MULT, Resources, _jar_text, java_split
 from capmetrics.plugins.meteor._stem import java_units, stem
@@ -67,6 +68,7 @@ class Lexicon:
         self._vocab: list[int] = []
         self._synsets: list[np.ndarray] = []
         self._word_arrays: tuple[np.ndarray, ...] | None = None
+        self._neighbours: tuple[np.ndarray, np.ndarray] | None = None
         self._segment_ids: dict[str, int] = {}
         self._segment_words: list[np.ndarray] = []
         self._segment_ngrams: list[np.ndarray] = []
@@ -195,8 +197,10 @@ class Lexicon:
 
     def tables(self, fields: Sequence[str]) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
         """The local number of each field and the aligner's segment arrays for the distinct ones:
-        word offsets, words, n-gram offsets, n-gram starts/lengths/phrases, and the n-grams again
-        sorted by phrase then start (starts, lengths, phrases) for lookups by phrase."""
+        word offsets and words; n-gram offsets, starts, lengths and phrases; the n-grams again
+        sorted by phrase then start (phrases, starts, lengths); and the paraphrase lists of the
+        phrases that occur here, restricted to those phrases (offsets, phrases). Phrases are
+        renumbered 0..k-1 in table order."""
         self.prepare(fields)
         distinct: dict[str, int] = {}
         number = np.fromiter((distinct.setdefault(f, len(distinct)) for f in fields), dtype=np.int64,
@@ -210,7 +214,31 @@ class Lexicon:
         np.cumsum([len(g) for g in ngrams], out=ng_off[1:])
         tok = np.concatenate(words) if words else np.zeros(0, np.int32)
         ng = np.concatenate(ngrams).astype(np.int64) if ngrams else NO_NGRAMS.astype(np.int64)
+        phrases, ng[:, 2] = np.unique(ng[:, 2], return_inverse=True)
+        para_off, para_val = self._paraphrases_among(phrases)
         owner = np.repeat(np.arange(len(segs)), np.diff(ng_off))
         by_phrase = ng[np.lexsort((ng[:, 0], ng[:, 2], owner))]
         return number, (seg_off, tok, ng_off, ng[:, 0].copy(), ng[:, 1].copy(), ng[:, 2].copy(),
-                        by_phrase[:, 2].copy(), by_phrase[:, 0].copy(), by_phrase[:, 1].copy())
+                        by_phrase[:, 2].copy(), by_phrase[:, 0].copy(), by_phrase[:, 1].copy(), para_off, para_val)
+
+    def _paraphrases_among(self, phrases: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each of the sorted table phrases ``phrases``, its paraphrases (table order, repeats
+        kept) that are among ``phrases`` too, as local numbers (CSR)."""
+        starts, ends = self.para.offsets[phrases], self.para.offsets[phrases + 1]
+        lengths = ends - starts
+        row = np.repeat(np.arange(len(phrases)), lengths)
+        flat = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths) + starts[row]
+        values = self.para.values[flat]
+        local = np.searchsorted(phrases, values)
+        keep = local < len(phrases)
+        keep[keep] = phrases[local[keep]] == values[keep]
+        para_off = np.zeros(len(phrases) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(row[keep], minlength=len(phrases)), out=para_off[1:])
+        return para_off, local[keep].astype(np.int64)
+
+    def neighbours(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per known word, the other words it shares a synset with (CSR; see ``synonym_neighbours``)."""
+        if self._neighbours is None or len(self._neighbours[0]) != len(self._keys) + 1:
+            keys, _, _, syn_off, syn_val = self.word_arrays()
+            self._neighbours = synonym_neighbours(keys, syn_off, syn_val)
+        return self._neighbours

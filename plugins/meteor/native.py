@@ -134,12 +134,11 @@ class Meteor(Distance):
         counts = [len(rs) for rs in refs]
         number, tables = lex.tables([*cands, *(r for rs in refs for r in rs)])
         tests = np.repeat(number[:len(cands)], counts)
-        keys, stems, function, syn_off, syn_val = lex.word_arrays()
+        keys, stems, function, _, _ = lex.word_arrays()
+        nb_off, nb_val = lex.neighbours()
         kinds = np.asarray([MODULES.index(m) for m in modules], dtype=np.int64)
-        seg_off, tok, ng_off, ng_start, ng_len, ng_q, occ_q, occ_start, occ_len = tables
-        stats = kernel(tests, number[len(cands):], seg_off, tok, keys, stems, function, syn_off, syn_val,
-                       ng_off, ng_start, ng_len, ng_q, occ_q, occ_start, occ_len, lex.para.offsets, lex.para.values,
-                       kinds, kinds == 0)
+        stats = kernel(tests, number[len(cands):], tables[0], tables[1], keys, stems, function, nb_off, nb_val,
+                       *tables[2:], kinds, kinds == 0)
         return stats.astype(np.float64)
 
     def _best(self, pairs: np.ndarray, refs: Sequence[Sequence[str]]) -> np.ndarray:
