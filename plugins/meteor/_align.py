@@ -27,6 +27,7 @@ per installation). Without numba the same functions run as plain Python (same nu
 from __future__ import annotations
 
 import numpy as np
+from capmetrics.plugins.meteor._formula import N_STATS
 
 try:  # numba is in the ``coco`` extra; without it the kernel runs as plain Python
     from numba import njit
@@ -37,10 +38,7 @@ except ImportError:  # pragma: no cover - exercised by the fallback test through
         return lambda fn: fn
 
 BEAM = 40
-MODULES = ("exact", "stem", "synonym", "paraphrase")
-EXACT, STEM, SYNONYM, PARAPHRASE = 0, 1, 2, 3
-#: Length of the jar's sufficient-statistics line (4 module slots).
-N_STATS = 23
+EXACT, STEM, SYNONYM, PARAPHRASE = 0, 1, 2, 3  # places in MODULES
 # columns of a match row
 J, JLEN, I, ILEN, SLOT = 0, 1, 2, 3, 4
 

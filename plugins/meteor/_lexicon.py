@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from capmetrics.plugins.meteor._align import synonym_neighbours
 from capmetrics.plugins.meteor._normalize import java_trim, nonbreaking_prefixes, normalize
 from capmetrics.plugins.meteor._resources import KEY_MULT, Resources, _jar_text, java_split
 from capmetrics.plugins.meteor._stem import java_units, stem
@@ -164,20 +163,29 @@ class Lexicon:
             if not len(where):
                 break
             keys[where] = keys[where] * mult + (vocab[nxt[where]] + 1).astype(np.uint64)
-            at = np.searchsorted(self.phrase_keys, keys[where])
+            distinct, inverse = np.unique(keys[where], return_inverse=True)
+            at = np.searchsorted(self.phrase_keys, distinct)[inverse]
             inside = at < len(self.phrase_keys)
             where, at = where[inside], at[inside]
-            same = self.phrase_keys[at] == keys[where]
-            for s, a in zip(where[same].tolist(), at[same].tolist()):
-                q = self._confirm(vocab[s:s + n], keys[s], a, offsets, words)
-                if q >= 0:
-                    found_start.append(s)
-                    found_len.append(n)
-                    found_q.append(q)
+            hit = self.phrase_keys[at] == keys[where]
+            where, at = where[hit], at[hit]
+            q = self.phrase_order[at].astype(np.int64)
+            same = offsets[q + 1] - offsets[q] == n
+            for t in range(n):
+                same &= words[np.minimum(offsets[q] + t, len(words) - 1)] == vocab[where + t]
+            found_start.append(where[same])
+            found_len.append(np.full(int(same.sum()), n))
+            found_q.append(q[same])
+            for s, a in zip(where[~same].tolist(), at[~same].tolist()):  # another phrase, same key
+                other = self._confirm(vocab[s:s + n], keys[s], a + 1, offsets, words)
+                if other >= 0:
+                    found_start.append(np.asarray([s]))
+                    found_len.append(np.asarray([n]))
+                    found_q.append(np.asarray([other]))
         out = [NO_NGRAMS] * len(segments)
-        if found_q:
-            start = np.asarray(found_start, dtype=np.int64)
-            table = np.stack([start, np.asarray(found_len), np.asarray(found_q)], axis=1)
+        start = np.concatenate(found_start).astype(np.int64) if found_start else np.zeros(0, np.int64)
+        if len(start):
+            table = np.stack([start, np.concatenate(found_len), np.concatenate(found_q)], axis=1).astype(np.int64)
             seg = owner[start]
             table[:, 0] -= (end - lengths[owner])[start]
             table = table[np.lexsort((table[:, 1], table[:, 0], seg))].astype(np.int32)
@@ -239,6 +247,8 @@ class Lexicon:
     def neighbours(self) -> tuple[np.ndarray, np.ndarray]:
         """Per known word, the other words it shares a synset with (CSR; see ``synonym_neighbours``)."""
         if self._neighbours is None or len(self._neighbours[0]) != len(self._keys) + 1:
+            from capmetrics.plugins.meteor._align import synonym_neighbours  # numba loads on first use
+
             keys, _, _, syn_off, syn_val = self.word_arrays()
             self._neighbours = synonym_neighbours(keys, syn_off, syn_val)
         return self._neighbours

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from capmetrics.errors import MetricError
 from capmetrics.plugins.embeddings.vectors import default_cache_dir
-from capmetrics.plugins.meteor._tables import Ragged, StringIndex, cached_arrays
+from capmetrics.plugins.meteor._tables import Ragged, StringIndex, cached_arrays, release_pages
 from capmetrics.plugins.meteor.jar import meteor_files
 
 CACHE_VERSION = 1
@@ -165,6 +165,10 @@ class Resources:
 
     def ragged(self, prefix: str) -> Ragged:
         return Ragged.load(self.arrays, prefix)
+
+    def release(self) -> None:
+        """Give the pages read so far back to the OS (see ``release_pages``)."""
+        release_pages(self.arrays)
 
 
 @lru_cache(maxsize=1)

@@ -125,6 +125,21 @@ def _random_access(array: np.ndarray) -> None:
             pass
 
 
+def release_pages(arrays: dict[str, np.ndarray]) -> None:
+    """Hand the pages of memory-mapped ``arrays`` back to the OS: they stay in the page cache and
+    a later read maps them again, so the resident memory falls back after a burst of lookups."""
+    for array in arrays.values():
+        base = array
+        while base is not None and getattr(base, "_mmap", None) is None:
+            base = getattr(base, "base", None)
+        handle = getattr(base, "_mmap", None)
+        if handle is not None and hasattr(handle, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+            try:
+                handle.madvise(mmap.MADV_DONTNEED)
+            except (OSError, ValueError):
+                pass
+
+
 def write_folder(folder: Path, arrays: dict[str, np.ndarray], meta: dict[str, object]) -> None:
     """Write ``arrays`` and a manifest of their checksums into ``folder`` (atomically, by rename;
     a corrupt folder of the same name is replaced)."""

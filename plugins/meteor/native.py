@@ -18,8 +18,7 @@ import numpy as np
 from capmetrics import Distance, Scores, Tokenizer
 from capmetrics.errors import MetricError
 from capmetrics.plugins.java import check_items
-from capmetrics.plugins.meteor._align import MODULES, align_all
-from capmetrics.plugins.meteor._formula import aggregate, meteor_scores
+from capmetrics.plugins.meteor._formula import MODULES, aggregate, meteor_scores
 from capmetrics.plugins.meteor._input import segmenter
 from capmetrics.plugins.meteor._lexicon import Lexicon
 from capmetrics.plugins.meteor._resources import load_resources, resource_key
@@ -125,7 +124,7 @@ class Meteor(Distance):
         """The jar's sufficient statistics (n x 23) of cleaned segments, best reference each."""
         return self._best(self.pair_statistics(cands, refs), refs)
 
-    def pair_statistics(self, cands: Sequence[str], refs: Sequence[Sequence[str]], kernel: Callable = align_all
+    def pair_statistics(self, cands: Sequence[str], refs: Sequence[Sequence[str]], kernel: Callable | None = None
                         ) -> np.ndarray:
         """The statistics of every candidate-reference pair (in order), from one compiled call;
         ``kernel`` may be the aligner's plain-Python form (same numbers)."""
@@ -133,6 +132,9 @@ class Meteor(Distance):
         lex = lexicon(self.cache_dir)
         counts = [len(rs) for rs in refs]
         number, tables = lex.tables([*cands, *(r for rs in refs for r in rs)])
+        lex.res.release()  # the table pages this call read go back to the page cache before numba loads
+        if kernel is None:  # numba (and the compiled aligner) load on first use, not with the plugin
+            from capmetrics.plugins.meteor._align import align_all as kernel
         tests = np.repeat(number[:len(cands)], counts)
         keys, stems, function, _, _ = lex.word_arrays()
         nb_off, nb_val = lex.neighbours()
