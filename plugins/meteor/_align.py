@@ -31,7 +31,7 @@ from capmetrics.plugins.meteor._formula import N_STATS
 
 try:  # numba is in the ``coco`` extra; without it the kernel runs as plain Python
     from numba import njit
-except ImportError:  # pragma: no cover - exercised by the fallback test through ``python_form``
+except ImportError:  # pragma: no cover - the fallback test runs the same code with NUMBA_DISABLE_JIT=1
     def njit(*args, **kwargs):  # type: ignore[no-untyped-def]
         if args and callable(args[0]):
             return args[0]
@@ -41,11 +41,6 @@ BEAM = 40
 EXACT, STEM, SYNONYM, PARAPHRASE = 0, 1, 2, 3  # places in MODULES
 # columns of a match row
 J, JLEN, I, ILEN, SLOT = 0, 1, 2, 3, 4
-
-
-def python_form(fn):  # type: ignore[no-untyped-def]
-    """The plain-Python function behind a compiled one (itself when numba is absent)."""
-    return getattr(fn, "py_func", fn)
 
 
 @njit(cache=True)
@@ -125,12 +120,20 @@ def _paraphrase_matches(slot, test, ref, ng_off, ng_start, ng_len, ng_q, occ_q, 
     return buf, n
 
 
+# columns of a path / candidate row: -score, chunks, distance, next reference index, end of the
+# last test span (-1: none open), and for paths their last match node, for candidates the path
+# they extend and the match they add (-1: none)
+NEG, CHUNKS, DIST, IDX, LAST, NODE, FROM, MATCH = 0, 1, 2, 3, 4, 5, 5, 6
+
+
 @njit(cache=True)
-def _free(mask, row, i, ilen):  # type: ignore[no-untyped-def]
-    for x in range(i, i + ilen):
-        if (mask[row, x >> 6] >> np.uint64(x & 63)) & np.uint64(1):
-            return False
-    return True
+def _before(a, x, b, y):  # type: ignore[no-untyped-def]
+    """Does row x of a sort before or with row y of b on (-score, chunks, distance)?"""
+    if a[x, NEG] != b[y, NEG]:
+        return a[x, NEG] < b[y, NEG]
+    if a[x, CHUNKS] != b[y, CHUNKS]:
+        return a[x, CHUNKS] < b[y, CHUNKS]
+    return a[x, DIST] <= b[y, DIST]
 
 
 @njit(cache=True)
@@ -147,96 +150,99 @@ def _search(at_off, m, fixed, n1, n2, exact_slot, chosen):  # type: ignore[no-un
     for j in range(n2):
         widest = max(widest, at_off[j + 1] - at_off[j])
     words = (n1 + 63) >> 6
-    # paths (sorted, at most BEAM), their test-word bit sets, and the linked list of their matches
-    p_neg, p_chunks, p_dist = np.zeros(BEAM, np.int64), np.zeros(BEAM, np.int64), np.zeros(BEAM, np.int64)
-    p_idx, p_last, p_node = np.zeros(BEAM, np.int64), np.full(BEAM, -1, np.int64), np.full(BEAM, -1, np.int64)
-    p_mask, q_mask = np.zeros((BEAM, words), np.uint64), np.zeros((BEAM, words), np.uint64)
-    paths = 1
-    cap = BEAM * (widest + 1)
-    c_neg, c_chunks, c_dist = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
-    c_idx, c_last = np.empty(cap, np.int64), np.empty(cap, np.int64)
-    c_from, c_match = np.empty(cap, np.int64), np.empty(cap, np.int64)
+    # the paths (sorted, at most BEAM) and their test-word bit sets, the candidates of one step,
+    # and the linked list of chosen matches (node: match, previous node)
+    paths, nxt = np.zeros((BEAM, 6), np.int64), np.zeros((BEAM, 6), np.int64)
+    paths[0, LAST], paths[0, NODE] = -1, -1
+    mask, nxt_mask = np.zeros((BEAM, words), np.uint64), np.zeros((BEAM, words), np.uint64)
+    alive = 1
+    cand = np.empty((BEAM * (widest + 1), 7), np.int64)
     top = np.empty(BEAM, np.int64)
-    node_match, node_up = np.empty(BEAM * n2 + 1, np.int64), np.empty(BEAM * n2 + 1, np.int64)
+    node = np.empty((BEAM * n2 + 1, 2), np.int64)
     nodes = 0
-    n_neg, n_chunks, n_dist = np.empty(BEAM, np.int64), np.empty(BEAM, np.int64), np.empty(BEAM, np.int64)
-    n_idx, n_last, n_node = np.empty(BEAM, np.int64), np.empty(BEAM, np.int64), np.empty(BEAM, np.int64)
     for cur in range(n2):
         c = 0
         fix = fixed[cur]
-        for p in range(paths):
-            neg, chunks, dist, last = p_neg[p], p_chunks[p], p_dist[p], p_last[p]
-            if cur < p_idx[p]:
-                c_neg[c], c_chunks[c], c_dist[c], c_idx[c], c_last[c] = neg, chunks, dist, p_idx[p], last
-                c_from[c], c_match[c] = p, -1
+        for p in range(alive):
+            neg, chunks, dist, last = paths[p, NEG], paths[p, CHUNKS], paths[p, DIST], paths[p, LAST]
+            if cur < paths[p, IDX]:
+                cand[c, NEG], cand[c, CHUNKS], cand[c, DIST], cand[c, IDX], cand[c, LAST] = \
+                    neg, chunks, dist, paths[p, IDX], last
+                cand[c, FROM], cand[c, MATCH] = p, -1
                 c += 1
                 continue
             if fix >= 0:
-                c_neg[c] = neg - score[fix]
-                c_chunks[c] = chunks + (1 if last != -1 and m[fix, I] != last else 0)
-                c_dist[c] = dist + abs(m[fix, J] - m[fix, I])
-                c_idx[c], c_last[c] = m[fix, J] + m[fix, JLEN], m[fix, I] + m[fix, ILEN]
-                c_from[c], c_match[c] = p, -1
+                cand[c, NEG] = neg - score[fix]
+                cand[c, CHUNKS] = chunks + (1 if last != -1 and m[fix, I] != last else 0)
+                cand[c, DIST] = dist + abs(m[fix, J] - m[fix, I])
+                cand[c, IDX], cand[c, LAST] = m[fix, J] + m[fix, JLEN], m[fix, I] + m[fix, ILEN]
+                cand[c, FROM], cand[c, MATCH] = p, -1
                 c += 1
                 continue
             for k in range(at_off[cur], at_off[cur + 1]):
-                if not _free(p_mask, p, m[k, I], m[k, ILEN]):
+                i = m[k, I]
+                free = True
+                for x in range(i, i + m[k, ILEN]):
+                    if (mask[p, x >> 6] >> np.uint64(x & 63)) & np.uint64(1):
+                        free = False
+                        break
+                if not free:
                     continue
-                c_neg[c] = neg - score[k]
-                c_chunks[c] = chunks + (1 if last != -1 and m[k, I] != last else 0)
-                c_dist[c] = dist
-                c_idx[c], c_last[c] = m[k, J] + m[k, JLEN], m[k, I] + m[k, ILEN]
-                c_from[c], c_match[c] = p, k
+                cand[c, NEG] = neg - score[k]
+                cand[c, CHUNKS] = chunks + (1 if last != -1 and i != last else 0)
+                cand[c, DIST] = dist
+                cand[c, IDX], cand[c, LAST] = m[k, J] + m[k, JLEN], i + m[k, ILEN]
+                cand[c, FROM], cand[c, MATCH] = p, k
                 c += 1
-                dist += abs(m[k, J] - m[k, I])
-            c_neg[c], c_chunks[c], c_dist[c] = neg, chunks + (1 if last != -1 else 0), dist
-            c_idx[c], c_last[c] = p_idx[p] + 1, -1
-            c_from[c], c_match[c] = p, -1
+                dist += abs(m[k, J] - i)
+            cand[c, NEG], cand[c, CHUNKS], cand[c, DIST] = neg, chunks + (1 if last != -1 else 0), dist
+            cand[c, IDX], cand[c, LAST] = paths[p, IDX] + 1, -1
+            cand[c, FROM], cand[c, MATCH] = p, -1
             c += 1
         # the first BEAM candidates of a stable sort on (-score, chunks, distance)
         kept = 0
         for x in range(c):
+            if kept == BEAM and _before(cand, top[BEAM - 1], cand, x):
+                continue  # not better than the last kept one: a later arrival loses the tie
             lo, hi = 0, kept
             while lo < hi:  # after every kept candidate that is not worse
                 mid = (lo + hi) >> 1
-                y = top[mid]
-                if (c_neg[y], c_chunks[y], c_dist[y]) <= (c_neg[x], c_chunks[x], c_dist[x]):
+                if _before(cand, top[mid], cand, x):
                     lo = mid + 1
                 else:
                     hi = mid
-            if lo >= BEAM:
-                continue
             for z in range(min(kept, BEAM - 1), lo, -1):
                 top[z] = top[z - 1]
             top[lo] = x
             kept = min(kept + 1, BEAM)
         for z in range(kept):
             x = top[z]
-            p, k = c_from[x], c_match[x]
-            n_neg[z], n_chunks[z], n_dist[z], n_idx[z], n_last[z] = c_neg[x], c_chunks[x], c_dist[x], c_idx[x], c_last[x]
-            q_mask[z, :] = p_mask[p, :]
+            p, k = cand[x, FROM], cand[x, MATCH]
+            for col in range(5):
+                nxt[z, col] = cand[x, col]
+            for w in range(words):
+                nxt_mask[z, w] = mask[p, w]
             if k >= 0:
                 for w in range(m[k, I], m[k, I] + m[k, ILEN]):
-                    q_mask[z, w >> 6] |= np.uint64(1) << np.uint64(w & 63)
-                node_match[nodes], node_up[nodes] = k, p_node[p]
-                n_node[z] = nodes
+                    nxt_mask[z, w >> 6] |= np.uint64(1) << np.uint64(w & 63)
+                node[nodes, 0], node[nodes, 1] = k, paths[p, NODE]
+                nxt[z, NODE] = nodes
                 nodes += 1
             else:
-                n_node[z] = p_node[p]
-        paths = kept
-        p_neg[:kept], p_chunks[:kept], p_dist[:kept] = n_neg[:kept], n_chunks[:kept], n_dist[:kept]
-        p_idx[:kept], p_last[:kept], p_node[:kept] = n_idx[:kept], n_last[:kept], n_node[:kept]
-        p_mask, q_mask = q_mask, p_mask
+                nxt[z, NODE] = paths[p, NODE]
+        alive = kept
+        paths, nxt = nxt, paths
+        mask, nxt_mask = nxt_mask, mask
     best = 0
-    for p in range(1, paths):  # the first of the best, an open chunk closed
-        a = (p_neg[p], p_chunks[p] + (1 if p_last[p] != -1 else 0), p_dist[p])
-        b = (p_neg[best], p_chunks[best] + (1 if p_last[best] != -1 else 0), p_dist[best])
+    for p in range(1, alive):  # the first of the best, an open chunk closed
+        a = (paths[p, NEG], paths[p, CHUNKS] + (1 if paths[p, LAST] != -1 else 0), paths[p, DIST])
+        b = (paths[best, NEG], paths[best, CHUNKS] + (1 if paths[best, LAST] != -1 else 0), paths[best, DIST])
         if a < b:
             best = p
-    node = p_node[best]
-    while node >= 0:
-        chosen[m[node_match[node], J]] = node_match[node]
-        node = node_up[node]
+    at = paths[best, NODE]
+    while at >= 0:
+        chosen[m[node[at, 0], J]] = node[at, 0]
+        at = node[at, 1]
 
 
 @njit(cache=True)
@@ -352,40 +358,3 @@ def align_all(tests, refs, seg_off, tok_word, word_key, word_stem, word_func, nb
                           word_stem, word_func, nb_off, nb_val, ng_off, ng_start, ng_len, ng_q, occ_q, occ_start,
                           occ_len, para_off, para_val, kinds, exact_slot, work, buf, out[p])
     return out
-
-
-@njit(cache=True)
-def synonym_neighbours(word_key, syn_off, syn_val):  # type: ignore[no-untyped-def]
-    """For each word, the sorted numbers of the other words (different key) sharing a synset."""
-    words = syn_off.shape[0] - 1
-    owner = np.empty(syn_val.shape[0], np.int64)
-    for w in range(words):
-        owner[syn_off[w]:syn_off[w + 1]] = w
-    order = np.argsort(syn_val, kind="mergesort")
-    pairs_a, pairs_b = [0], [0]
-    pairs_a.clear()
-    pairs_b.clear()
-    start = 0
-    while start < order.shape[0]:
-        end = start
-        while end < order.shape[0] and syn_val[order[end]] == syn_val[order[start]]:
-            end += 1
-        for x in range(start, end):
-            for y in range(start, end):
-                a, b = owner[order[x]], owner[order[y]]
-                if word_key[a] != word_key[b]:
-                    pairs_a.append(a)
-                    pairs_b.append(b)
-        start = end
-    code = np.empty(len(pairs_a), np.int64)
-    for k in range(len(pairs_a)):
-        code[k] = pairs_a[k] * words + pairs_b[k]
-    code = np.unique(code)
-    nb_off = np.zeros(words + 1, np.int64)
-    nb_val = np.empty(code.shape[0], np.int64)
-    for k in range(code.shape[0]):
-        nb_off[code[k] // words + 1] += 1
-        nb_val[k] = code[k] % words
-    for w in range(words):
-        nb_off[w + 1] += nb_off[w]
-    return nb_off, nb_val

@@ -245,10 +245,25 @@ class Lexicon:
         return para_off, local[keep].astype(np.int64)
 
     def neighbours(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per known word, the other words it shares a synset with (CSR; see ``synonym_neighbours``)."""
+        """Per known word, the sorted numbers of the other words (different key) it shares a
+        synset with (CSR): the synonym module's matches, computed once per word pair."""
         if self._neighbours is None or len(self._neighbours[0]) != len(self._keys) + 1:
-            from capmetrics.plugins.meteor._align import synonym_neighbours  # numba loads on first use
-
             keys, _, _, syn_off, syn_val = self.word_arrays()
-            self._neighbours = synonym_neighbours(keys, syn_off, syn_val)
+            words = len(keys)
+            owner = np.repeat(np.arange(words, dtype=np.int64), np.diff(syn_off))
+            order = np.argsort(syn_val, kind="stable")
+            owner, synset = owner[order], syn_val[order]
+            # every pair of entries within a run of equal synsets
+            starts = np.flatnonzero(np.r_[True, synset[1:] != synset[:-1]])
+            sizes = np.diff(np.r_[starts, len(synset)])
+            size_of = np.repeat(sizes, sizes)
+            start_of = np.repeat(starts, sizes)
+            left = np.repeat(np.arange(len(synset)), size_of)
+            right = np.arange(len(left)) - np.repeat(np.cumsum(size_of) - size_of, size_of) + np.repeat(start_of, size_of)
+            a, b = owner[left], owner[right]
+            keep = keys[a] != keys[b]
+            code = np.unique(a[keep] * words + b[keep])
+            nb_off = np.zeros(words + 1, dtype=np.int64)
+            np.cumsum(np.bincount(code // words, minlength=words), out=nb_off[1:])
+            self._neighbours = (nb_off, code % words)
         return self._neighbours

@@ -124,23 +124,21 @@ class Meteor(Distance):
         """The jar's sufficient statistics (n x 23) of cleaned segments, best reference each."""
         return self._best(self.pair_statistics(cands, refs), refs)
 
-    def pair_statistics(self, cands: Sequence[str], refs: Sequence[Sequence[str]], kernel: Callable | None = None
-                        ) -> np.ndarray:
-        """The statistics of every candidate-reference pair (in order), from one compiled call;
-        ``kernel`` may be the aligner's plain-Python form (same numbers)."""
+    def pair_statistics(self, cands: Sequence[str], refs: Sequence[Sequence[str]]) -> np.ndarray:
+        """The statistics of every candidate-reference pair (in order), from one compiled call."""
         modules, _ = self._checked()
         lex = lexicon(self.cache_dir)
         counts = [len(rs) for rs in refs]
         number, tables = lex.tables([*cands, *(r for rs in refs for r in rs)])
-        lex.res.release()  # the table pages this call read go back to the page cache before numba loads
-        if kernel is None:  # numba (and the compiled aligner) load on first use, not with the plugin
-            from capmetrics.plugins.meteor._align import align_all as kernel
+        lex.res.release()  # the table pages this call read go back to the page cache (before numba loads)
+        from capmetrics.plugins.meteor._align import align_all  # numba loads on first use, not with the plugin
+
         tests = np.repeat(number[:len(cands)], counts)
         keys, stems, function, _, _ = lex.word_arrays()
         nb_off, nb_val = lex.neighbours()
         kinds = np.asarray([MODULES.index(m) for m in modules], dtype=np.int64)
-        stats = kernel(tests, number[len(cands):], tables[0], tables[1], keys, stems, function, nb_off, nb_val,
-                       *tables[2:], kinds, kinds == 0)
+        stats = align_all(tests, number[len(cands):], tables[0], tables[1], keys, stems, function, nb_off, nb_val,
+                          *tables[2:], kinds, kinds == 0)
         return stats.astype(np.float64)
 
     def _best(self, pairs: np.ndarray, refs: Sequence[Sequence[str]]) -> np.ndarray:
