@@ -12,11 +12,13 @@ as the flat arrays the compiled aligner (``_align``) reads.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 from capmetrics.plugins.meteor._normalize import java_trim, nonbreaking_prefixes, normalize
 from capmetrics.plugins.meteor._resources import KEY_MULT, Resources, _jar_text, java_split
 from capmetrics.plugins.meteor._stem import java_units, stem
+from capmetrics.plugins.meteor._tables import text_keys
 from capmetrics.plugins.meteor.jar import meteor_files
 
 #: WordNet's detachment rules (suffix -> ending), tried in this order; from the WordNet 3.0 morphy
@@ -65,7 +67,7 @@ class Lexicon:
         self._stems: list[int] = []
         self._function: list[int] = []
         self._vocab: list[int] = []
-        self._synsets: list[np.ndarray] = []
+        self._synsets: list[list[int]] = []
         self._word_arrays: tuple[np.ndarray, ...] | None = None
         self._neighbours: tuple[np.ndarray, np.ndarray] | None = None
         self._segment_ids: dict[str, int] = {}
@@ -75,8 +77,9 @@ class Lexicon:
     # ------------------------------------------------------------ words
     def _add_words(self, words: list[str]) -> None:
         """Features of new distinct words, with one batched search per table."""
-        own = self.syn_words.find_many(words)
-        exc = self.exc_forms.find_many(words)
+        keys = text_keys(words)
+        own = self.syn_words.find_many(words, keys).tolist()
+        exc = self.exc_forms.find_many(words, keys).tolist()
         # WordNet's suffix rules, for words without an exception entry: all candidate bases at once
         candidates: list[str] = []
         owners: list[int] = []
@@ -92,22 +95,23 @@ class Lexicon:
         for base, n, h in zip(candidates, owners, hit.tolist()):
             if h >= 0 and not morph[n]:
                 morph[n] = base + ("ful" if words[n].endswith("ful") else "")
-        morph_rows = self.syn_words.find_many(morph)
-        vocab = self.vocab.find_many(words)
+        morph_rows = self.syn_words.find_many(morph).tolist()
+        vocab = self.vocab.find_many(words, keys).tolist()
         functions = self.res.function_words
+        row = self.syn_sets.row
         for n, w in enumerate(words):
-            sets = [self.syn_sets.row(own[n])] if own[n] >= 0 else []
+            sources = [own[n]] if own[n] >= 0 else []
             if exc[n] >= 0:
-                sets += [self.syn_sets.row(b) for b in self.exc_bases.row(exc[n]).tolist() if b >= 0]
+                sources += [b for b in self.exc_bases.row(exc[n]).tolist() if b >= 0]
             elif morph_rows[n] >= 0:
-                sets.append(self.syn_sets.row(morph_rows[n]))
+                sources.append(morph_rows[n])
             self._word_ids[w] = len(self._keys)
             self._keys.append(java_hash(w))
             self._stems.append(java_hash_units(stem(java_units(w))))
             self._function.append(w.lower() in functions)
-            self._vocab.append(int(vocab[n]))
-            self._synsets.append(np.unique(np.concatenate(sets)) if len(sets) > 1 else
-                                 sets[0] if sets else np.zeros(0, dtype=np.int32))
+            self._vocab.append(vocab[n])
+            self._synsets.append(row(sources[0]).tolist() if len(sources) == 1 else
+                                 sorted({s for b in sources for s in row(b).tolist()}))
         self._word_arrays = None
 
     def word_arrays(self) -> tuple[np.ndarray, ...]:
@@ -116,7 +120,7 @@ class Lexicon:
             lengths = np.fromiter((len(s) for s in self._synsets), dtype=np.int64, count=len(self._synsets))
             offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
             np.cumsum(lengths, out=offsets[1:])
-            values = np.concatenate(self._synsets).astype(np.int32) if self._synsets else np.zeros(0, np.int32)
+            values = np.fromiter(chain.from_iterable(self._synsets), dtype=np.int32, count=int(offsets[-1]))
             self._word_arrays = (np.asarray(self._keys, dtype=np.int64), np.asarray(self._stems, dtype=np.int64),
                                  np.asarray(self._function, dtype=np.uint8), offsets, values)
         return self._word_arrays

@@ -26,6 +26,11 @@ def text_key(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
 
 
+def text_keys(texts: Sequence[str]) -> np.ndarray:
+    """:func:`text_key` of each text, as an array."""
+    return np.fromiter((text_key(t) for t in texts), dtype=np.uint64, count=len(texts))
+
+
 class Ragged:
     """Integer lists stored as ``values[offsets[i]:offsets[i + 1]]``."""
 
@@ -82,12 +87,13 @@ class StringIndex:
             at += 1
         return -1
 
-    def find_many(self, texts: Sequence[str]) -> np.ndarray:
-        """The numbers of ``texts`` (-1 where absent), with one binary search for all."""
+    def find_many(self, texts: Sequence[str], keys: np.ndarray | None = None) -> np.ndarray:
+        """The numbers of ``texts`` (-1 where absent), with one binary search for all; ``keys``
+        may give their ``text_keys`` already computed."""
         out = np.full(len(texts), -1, dtype=np.int64)
         if not len(texts) or not len(self.keys):
             return out
-        keys = np.fromiter((text_key(t) for t in texts), dtype=np.uint64, count=len(texts))
+        keys = text_keys(texts) if keys is None else keys
         at = np.searchsorted(self.keys, keys)
         hits = np.flatnonzero(self.keys[np.minimum(at, len(self.keys) - 1)] == keys)
         for n in hits.tolist():
