@@ -13,12 +13,14 @@ stable sort). The distance bookkeeping is the jar's: the offset of a match is ad
 that *skips* it and to the alternatives built after it, not to the path that takes it. Identical
 segments use only the first module.
 
-Cost per pair, for a test of n1 words, a reference of n2 words and m matches: O(n1 * n2 * s) to
-find word matches (s: synsets per word, a merge of two sorted lists), O(r * log k) for paraphrases
-(r: paraphrases listed for the segments' table phrases, k: phrases in the other segment), and
-O(n2 * B * (m2 + 1) * (log B + w)) for the search, where B = 40 is the beam, m2 the matches at
-one reference position and w = ceil(n1 / 64) the words of a path's bit set. Memory is
-O(m + B * (n2 + w)). Nothing depends on more than these sizes, so every caption finishes.
+Cost per pair, for a test of n1 words, a reference of n2 words and M matches (k of them starting
+at a reference position): O(n1 * n2) comparisons for the exact and stem modules, O(n1 * n2 * log d)
+for synonyms (d: the length of a word's synonym list, see ``Lexicon.neighbours``), O(r) for
+paraphrases (r: the paraphrases listed for the segments' table phrases, restricted to the call's
+phrases, each checked in O(1)); the search makes at most B * (k + 1) candidates at a position
+(B = 40), each placed among the best B in O(log B + B) and each kept one copies a bit set of
+ceil(n1 / 64) words: O(B * (M + n2) * (B + n1 / 64)) in all, memory O(M + B * (n2 + n1 / 64)).
+Quadratic in the lengths for the fixed beam; nothing is exponential, so every caption finishes.
 
 The kernel is written in the subset of Python that numba compiles (``cache=True``: compiled once
 per installation). Without numba the same functions run as plain Python (same numbers, slower).
@@ -71,21 +73,20 @@ def _listed(values, lo, hi, x):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def _word_matches(kind, slot, t0, n1, r0, n2, tok_word, word_key, word_stem, nb_off, nb_val, buf, n):  # type: ignore[no-untyped-def]
+def _word_matches(kind, slot, t0, n1, r0, n2, tok_word, tok_key, tok_stem, nb_off, nb_val, buf, n):  # type: ignore[no-untyped-def]
     for j in range(n2):
         rw = tok_word[r0 + j]
-        rk = word_key[rw]
+        rk, rs = tok_key[r0 + j], tok_stem[r0 + j]
         lo, hi = nb_off[rw], nb_off[rw + 1]
         if kind == SYNONYM and lo == hi:
             continue
         for i in range(n1):
-            tw = tok_word[t0 + i]
             if kind == EXACT:
-                hit = word_key[tw] == rk
+                hit = tok_key[t0 + i] == rk
             elif kind == STEM:
-                hit = word_stem[tw] == word_stem[rw] and word_key[tw] != rk
+                hit = tok_stem[t0 + i] == rs and tok_key[t0 + i] != rk
             else:
-                hit = _listed(nb_val, lo, hi, tw)
+                hit = _listed(nb_val, lo, hi, tok_word[t0 + i])
             if hit:
                 buf = _push(buf, n, j, 1, i, 1, slot)
                 n += 1
@@ -246,14 +247,14 @@ def _search(at_off, m, fixed, n1, n2, exact_slot, chosen):  # type: ignore[no-un
 
 
 @njit(cache=True)
-def _align_pair(t0, n1, r0, n2, test, ref, tok_word, word_key, word_stem, word_func, nb_off, nb_val,
+def _align_pair(t0, n1, r0, n2, test, ref, tok_word, tok_key, tok_stem, tok_func, nb_off, nb_val,
                 ng_off, ng_start, ng_len, ng_q, occ_q, occ_start, occ_len, para_off, para_val,
                 kinds, exact_slot, work, buf, out):  # type: ignore[no-untyped-def]
     stamp, first, mark, at_off, fill, cover1, cover2, fixed = work
     identical = n1 == n2
     if identical:
         for x in range(n1):
-            if word_key[tok_word[t0 + x]] != word_key[tok_word[r0 + x]]:
+            if tok_key[t0 + x] != tok_key[r0 + x]:
                 identical = False
                 break
     used = 1 if identical else kinds.shape[0]
@@ -263,7 +264,7 @@ def _align_pair(t0, n1, r0, n2, test, ref, tok_word, word_key, word_stem, word_f
             buf, n = _paraphrase_matches(slot, test, ref, ng_off, ng_start, ng_len, ng_q, occ_q, occ_start,
                                          occ_len, para_off, para_val, stamp, first, mark, buf, n)
         else:
-            buf, n = _word_matches(kinds[slot], slot, t0, n1, r0, n2, tok_word, word_key, word_stem, nb_off,
+            buf, n = _word_matches(kinds[slot], slot, t0, n1, r0, n2, tok_word, tok_key, tok_stem, nb_off,
                                    nb_val, buf, n)
     # group the matches by reference start, keeping their order (a counting sort)
     at_off[:n2 + 1] = 0
@@ -302,9 +303,9 @@ def _align_pair(t0, n1, r0, n2, test, ref, tok_word, word_key, word_stem, word_f
     # the statistics line
     out[0], out[1] = n1, n2
     for x in range(n1):
-        out[2] += word_func[tok_word[t0 + x]]
+        out[2] += tok_func[t0 + x]
     for x in range(n2):
-        out[3] += word_func[tok_word[r0 + x]]
+        out[3] += tok_func[r0 + x]
     chunks, last, pos = 0, -1, 0
     for j in range(n2):
         k = chosen[j]
@@ -312,9 +313,9 @@ def _align_pair(t0, n1, r0, n2, test, ref, tok_word, word_key, word_stem, word_f
             continue
         base = 4 + 4 * m[k, SLOT]
         for x in range(m[k, I], m[k, I] + m[k, ILEN]):
-            out[base + (2 if word_func[tok_word[t0 + x]] else 0)] += 1
+            out[base + (2 if tok_func[t0 + x] else 0)] += 1
         for x in range(j, j + m[k, JLEN]):
-            out[base + (3 if word_func[tok_word[r0 + x]] else 1)] += 1
+            out[base + (3 if tok_func[r0 + x] else 1)] += 1
         if j > pos and last != -1:  # a gap in the reference closes the chunk
             chunks += 1
             last = -1
@@ -343,6 +344,7 @@ def align_all(tests, refs, seg_off, tok_word, word_key, word_stem, word_func, nb
     """
     out = np.zeros((tests.shape[0], N_STATS), np.int64)
     buf = np.empty((256, 5), np.int64)
+    tok_key, tok_stem, tok_func = word_key[tok_word], word_stem[tok_word], word_func[tok_word]
     longest = 1
     for s in range(seg_off.shape[0] - 1):
         longest = max(longest, seg_off[s + 1] - seg_off[s])
@@ -354,7 +356,7 @@ def align_all(tests, refs, seg_off, tok_word, word_key, word_stem, word_func, nb
         test, ref = tests[p], refs[p]
         t0, r0 = seg_off[test], seg_off[ref]
         work = (stamp, first, 2 * p, at_off, fill, cover1, cover2, fixed)
-        buf = _align_pair(t0, seg_off[test + 1] - t0, r0, seg_off[ref + 1] - r0, test, ref, tok_word, word_key,
-                          word_stem, word_func, nb_off, nb_val, ng_off, ng_start, ng_len, ng_q, occ_q, occ_start,
+        buf = _align_pair(t0, seg_off[test + 1] - t0, r0, seg_off[ref + 1] - r0, test, ref, tok_word, tok_key,
+                          tok_stem, tok_func, nb_off, nb_val, ng_off, ng_start, ng_len, ng_q, occ_q, occ_start,
                           occ_len, para_off, para_val, kinds, exact_slot, work, buf, out[p])
     return out

@@ -115,9 +115,11 @@ class StringIndex:
 
 def _crc(path: Path) -> int:
     crc = 0
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            crc = zlib.crc32(block, crc)
+    block = bytearray(1 << 22)
+    view = memoryview(block)
+    with path.open("rb", buffering=0) as f:
+        while size := f.readinto(block):
+            crc = zlib.crc32(view[:size], crc)
     return crc
 
 

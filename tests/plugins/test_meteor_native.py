@@ -370,3 +370,15 @@ def test_corrupt_table_and_cache(tmp_path: Path, monkeypatch) -> None:  # type: 
     (folder / "x.npy").write_bytes(bytes(data))
     assert read_folder(folder) is None
     assert cached_arrays(folder, build, {})["x"].tolist() == [0, 1, 2, 3, 4] and len(calls) == 2
+
+
+def test_file_checksums_are_remembered_by_size_and_time(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(_resources, "default_cache_dir", lambda: tmp_path / "cache")
+    data = tmp_path / "table.gz"
+    data.write_bytes(b"first")
+    first = _resources._known_digest(data)
+    assert first == _resources._digest(data) and (tmp_path / "cache" / "meteor" / "digests.json").is_file()
+    monkeypatch.setattr(_resources, "_digest", lambda path: "not computed again")
+    assert _resources._known_digest(data) == first
+    data.write_bytes(b"second, longer")  # another size: computed again
+    assert _resources._known_digest(data) == "not computed again"
