@@ -1,9 +1,11 @@
 """METEOR 1.5: native ``meteor`` vs the jar (``meteor-jar``, one JVM) on Flickr8k, pinned to one core.
 
-Both get the same PTB-tokenized strings. "cold" is the first call of a new instance (resources or
-JVM + paraphrase table loaded, nothing cached); "warm" is a later call, best of ``--repeats``,
-with the native per-word/per-segment memo cleared first so it aligns everything again like the
-jar does. The run checks the per-caption values and the corpus value against the jar. Usage:
+Both get the same PTB-tokenized strings. "cold" is the first call of a new instance (for the jar:
+JVM + paraphrase table; for the native one: its cached resource tables, importing numba and
+loading the aligner numba compiled once per installation); "warm" is a later call, best of
+``--repeats``, with the native per-word/per-segment memo cleared first so it normalises, looks up
+and aligns everything again like the jar does. The run checks the per-caption values and the
+corpus value against the jar. Usage:
 
     python benchmarks/bench_meteor.py [--data cf|expert] [--repeats 2] [--all-cores]
 """
