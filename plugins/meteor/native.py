@@ -131,7 +131,8 @@ class Meteor(Distance):
         counts = [len(rs) for rs in refs]
         number, tables = lex.tables([*cands, *(r for rs in refs for r in rs)])
         lex.res.release()  # the table pages this call read go back to the page cache (before numba loads)
-        from capmetrics.plugins.meteor._align import align_all  # numba loads on first use, not with the plugin
+        # numba loads on first use, not with the plugin
+        from capmetrics.plugins.meteor._align import align_all
 
         tests = np.repeat(number[:len(cands)], counts)
         keys, stems, function, _, _ = lex.word_arrays()
