@@ -7,6 +7,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+#: The matching modules, in the jar's order (a module's slot is its place in the ``modules`` given).
+MODULES = ("exact", "stem", "synonym", "paraphrase")
+#: Length of the jar's sufficient-statistics line (4 module slots).
+N_STATS = 23
 # Columns of the jar's 23-number statistics line.
 TEST_LEN, REF_LEN, TEST_FUNC, REF_FUNC = 0, 1, 2, 3
 CHUNKS, TEST_MATCHED, REF_MATCHED = 20, 21, 22

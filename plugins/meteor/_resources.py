@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
+import os
 import re
 import zipfile
 from dataclasses import dataclass
@@ -24,7 +26,7 @@ from pathlib import Path
 import numpy as np
 from capmetrics.errors import MetricError
 from capmetrics.plugins.embeddings.vectors import default_cache_dir
-from capmetrics.plugins.meteor._tables import Ragged, StringIndex, cached_arrays
+from capmetrics.plugins.meteor._tables import Ragged, StringIndex, cached_arrays, release_pages
 from capmetrics.plugins.meteor.jar import meteor_files
 
 CACHE_VERSION = 1
@@ -166,12 +168,43 @@ class Resources:
     def ragged(self, prefix: str) -> Ragged:
         return Ragged.load(self.arrays, prefix)
 
+    def release(self) -> None:
+        """Give the pages read so far back to the OS (see ``release_pages``)."""
+        release_pages(self.arrays)
+
 
 @lru_cache(maxsize=1)
 def resource_key() -> str:
     """Names the installed jar and table by their checksums (the cache folder's name)."""
     jar, table = meteor_files()
-    return f"v{CACHE_VERSION}-{_digest(jar)[:12]}-{_digest(table)[:12]}"
+    return f"v{CACHE_VERSION}-{_known_digest(jar)[:12]}-{_known_digest(table)[:12]}"
+
+
+def _known_digest(path: Path) -> str:
+    """``_digest(path)``, remembered in the cache folder by the file's path, size and modification
+    time, so a process does not read 68 MB to name a folder it has named before."""
+    memo = default_cache_dir() / "meteor" / "digests.json"
+    try:
+        stat = path.stat()
+    except OSError as e:
+        raise MetricError(f"meteor: {_fix_hint(path)} ({e})") from None
+    stamp = [stat.st_size, stat.st_mtime_ns]
+    try:
+        known = json.loads(memo.read_text())
+        entry = known.get(str(path))
+        if isinstance(entry, list) and entry[:2] == stamp and isinstance(entry[2], str):
+            return entry[2]
+    except (OSError, ValueError, AttributeError, IndexError):
+        known = {}
+    digest = _digest(path)
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        tmp = memo.with_name(f"digests.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({**(known if isinstance(known, dict) else {}), str(path): [*stamp, digest]}))
+        os.replace(tmp, memo)
+    except OSError:  # a read-only cache folder: compute it again next time
+        pass
+    return digest
 
 
 @lru_cache(maxsize=2)

@@ -37,7 +37,7 @@ STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment
 
 def java_units(word: str) -> str:
     """``word`` with every character outside the BMP written as its two UTF-16 surrogates."""
-    if all(ord(c) < 0x10000 for c in word):
+    if word.isascii() or all(ord(c) < 0x10000 for c in word):
         return word
     return "".join(c if ord(c) < 0x10000 else chr(0xD7C0 + (ord(c) >> 10)) + chr(0xDC00 + (ord(c) & 0x3FF))
                    for c in word)

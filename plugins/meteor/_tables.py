@@ -26,6 +26,11 @@ def text_key(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
 
 
+def text_keys(texts: Sequence[str]) -> np.ndarray:
+    """:func:`text_key` of each text, as an array."""
+    return np.fromiter((text_key(t) for t in texts), dtype=np.uint64, count=len(texts))
+
+
 class Ragged:
     """Integer lists stored as ``values[offsets[i]:offsets[i + 1]]``."""
 
@@ -70,7 +75,10 @@ class StringIndex:
     def find(self, text: str) -> int:
         """The number of ``text``, or -1."""
         key = np.uint64(text_key(text))
-        at = int(np.searchsorted(self.keys, key))
+        return self._confirm(text, key, int(np.searchsorted(self.keys, key)))
+
+    def _confirm(self, text: str, key: np.uint64, at: int) -> int:
+        """The string equal to ``text`` among the entries with ``key`` from ``at``, or -1."""
         data = text.encode("utf-8", "surrogatepass")
         while at < len(self.keys) and self.keys[at] == key:
             i = int(self.order[at])
@@ -78,6 +86,19 @@ class StringIndex:
                 return i
             at += 1
         return -1
+
+    def find_many(self, texts: Sequence[str], keys: np.ndarray | None = None) -> np.ndarray:
+        """The numbers of ``texts`` (-1 where absent), with one binary search for all; ``keys``
+        may give their ``text_keys`` already computed."""
+        out = np.full(len(texts), -1, dtype=np.int64)
+        if not len(texts) or not len(self.keys):
+            return out
+        keys = text_keys(texts) if keys is None else keys
+        at = np.searchsorted(self.keys, keys)
+        hits = np.flatnonzero(self.keys[np.minimum(at, len(self.keys) - 1)] == keys)
+        for n in hits.tolist():
+            out[n] = self._confirm(texts[n], keys[n], int(at[n]))
+        return out
 
     def __len__(self) -> int:
         return len(self.order)
@@ -94,9 +115,11 @@ class StringIndex:
 
 def _crc(path: Path) -> int:
     crc = 0
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            crc = zlib.crc32(block, crc)
+    block = bytearray(1 << 22)
+    view = memoryview(block)
+    with path.open("rb", buffering=0) as f:
+        while size := f.readinto(block):
+            crc = zlib.crc32(view[:size], crc)
     return crc
 
 
@@ -108,6 +131,21 @@ def _random_access(array: np.ndarray) -> None:
             handle.madvise(mmap.MADV_RANDOM)
         except OSError:
             pass
+
+
+def release_pages(arrays: dict[str, np.ndarray]) -> None:
+    """Hand the pages of memory-mapped ``arrays`` back to the OS: they stay in the page cache and
+    a later read maps them again, so the resident memory falls back after a burst of lookups."""
+    for array in arrays.values():
+        base = array
+        while base is not None and getattr(base, "_mmap", None) is None:
+            base = getattr(base, "base", None)
+        handle = getattr(base, "_mmap", None)
+        if handle is not None and hasattr(handle, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+            try:
+                handle.madvise(mmap.MADV_DONTNEED)
+            except (OSError, ValueError):
+                pass
 
 
 def write_folder(folder: Path, arrays: dict[str, np.ndarray], meta: dict[str, object]) -> None:

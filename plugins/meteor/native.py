@@ -18,8 +18,7 @@ import numpy as np
 from capmetrics import Distance, Scores, Tokenizer
 from capmetrics.errors import MetricError
 from capmetrics.plugins.java import check_items
-from capmetrics.plugins.meteor._align import MODULES, align
-from capmetrics.plugins.meteor._formula import aggregate, meteor_scores
+from capmetrics.plugins.meteor._formula import MODULES, aggregate, meteor_scores
 from capmetrics.plugins.meteor._input import segmenter
 from capmetrics.plugins.meteor._lexicon import Lexicon
 from capmetrics.plugins.meteor._resources import load_resources, resource_key
@@ -123,17 +122,31 @@ class Meteor(Distance):
 
     def statistics(self, cands: Sequence[str], refs: Sequence[Sequence[str]]) -> np.ndarray:
         """The jar's sufficient statistics (n x 23) of cleaned segments, best reference each."""
-        modules, weights = self._checked()
+        return self._best(self.pair_statistics(cands, refs), refs)
+
+    def pair_statistics(self, cands: Sequence[str], refs: Sequence[Sequence[str]]) -> np.ndarray:
+        """The statistics of every candidate-reference pair (in order), from one compiled call."""
+        modules, _ = self._checked()
         lex = lexicon(self.cache_dir)
-        lex.prepare([*cands, *(r for rs in refs for r in rs)])
-        rows = []
-        for cand, rs in zip(cands, refs):
-            test = lex.segment(cand)
-            rows.extend(align(lex, test, lex.segment(r), modules) for r in rs)
-        pairs = np.array(rows, dtype=np.float64).reshape(-1, 23)
+        counts = [len(rs) for rs in refs]
+        number, tables = lex.tables([*cands, *(r for rs in refs for r in rs)])
+        lex.res.release()  # the table pages this call read go back to the page cache (before numba loads)
+        # numba loads on first use, not with the plugin
+        from capmetrics.plugins.meteor._align import align_all
+
+        tests = np.repeat(number[:len(cands)], counts)
+        keys, stems, function, _, _ = lex.word_arrays()
+        nb_off, nb_val = lex.neighbours()
+        kinds = np.asarray([MODULES.index(m) for m in modules], dtype=np.int64)
+        stats = align_all(tests, number[len(cands):], tables[0], tables[1], keys, stems, function, nb_off, nb_val,
+                          *tables[2:], kinds, kinds == 0)
+        return stats.astype(np.float64)
+
+    def _best(self, pairs: np.ndarray, refs: Sequence[Sequence[str]]) -> np.ndarray:
+        """The statistics of each candidate's best reference: the first of the highest scores."""
+        _, weights = self._checked()
         scores = meteor_scores(pairs, self.alpha, self.beta, self.gamma, self.delta, weights)
-        # the best reference of each candidate: the first of the highest scores
-        owner = np.repeat(np.arange(len(cands)), [len(rs) for rs in refs])
+        owner = np.repeat(np.arange(len(refs)), [len(rs) for rs in refs])
         order = np.lexsort((np.arange(len(scores)), -scores, owner))
         first = np.ones(len(order), dtype=bool)
         first[1:] = owner[order][1:] != owner[order][:-1]

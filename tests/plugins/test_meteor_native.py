@@ -5,6 +5,7 @@ the default set with no Java at all, long captions, resources and their cache.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -200,6 +201,64 @@ def test_flickr8k_cf_equals_the_jar(pair) -> None:  # type: ignore[no-untyped-de
     assert abs(ours.corpus - theirs.corpus) <= 1e-12
 
 
+@needs_java
+@needs_coco
+@needs_flickr8k
+@pytest.mark.java
+def test_flickr8k_cf_subset_equals_the_jar(pair) -> None:  # type: ignore[no-untyped-def]
+    native, jar = pair
+    cands, refs = tokenized("cf")
+    cands, refs = cands[::20], refs[::20]  # 2,392 items spread over the whole set
+    ours, theirs = native.score(cands, refs), jar.score(cands, refs)
+    assert len(ours.values) == 2_392
+    np.testing.assert_allclose(ours.values, theirs.values, rtol=0, atol=1e-12)  # last bits: the JVM's Math.pow
+    assert abs(ours.corpus - theirs.corpus) <= 1e-12
+
+
+# ------------------------------------------------------------------ the compiled aligner and its fallback
+PLAIN_PYTHON = """
+import json, sys
+from capmetrics.plugins.meteor import Meteor, _align
+from capmetrics.plugins.tokenizers import WhitespaceTokenizer
+assert type(_align.align_all).__name__ == "function"  # plain Python, not a compiled dispatcher
+cands, refs = json.load(sys.stdin)
+print(json.dumps(Meteor(tokenizer=WhitespaceTokenizer()).pair_statistics(cands, refs).tolist()))
+"""
+
+
+def _fallback_batch() -> tuple[list[str], list[list[str]]]:
+    rng = random.Random(3)
+    words = _flickr8k_words() or _strings("vocab")
+    lines = (FLICKR8K / "Flickr8k.token.txt").read_text(encoding="utf-8").splitlines()[:150] \
+        if (FLICKR8K / "Flickr8k.token.txt").is_file() else []
+    captions = [line.split("\t")[-1].lower() for line in lines] or \
+        [" ".join(rng.choice(words) for _ in range(rng.randint(1, 20))) for _ in range(150)]
+    cands = captions[::3] + ["", "a a a dog dog", " ".join(rng.choice(words) for _ in range(300))]
+    refs = [[captions[(3 * i + k) % len(captions)] for k in range(1, 6)] for i in range(len(captions[::3]))]
+    refs += [["a dog"], ["a dog runs and a dog jumps", "a a a dog dog"], [" ".join(words[:70])]]
+    return cands, refs
+
+
+@needs_resources
+def test_plain_python_aligner_gives_the_same_statistics() -> None:
+    # what runs where numba is absent: the same functions, not compiled (NUMBA_DISABLE_JIT=1)
+    cands, refs = _fallback_batch()
+    compiled = Meteor(tokenizer=WS).pair_statistics(cands, refs)
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    run = subprocess.run([sys.executable, "-c", PLAIN_PYTHON], input=json.dumps([cands, refs]), env=env,
+                         capture_output=True, text=True, check=False, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    plain = np.asarray(json.loads(run.stdout))
+    assert plain.shape == (sum(map(len, refs)), 23) and compiled[:, 21].sum() > 500
+    np.testing.assert_array_equal(plain, compiled)
+
+
+def test_numba_is_not_loaded_with_the_plugin() -> None:
+    code = "import sys, capmetrics.plugins.meteor, capmetrics.cli; print('numba' in sys.modules)"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "False"
+
+
 # ------------------------------------------------------------------ no Java, long captions
 @needs_resources
 def test_default_set_runs_without_java(tmp_path: Path) -> None:
@@ -313,3 +372,15 @@ def test_corrupt_table_and_cache(tmp_path: Path, monkeypatch) -> None:  # type: 
     (folder / "x.npy").write_bytes(bytes(data))
     assert read_folder(folder) is None
     assert cached_arrays(folder, build, {})["x"].tolist() == [0, 1, 2, 3, 4] and len(calls) == 2
+
+
+def test_file_checksums_are_remembered_by_size_and_time(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(_resources, "default_cache_dir", lambda: tmp_path / "cache")
+    data = tmp_path / "table.gz"
+    data.write_bytes(b"first")
+    first = _resources._known_digest(data)
+    assert first == _resources._digest(data) and (tmp_path / "cache" / "meteor" / "digests.json").is_file()
+    monkeypatch.setattr(_resources, "_digest", lambda path: "not computed again")
+    assert _resources._known_digest(data) == first
+    data.write_bytes(b"second, longer")  # another size: computed again
+    assert _resources._known_digest(data) == "not computed again"
