@@ -114,6 +114,12 @@ class Lexicon:
                                  sorted({s for b in sources for s in row(b).tolist()}))
         self._word_arrays = None
 
+    def synsets(self, word: str) -> frozenset[int]:
+        """The WordNet synsets of ``word`` and of its base forms (Meteor's getSynSets ∪ getStemSynSets)."""
+        if word not in self._word_ids:
+            self._add_words([word])
+        return frozenset(self._synsets[self._word_ids[word]])
+
     def word_arrays(self) -> tuple[np.ndarray, ...]:
         """key, stem key, function flag, synset offsets and synsets of every known word."""
         if self._word_arrays is None:

@@ -21,4 +21,4 @@ def _english() -> Lexicon:
 
 def word_synsets(word: str) -> frozenset[int]:
     """The synset numbers of ``word`` and of its WordNet base forms (Meteor's getSynSets ∪ getStemSynSets)."""
-    return _english()._all_synsets(word)
+    return _english().synsets(word)
