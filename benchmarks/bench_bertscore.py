@@ -140,7 +140,7 @@ def main() -> None:
     for metrics in (trio[:1], trio):
         cold()
         capmetrics.compose(trio[0], "distance").encoder()  # model load is not timed
-        _, wall = timed(lambda: capmetrics.score(grouped, metrics))
+        _, wall = timed(lambda metrics=metrics: capmetrics.score(grouped, metrics))
         runs[len(metrics)] = wall, _encoder.shared_encoder(None, None, device).texts_embedded
     (t_one, n_one), (t_three, n_three) = runs[1], runs[3]
     print(f"score -m bertscore: {t_one:.2f} s, {n_one} sentences through the model; + trm(distance=bertscore) "

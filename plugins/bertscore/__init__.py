@@ -15,10 +15,10 @@ from typing import Literal
 
 import numpy as np
 from capmetrics import Distance, MetricError, Scores, hookimpl
-from capmetrics.plugins.embeddings.text import flatten
 from capmetrics.plugins.bertscore._encoder import TokenEncoder, shared_encoder
 from capmetrics.plugins.bertscore._greedy import TokenTable, pair_scores, pool_precisions
 from capmetrics.plugins.bertscore._weights import Idf, file_digest, plain_weights, read_baseline
+from capmetrics.plugins.embeddings.text import flatten
 
 PARTS = {"p": 0, "r": 1, "f": 2}
 #: Pairs per batch in ``bert_score.BERTScorer.score`` (its default), for ``floor="bert-score"``.

@@ -207,7 +207,7 @@ def _read_layout(path: str) -> tuple[int, bool] | None:
             return None
 
     modules = read("modules.json")
-    if not isinstance(modules, list) or not 2 <= len(modules) <= 3:
+    if not isinstance(modules, list) or not 2 <= len(modules) <= 3 or not all(isinstance(m, dict) for m in modules):
         return None
     kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
     if kinds[:2] != ["Transformer", "Pooling"] or kinds[2:] not in ([], ["Normalize"]) or modules[0].get("path"):

@@ -25,9 +25,9 @@ from capmetrics.permutation import (
     SplitStatistic,
     require_finite,
 )
-from capmetrics.plugins.multicandidate.kernels import _EmbeddingStatistic
 from capmetrics.plugins.mauve._divergence import histograms, mauve_scores
 from capmetrics.plugins.mauve._quantise import SplitQuantiser
+from capmetrics.plugins.multicandidate.kernels import _EmbeddingStatistic
 
 
 class MAUVE(_EmbeddingStatistic):
@@ -49,7 +49,7 @@ class MAUVE(_EmbeddingStatistic):
             = candidates then references, each in the item's order (MAUVE of a split equals
             ``compute_mauve`` called on it that way); ``shuffled`` = each side in a random order
             (the split's value is then ``compute_mauve`` on a uniformly random permutation of
-            the item's texts; the observed split keeps the item's order).
+            the item's texts; the observed split, row 0 of the test, keeps the item's order).
         p_value: ``auto``, ``exact``, ``monte-carlo`` or ``none`` (see ``trm``).
         permutations: random splits of a Monte-Carlo p-value.
         seed: seed of the Monte-Carlo splits.

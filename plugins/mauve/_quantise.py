@@ -118,14 +118,14 @@ class SplitQuantiser:
     def labels(self, masks: np.ndarray, shuffle: np.random.Generator | None = None) -> np.ndarray:
         """(splits × points) cluster of each pooled point in each split's clustering; a split
         lists its candidate rows (mask 1) then its reference rows, each in pooled order, or with
-        ``shuffle`` each in a random order (except a split equal to the observed one)."""
+        ``shuffle`` each in a random order, except the first split when it is the observed one
+        (the permutation test's row 0: it keeps the item's order)."""
         if shuffle is None:
-            order = np.argsort(-masks, axis=1, kind="stable")
-        else:
-            keys = shuffle.random(masks.shape)
-            observed = (masks == (np.arange(masks.shape[1]) < masks[:1].sum())).all(axis=1)
-            keys[observed] = np.arange(masks.shape[1])
-            order = np.lexsort((keys, -masks), axis=-1)
+            return self.ordered_labels(np.argsort(-masks, axis=1, kind="stable"))
+        keys = shuffle.random(masks.shape)
+        if len(masks) and (masks[0] == (np.arange(masks.shape[1]) < masks[0].sum())).all():
+            keys[0] = np.arange(masks.shape[1])
+        order = np.lexsort((keys, -masks), axis=-1)
         return self.ordered_labels(order)
 
     def ordered_labels(self, order: np.ndarray) -> np.ndarray:
