@@ -16,7 +16,8 @@ B. ``shuffled``: a uniformly random permutation of the 10 rows (faiss seeds its 
 For each, mauve-text's Monte-Carlo p-values (share of sampled permutations with MAUVE ≤
 observed) are compared with capmetrics' (taken as exact; B's own Monte-Carlo error is ~11x
 smaller than mauve-text's): z of the mean difference (sum of differences over its binomial
-standard error), a dispersion χ² (Σ (X − P·p)² / (P·p·(1 − p)) over items with 0 < p < 1),
+standard error), a dispersion χ² (Σ (X − P·p)² / (P·p·(1 − p)) over items with P·p and
+P·(1 − p) ≥ 5, where the χ² approximation holds),
 and a KS test of the randomised PIT values u = F(X − 1) + V·f(X), F and f the Binomial(P, p)
 cdf and pmf, V uniform: exactly uniform when every count X is a Binomial(P, p) draw. Also prints
 the speed of an exact p-value.
@@ -59,15 +60,15 @@ def agreement(exact: np.ndarray, hits: np.ndarray, perms: int) -> str:
 
     var = exact * (1 - exact) / perms
     z = float(np.sum(hits / perms - exact) / np.sqrt(var.sum()))
-    inner = (exact > 0) & (exact < 1)
+    inner = np.minimum(exact, 1 - exact) * perms >= 5  # where the χ² approximation holds
     chi2 = float(np.sum((hits[inner] - perms * exact[inner]) ** 2 / (perms * var[inner] * perms)))
     dof = int(inner.sum())
-    edge = int(np.sum(hits[~inner] != perms * exact[~inner]))
+    edge = int(np.sum(hits[(exact == 0) | (exact == 1)] != perms * exact[(exact == 0) | (exact == 1)]))
     v = np.random.default_rng(1).random(len(exact))
     pit = stats.binom.cdf(hits - 1, perms, exact) + v * stats.binom.pmf(hits, perms, exact)
     ks = stats.kstest(pit, "uniform")
     return (f"mean p exact {exact.mean():.3f} vs Monte-Carlo {np.mean(hits / perms):.3f}: z = {z:+.2f} "
-            f"(|z| < 2 expected); dispersion chi2 = {chi2:.0f} on {dof} dof (p = {stats.chi2.sf(chi2, dof):.2f}), "
+            f"(|z| < 2 expected); dispersion chi2 = {chi2:.0f} on {dof} dof (two-sided p = {2 * min(stats.chi2.sf(chi2, dof), stats.chi2.cdf(chi2, dof)):.2f}), "
             f"{edge} items with p in {{0, 1}} disagree; KS of the PIT D = {ks.statistic:.3f} (p = {ks.pvalue:.2f})")
 
 
