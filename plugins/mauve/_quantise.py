@@ -26,7 +26,7 @@ from capmetrics.plugins.embeddings.vectors import require
 REDO_STRIDE = 15486557
 #: faiss subsamples the training set above this many points per centroid (its default).
 MAX_POINTS_PER_CENTROID = 256
-#: bound on the floats of one batched distance array (runs × points × clusters × dimensions).
+#: bound on the floats of one batch's arrays (runs × clusters × points or dimensions).
 _CHUNK_FLOATS = 4_000_000
 
 
@@ -81,27 +81,34 @@ def faiss_kmeans(x: np.ndarray, buckets: int, iterations: int, redo: int = 1, se
 
 def lloyd(x: np.ndarray, seeds: np.ndarray, iterations: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lloyd's k-means of the rows of ``x`` from each row of ``seeds`` (indices of the starting
-    centroids), all runs at once, to convergence or ``iterations`` assignments.
+    centroids), all runs at once, each to convergence or ``iterations`` assignments.
 
     Returns the objectives (sum of squared distances to the final centroids), the labels
     (runs × points) and which runs had a cluster empty on the way (their result is not faiss's).
     """
     x64 = x.astype(np.float64)
-    k = seeds.shape[1]
-    centroids = x64[seeds]
-    labels = np.full((len(seeds), len(x)), -1)
-    emptied = np.zeros(len(seeds), dtype=bool)
+    norms = np.square(x64).sum(axis=1)
+    runs, k = seeds.shape
+    centroids = x64[seeds]  # runs × k × d
+    labels = np.full((runs, len(x)), -1)
+    objective = np.zeros(runs)
+    emptied = np.zeros(runs, dtype=bool)
+    active = np.arange(runs)
     for _ in range(max(iterations, 1)):
-        d2 = np.square(x64[None, :, None, :] - centroids[:, None, :, :]).sum(axis=3)
-        assigned = d2.argmin(axis=2)  # ties: the lowest cluster, as faiss
-        objective = np.take_along_axis(d2, assigned[:, :, None], axis=2)[:, :, 0].sum(axis=1)
-        if np.array_equal(assigned, labels):
+        c = centroids[active]
+        # squared distances by one product per run (float64: far finer than faiss's float32)
+        d2 = norms[None, None, :] - 2.0 * (c @ x64.T) + np.square(c).sum(axis=2)[:, :, None]  # runs × k × n
+        assigned = d2.argmin(axis=1)  # ties: the lowest cluster, as faiss
+        objective[active] = np.take_along_axis(d2, assigned[:, None, :], axis=1)[:, 0, :].sum(axis=1)
+        moving = (assigned != labels[active]).any(axis=1)
+        active, assigned = active[moving], assigned[moving]
+        if not len(active):
             break
-        labels = assigned
-        onehot = (labels[:, :, None] == np.arange(k)).astype(np.float64)
-        counts = onehot.sum(axis=1)
-        emptied |= (counts == 0).any(axis=1)
-        centroids = np.einsum("unk,nd->ukd", onehot, x64) / np.maximum(counts, 1.0)[:, :, None]
+        labels[active] = assigned
+        onehot = (assigned[:, None, :] == np.arange(k)[None, :, None]).astype(np.float64)  # runs × k × n
+        counts = onehot.sum(axis=2)
+        emptied[active] |= (counts == 0).any(axis=1)
+        centroids[active] = (onehot @ x64) / np.maximum(counts, 1.0)[:, :, None]
     return objective, labels, emptied
 
 
@@ -145,7 +152,7 @@ class SplitQuantiser:
 
     def _runs(self, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Objective and labels of a k-means run from each seeding, batched by chunks."""
-        per_run = len(self.x) * self.buckets * self.x.shape[1]
+        per_run = self.buckets * max(len(self.x), self.x.shape[1])
         step = max(1, _CHUNK_FLOATS // per_run)
         parts = [lloyd(self.x, seeds[i : i + step], self.iterations) for i in range(0, len(seeds), step)]
         objective = np.concatenate([p[0] for p in parts])
