@@ -15,7 +15,7 @@ from typing import Literal
 
 import numpy as np
 from capmetrics import Distance, MetricError, Scores, hookimpl
-from capmetrics.plugins.bertscore._encoder import TokenEncoder, shared_encoder
+from capmetrics.plugins.bertscore._encoder import TokenEncoder, register_in_run, shared_encoder
 from capmetrics.plugins.bertscore._greedy import TokenTable, pair_scores, pool_precisions
 from capmetrics.plugins.bertscore._weights import Idf, file_digest, plain_weights, read_baseline
 from capmetrics.plugins.embeddings.text import flatten
@@ -69,7 +69,9 @@ class BERTScore(Distance):
             raise MetricError(f"part={self.part!r} is not one of f, p, r")
         if self.floor not in ("zero", "bert-score", "off"):
             raise MetricError(f"floor={self.floor!r} is not one of zero, bert-score, off")
-        return shared_encoder(self.model, self.layer, self.device)
+        enc = shared_encoder(self.model, self.layer, self.device)
+        register_in_run(enc)
+        return enc
 
     def rescale_values(self) -> np.ndarray | None:
         """The (P, R, F) baseline of the layer, or None without a baseline file."""

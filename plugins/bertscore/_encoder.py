@@ -41,14 +41,24 @@ def shared_encoder(model: str | None, layer: int | None, device: str = "cpu") ->
     return _ENCODERS[key]
 
 
+def _run_encoders() -> dict[tuple[str, str], TokenEncoder]:
+    """The last-layer encoders used so far by the current ``capmetrics.score`` run, by (model
+    directory, device); a fresh empty dict outside a run (nothing is shared then)."""
+    from capmetrics.prepared import shared
+
+    return shared("bertscore-last-layer-encoders", dict)
+
+
+def register_in_run(enc: TokenEncoder) -> None:
+    """Offer ``enc`` to the run's ``bert`` embedders when it is cut at its last layer."""
+    if enc.layer == enc.depth:
+        _run_encoders().setdefault((os.path.realpath(enc.path), enc.device), enc)
+
+
 def loaded_encoder(path: str, device: str) -> TokenEncoder | None:
-    """An encoder already built in this process for the model directory ``path`` at its last
-    layer on ``device``, or None."""
-    target = os.path.realpath(path)
-    for enc in _ENCODERS.values():
-        if enc.layer == enc.depth and enc.device == device and os.path.realpath(enc.path) == target:
-            return enc
-    return None
+    """The encoder a metric of the current run uses for the model directory ``path`` at its
+    last layer on ``device``, or None (always None outside a run)."""
+    return _run_encoders().get((os.path.realpath(path), device))
 
 
 class TokenEncoder:

@@ -1,7 +1,8 @@
 """The ``bert`` / ``sentence-transformer`` embedder and its optional persistent cache.
 
-When the run has already loaded the same model for ``bertscore`` at its last layer (see
-``capmetrics.plugins.bertscore._encoder``) and the sentence-transformer is that model with mean
+When a metric of the same ``capmetrics.score`` run has already loaded the same model for
+``bertscore`` at its last layer (see ``capmetrics.plugins.bertscore._encoder``; nothing is
+shared outside a run) and the sentence-transformer is that model with mean
 pooling (optionally normalised), the embedder pools the token embeddings ``bertscore`` keeps
 instead of running the model again; texts that sentence-transformers would tokenize otherwise
 (truncation at its ``max_seq_length``, a tokenizer difference) are still encoded by it.

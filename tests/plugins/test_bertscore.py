@@ -179,25 +179,29 @@ def test_bert_embedder_pools_bertscore_token_embeddings_as_sentence_transformers
     """With bertscore's encoder of the same model loaded, ``bert`` mean-pools its cached token
     embeddings (+ the model's Normalize module): equal to sentence-transformers' encode."""
     pytest.importorskip("sentence_transformers")
-    from capmetrics.plugins.bertscore._encoder import shared_encoder
+    from capmetrics.prepared import run_scope
 
     cands, refs = expert
     long_text = "a dog " * 200  # > 256 tokens: sentence-transformers truncates it at 256, bertscore at 512
     texts = list(dict.fromkeys(cands + [r for g in refs for r in g])) + ["", long_text]
     reference = capmetrics.compose("bert", "embedder")._run_model(texts)
-    enc = shared_encoder(None, None)
-    enc.embed(texts)
-    before = enc.texts_embedded
     embedder = capmetrics.compose("bert", "embedder")
     ran: list[str] = []
     run = embedder._run_model
     monkeypatch.setattr(embedder, "_run_model", lambda t, normalize=None: ran.extend(t) or run(t, normalize))
-    ours = embedder.embed_texts(texts)
-    assert ran == [long_text] and enc.texts_embedded == before  # only the truncated text ran the model
+    with run_scope():  # as in capmetrics.score: bertscore's encoder is the run's
+        enc = capmetrics.compose("bertscore", "distance").encoder()
+        enc.embed(texts)
+        before = enc.texts_embedded
+        ours = embedder.embed_texts(texts)
+        assert ran == [long_text] and enc.texts_embedded == before  # only the truncated text ran the model
+        normalised = capmetrics.compose("bert(normalize=true)", "embedder").embed_texts(texts[:5])
     assert ours.dtype == np.float32 and ours.shape == reference.shape
     assert np.abs(ours - reference).max() <= 1e-6
-    normalised = capmetrics.compose("bert(normalize=true)", "embedder").embed_texts(texts[:5])
     np.testing.assert_allclose(np.linalg.norm(normalised, axis=1), 1.0, atol=1e-6)
+    ran.clear()
+    embedder.embed_texts(texts[:3])  # outside a run nothing is shared: sentence-transformers runs
+    assert ran == texts[:3]
 
 
 def test_mean_pooling_layout_reads_the_sentence_transformers_config(tmp_path, model_path):
