@@ -186,31 +186,23 @@ def test_normalisation_cases_equal_the_jar(pair) -> None:  # type: ignore[no-unt
 
 
 # ------------------------------------------------------------------ Flickr8k-CF (slow)
-@pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("CAPMETRICS_SLOW") != "1", reason="slow: set CAPMETRICS_SLOW=1")
-@needs_java
-@needs_coco
-@needs_flickr8k
-@pytest.mark.java
-def test_flickr8k_cf_equals_the_jar(pair) -> None:  # type: ignore[no-untyped-def]
-    native, jar = pair
-    cands, refs = tokenized("cf")
-    ours, theirs = native.score(cands, refs), jar.score(cands, refs)
-    assert len(ours.values) == 47_830
-    np.testing.assert_allclose(ours.values, theirs.values, rtol=0, atol=1e-12)
-    assert abs(ours.corpus - theirs.corpus) <= 1e-12
+SLOW = pytest.mark.skipif(os.environ.get("CAPMETRICS_SLOW") != "1", reason="slow: set CAPMETRICS_SLOW=1")
 
 
 @needs_java
 @needs_coco
 @needs_flickr8k
 @pytest.mark.java
-def test_flickr8k_cf_subset_equals_the_jar(pair) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(("step", "count"), [
+    pytest.param(1, 47_830, marks=[pytest.mark.slow, SLOW], id="all"),
+    pytest.param(20, 2_392, id="every-20th"),  # spread over the whole set
+])
+def test_flickr8k_cf_equals_the_jar(pair, step: int, count: int) -> None:  # type: ignore[no-untyped-def]
     native, jar = pair
     cands, refs = tokenized("cf")
-    cands, refs = cands[::20], refs[::20]  # 2,392 items spread over the whole set
+    cands, refs = cands[::step], refs[::step]
     ours, theirs = native.score(cands, refs), jar.score(cands, refs)
-    assert len(ours.values) == 2_392
+    assert len(ours.values) == count
     np.testing.assert_allclose(ours.values, theirs.values, rtol=0, atol=1e-12)  # last bits: the JVM's Math.pow
     assert abs(ours.corpus - theirs.corpus) <= 1e-12
 
