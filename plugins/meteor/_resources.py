@@ -207,12 +207,17 @@ def _known_digest(path: Path) -> str:
     return digest
 
 
+def cache_root(cache_dir: str | None = None) -> Path:
+    """The cache folder: ``cache_dir`` or the user's (``$CAPMETRICS_CACHE_DIR``, ``~/.cache/capmetrics``)."""
+    return Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+
+
 @lru_cache(maxsize=2)
 def load_resources(cache_dir: str | None = None) -> Resources:
     """The resources of the installed jar and table (cached arrays built on first use)."""
     jar, table = meteor_files()
     key = resource_key()
-    root = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+    root = cache_root(cache_dir)
     meta = {"jar": str(jar), "table": str(table), "version": CACHE_VERSION}
     words = frozenset(_lines(_jar_text(jar, "function/english.words")))
     synonyms = cached_arrays(root / "meteor" / key / "synonyms", lambda: _build_synonyms(jar), meta)

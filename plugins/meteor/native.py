@@ -18,10 +18,11 @@ import numpy as np
 from capmetrics import Distance, Scores, Tokenizer
 from capmetrics.errors import MetricError
 from capmetrics.plugins.java import check_items
+from capmetrics.plugins.meteor._compiled import aligner
 from capmetrics.plugins.meteor._formula import MODULES, aggregate, meteor_scores
 from capmetrics.plugins.meteor._input import segmenter
 from capmetrics.plugins.meteor._lexicon import Lexicon
-from capmetrics.plugins.meteor._resources import load_resources, resource_key
+from capmetrics.plugins.meteor._resources import cache_root, load_resources, resource_key
 from capmetrics.plugins.tokenizers import PTBTokenizer
 from capmetrics.registry.spec import Spec
 
@@ -130,9 +131,8 @@ class Meteor(Distance):
         lex = lexicon(self.cache_dir)
         counts = [len(rs) for rs in refs]
         number, tables = lex.tables([*cands, *(r for rs in refs for r in rs)])
-        lex.res.release()  # the table pages this call read go back to the page cache (before numba loads)
-        # numba loads on first use, not with the plugin
-        from capmetrics.plugins.meteor._align import align_all
+        lex.res.release()  # the table pages this call read go back to the page cache
+        align_all = aligner(cache_root(self.cache_dir))  # compiled on first use, not with the plugin
 
         tests = np.repeat(number[:len(cands)], counts)
         keys, stems, function, _, _ = lex.word_arrays()

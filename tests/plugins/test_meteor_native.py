@@ -245,6 +245,83 @@ def test_plain_python_aligner_gives_the_same_statistics() -> None:
     np.testing.assert_array_equal(plain, compiled)
 
 
+JIT_ONLY = """
+import json, sys
+from capmetrics.plugins.meteor import Meteor
+from capmetrics.plugins.meteor._compiled import aligner
+from capmetrics.plugins.meteor._resources import cache_root
+from capmetrics.plugins.tokenizers import WhitespaceTokenizer
+assert type(aligner(cache_root())).__name__ == "CPUDispatcher"  # numba's JIT, not the compiled module
+cands, refs = json.load(sys.stdin)
+print(json.dumps(Meteor(tokenizer=WhitespaceTokenizer()).pair_statistics(cands, refs).tolist()))
+"""
+
+
+@needs_resources
+def test_compiled_module_equals_the_jit_and_needs_no_numba() -> None:
+    pytest.importorskip("numba")
+    from capmetrics.plugins.meteor._compiled import aligner
+    from capmetrics.plugins.meteor._resources import cache_root
+
+    cands, refs = _fallback_batch()
+    compiled = Meteor(tokenizer=WS).pair_statistics(cands, refs)
+    kernel = aligner(cache_root())
+    if kernel.__module__ != "capmetrics.plugins.meteor._compiled":
+        pytest.skip(f"no compiled aligner here (see {cache_root() / 'meteor'}/aligner-*.failed)")
+    env = {**os.environ, "CAPMETRICS_METEOR_AOT": "0"}
+    run = subprocess.run([sys.executable, "-c", JIT_ONLY], input=json.dumps([cands, refs]), env=env,
+                         capture_output=True, text=True, check=False, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    np.testing.assert_array_equal(np.asarray(json.loads(run.stdout)), compiled)
+    # a fresh process scoring METEOR through the compiled module never imports numba
+    code = ("import sys\nfrom capmetrics.plugins.meteor import Meteor\n"
+            "print(Meteor().score(['a dog runs'], [['a dog is running']]).values[0], 'numba' in sys.modules)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600)
+    value, numba_loaded = run.stdout.split()
+    assert float(value) > 0.3 and numba_loaded == "False"
+
+
+@needs_resources
+def test_a_tampered_compiled_module_is_refused(tmp_path: Path) -> None:
+    pytest.importorskip("numba")
+    from capmetrics.plugins.meteor import _compiled
+    from capmetrics.plugins.meteor._resources import cache_root
+
+    _compiled.aligner(cache_root())
+    built = cache_root() / "meteor" / f"aligner-{_compiled._key()}"
+    if not built.is_dir():
+        pytest.skip("no compiled aligner here")
+    copy = shutil.copytree(built, tmp_path / "aligner")
+    module = next(copy.glob(f"{_compiled.MODULE}*"))
+    data = bytearray(module.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    module.write_bytes(bytes(data))
+    assert _compiled._load(copy) is None  # checksum mismatch: never imported, rebuilt by aligner()
+    (copy / "sha256").unlink()
+    assert _compiled._load(copy) is None
+
+
+def test_an_aligner_that_cannot_be_compiled_falls_back_to_the_jit(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from capmetrics.plugins.meteor import _align, _compiled
+
+    def no_compiler(folder: Path) -> None:
+        raise RuntimeError("error: command 'gcc' failed: No such file or directory")
+
+    monkeypatch.setattr(_compiled, "_build", no_compiler)
+    monkeypatch.delenv("NUMBA_DISABLE_JIT", raising=False)
+    monkeypatch.delenv(_compiled.OFF_ENV, raising=False)
+    _compiled.aligner.cache_clear()
+    try:
+        assert _compiled.aligner(tmp_path) is _align.align_all
+        marker = tmp_path / "meteor" / f"aligner-{_compiled._key()}.failed"
+        assert "gcc" in marker.read_text()
+        monkeypatch.setattr(_compiled, "_build", lambda folder: pytest.fail("retried a failed build"))
+        _compiled.aligner.cache_clear()
+        assert _compiled.aligner(tmp_path) is _align.align_all  # the marker spares later runs the attempt
+    finally:
+        _compiled.aligner.cache_clear()
+
+
 def test_numba_is_not_loaded_with_the_plugin() -> None:
     code = "import sys, capmetrics.plugins.meteor, capmetrics.cli; print('numba' in sys.modules)"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,0 +1,155 @@
+"""The aligner as an extension module compiled ahead of time, so a process that scores METEOR
+imports neither numba nor its JIT.
+
+numba's just-in-time path costs every fresh process about half a second before the first pair is
+aligned (importing numba, its type system and loading the cached machine code), which is more
+than aligning all of Flickr8k-Expert. So on first use ``_align.align_all`` is compiled once with
+numba's ahead-of-time compiler (``numba.pycc``; it needs a C compiler) into an ordinary extension
+module under the cache folder (``meteor/aligner-<key>/``, keyed by the aligner's source and the
+numba, numpy and Python versions), with its SHA-256 next to it. Later processes check the
+checksum and import the module: a few milliseconds, no numba. The generated code is the same
+kernel: tests/plugins/test_meteor_native.py checks it against the just-in-time and plain-Python
+runs of the same functions.
+
+Where it cannot be built (no C compiler, no numba) the reason is stored next to it and the
+aligner runs through numba's JIT (or as plain Python without numba): same numbers, slower start.
+``CAPMETRICS_METEOR_AOT=0`` turns the compiled module off; ``NUMBA_DISABLE_JIT=1`` runs the plain
+Python functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import sys
+import sysconfig
+import tempfile
+import warnings
+from collections.abc import Callable
+from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import numpy as np
+
+MODULE = "capmetrics_meteor_aligner"
+OFF_ENV = "CAPMETRICS_METEOR_AOT"
+#: numba's types of the arguments of ``align_all`` (C-contiguous arrays), in order; it returns
+#: int64 statistics (pairs x 23).
+ARG_TYPES = ("i8", "i8", "i8", "i4", "i8", "i8", "u1", "i8", "i8",  # tests .. nb_val
+             "i8", "i8", "i8", "i8", "i8", "i8", "i8", "i8", "i8",  # ng_off .. para_val
+             "i8", "b1")  # kinds, exact_slot
+_DTYPES = tuple(np.dtype(bool if t == "b1" else t) for t in ARG_TYPES)
+
+
+def _signature() -> str:
+    return f"i8[:,::1]({','.join(f'{t}[::1]' for t in ARG_TYPES)})"
+
+
+def _key() -> str:
+    here = Path(__file__).with_name("_align.py")
+    digest = hashlib.sha256()
+    for part in (here.read_bytes(), Path(__file__).with_name("_formula.py").read_bytes(), _signature().encode()):
+        digest.update(part)
+    for name in ("numba", "numpy"):
+        try:
+            digest.update(f"{name}={version(name)}".encode())
+        except PackageNotFoundError:
+            digest.update(f"{name}=none".encode())
+    digest.update(f"{sys.version}|{sysconfig.get_config_var('EXT_SUFFIX')}|{sys.platform}".encode())
+    return digest.hexdigest()[:16]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _load(folder: Path) -> Callable[..., np.ndarray] | None:
+    """The compiled ``align_all`` in ``folder``, or None where it is missing or fails its checksum."""
+    files = list(folder.glob(f"{MODULE}*{sysconfig.get_config_var('EXT_SUFFIX')}"))
+    check = folder / "sha256"
+    if len(files) != 1 or not check.is_file() or check.read_text().strip() != _sha256(files[0]):
+        return None
+    spec = importlib.util.spec_from_file_location(MODULE, files[0])
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.align_all  # type: ignore[no-any-return]
+
+
+def _build(folder: Path) -> None:
+    """Compile ``_align.align_all`` with numba.pycc into ``folder`` (atomically: a temporary
+    folder next to it is renamed). Raises whatever stops the compiler."""
+    from capmetrics.plugins.meteor import _align
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".aligner-", dir=folder.parent))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # pycc's pending-deprecation notice
+            from numba.pycc import CC
+
+            cc = CC(MODULE)
+            cc.output_dir = str(tmp)
+            cc.verbose = False
+            cc.export("align_all", _signature())(_align.align_all.py_func)
+            cc.compile()
+        built = list(tmp.glob(f"{MODULE}*"))
+        if len(built) != 1:
+            raise RuntimeError(f"numba.pycc wrote {[p.name for p in built]}, expected one module")
+        (tmp / "sha256").write_text(_sha256(built[0]) + "\n")
+        try:
+            os.replace(tmp, folder)
+        except OSError:  # another process finished first: keep its module
+            if _load(folder) is None:
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _adapted(kernel: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """``kernel`` taking any integer arrays: each is made the contiguous type of the signature."""
+    def align_all(*arrays: np.ndarray) -> np.ndarray:
+        return kernel(*(np.ascontiguousarray(a, dtype=t) for a, t in zip(arrays, _DTYPES, strict=True)))
+
+    return align_all
+
+
+def _jit() -> Callable[..., np.ndarray]:
+    from capmetrics.plugins.meteor._align import align_all
+
+    return align_all  # type: ignore[no-any-return]
+
+
+@lru_cache(maxsize=4)
+def aligner(root: Path) -> Callable[..., np.ndarray]:
+    """``align_all`` for this process: the compiled module under ``root/meteor`` (built on first
+    use), else numba's JIT (or plain Python)."""
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0") or os.environ.get(OFF_ENV, "1") == "0":
+        return _jit()
+    folder = root / "meteor" / f"aligner-{_key()}"
+    failed = folder.with_name(folder.name + ".failed")
+    if failed.is_file():  # compiling did not work here before: do not pay for it on every run
+        return _jit()
+    try:
+        kernel = _load(folder) if folder.is_dir() else None
+    except ImportError:
+        kernel = None
+    if kernel is None:
+        shutil.rmtree(folder, ignore_errors=True)  # missing, corrupt or not importable: build it again
+        try:
+            _build(folder)
+            kernel = _load(folder)
+        except Exception as err:  # no C compiler, no numba, a read-only cache: fall back, remember why
+            try:
+                failed.parent.mkdir(parents=True, exist_ok=True)
+                failed.write_text(f"{type(err).__name__}: {err}\n")
+            except OSError:
+                pass
+            return _jit()
+        if kernel is None:
+            return _jit()
+    return _adapted(kernel)
