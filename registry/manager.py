@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pluggy
-
 from capmetrics import hookspecs
 from capmetrics.component import KIND_BASES, KINDS, Component
 from capmetrics.errors import PluginError, UnknownComponentError, did_you_mean
@@ -124,16 +123,10 @@ class Registry:
         raise UnknownComponentError("\n".join(lines))
 
 
-def _distributions() -> list[importlib.metadata.Distribution]:
-    seen: set[str] = set()
-    out = []
-    for dist in importlib.metadata.distributions():
-        name = (dist.metadata["Name"] or "").lower() if dist.metadata else ""
-        if not name or name in seen:
-            continue
-        seen.add(name)
-        out.append(dist)
-    return out
+def _entry_points() -> list[importlib.metadata.EntryPoint]:
+    """The entry points of group ``capmetrics``, one distribution per name (the first on the
+    path, as Python imports it); only those distributions' metadata is read."""
+    return list(importlib.metadata.entry_points(group=GROUP))
 
 
 def _blocked() -> set[str]:
@@ -153,34 +146,30 @@ def make_plugin_manager() -> tuple[pluggy.PluginManager, list[PluginInfo]]:
         pm.set_blocked(name)
     infos: list[PluginInfo] = []
     own_only = _autoload_disabled()
-    for dist in _distributions():
-        dist_name = dist.metadata["Name"]
-        if own_only and dist_name.lower() != "capmetrics":
+    for ep in _entry_points():
+        dist_name, dist_version = (ep.dist.metadata["Name"], ep.dist.version) if ep.dist else ("(unknown)", "")
+        if (own_only and dist_name.lower() != "capmetrics") or ep.name in blocked:
             continue
-        for ep in dist.entry_points:
-            if ep.group != GROUP or ep.name in blocked:
-                continue
-            if pm.get_plugin(ep.name) is not None:
-                other = next(i for i in infos if i.name == ep.name)
-                raise PluginError(
-                    f"plugin name {ep.name!r} is used twice:\n"
-                    f"  {other.describe()}\n  entry point {ep.value} from {dist_name} {dist.version}\n"
-                    f"Uninstall one, or block one with {DISABLE_ENV}={ep.name}."
-                )
-            try:
-                plugin = ep.load()
-            except Exception as err:
-                raise PluginError(
-                    f"could not import plugin {ep.name!r} (entry point {ep.value}) from "
-                    f"{dist_name} {dist.version}:\n{type(err).__name__}: {err}"
-                ) from err
-            try:
-                pm.register(plugin, name=ep.name)
-            except pluggy.PluginValidationError as err:
-                raise PluginError(
-                    f"invalid plugin {ep.name!r} from {dist_name} {dist.version}:\n{err}"
-                ) from err
-            infos.append(PluginInfo(ep.name, ep.value, dist_name, dist.version))
+        source = f"{dist_name} {dist_version}"
+        if pm.get_plugin(ep.name) is not None:
+            other = next(i for i in infos if i.name == ep.name)
+            raise PluginError(
+                f"plugin name {ep.name!r} is used twice:\n"
+                f"  {other.describe()}\n  entry point {ep.value} from {source}\n"
+                f"Uninstall one, or block one with {DISABLE_ENV}={ep.name}."
+            )
+        try:
+            plugin = ep.load()
+        except Exception as err:
+            raise PluginError(
+                f"could not import plugin {ep.name!r} (entry point {ep.value}) from "
+                f"{source}:\n{type(err).__name__}: {err}"
+            ) from err
+        try:
+            pm.register(plugin, name=ep.name)
+        except pluggy.PluginValidationError as err:
+            raise PluginError(f"invalid plugin {ep.name!r} from {source}:\n{err}") from err
+        infos.append(PluginInfo(ep.name, ep.value, dist_name, dist_version))
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as err:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
 from itertools import chain
 
 from capmetrics.plugins.tokenizers.ptb_chars import DIGITS, LETTERS, SYMBOLS
@@ -22,19 +24,8 @@ PUNCTUATION = frozenset(
     ["''", "'", "``", "`", "-LRB-", "-RRB-", "-LCB-", "-RCB-", ".", "?", "!", ",", ":", "-", "--", "...", ";"]
 )
 
-_L = f"[{LETTERS}]"
-_D = f"[0-9{DIGITS}]"
-_AS = f"[{LETTERS}0-9{DIGITS}]"  # letter or digit
-_A = f"[{LETTERS}0-9{DIGITS}\u00ad]"  # ... or soft hyphen
-_A_ = f"(?:{_A}|_+(?={_AS}))"  # ... or "_" inside a token (only the THING rule joins it)
 _APOS = "['\u0092\u2019]"
 _APOSX = "['\u0092\u2019`\u0091\u2018\u201b]"
-_NOT_L = f"(?!{_L})"
-
-_WORD = f"{_L}{_A}*(?:[.!?]{_L}{_A}*)*"
-_REDAUX = f"{_APOS}(?i:s|m|d|re|ve|ll){_NOT_L}"
-_NUM = rf"{_D}*(?:[.,]{_D}+)+|{_D}+(?:[.:,]{_D}+)*"
-_THING_PART = f"(?:[dDoOlL]{_APOSX}{_A})?{_AS}{_A_}*"
 _ABBREV = (
     # months, days, states, companies, titles and other abbreviations that keep their period
     r"(?i:jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|mon|tues?|wed|thu|thurs|fri"
@@ -51,40 +42,86 @@ _ABBREV = (
 
 _SGML = r"</?[A-Za-z!][^<>\s]*>"
 
-# (kind, pattern); the longest match wins, the earlier rule on ties (JFlex semantics).
-# A named group "t" marks the token when the match includes trailing context.
-_RULES: list[tuple[str, str]] = [
-    ("assim", rf"{_APOS}t(?=(?:is|was){_NOT_L})"),
-    ("word_redaux", f"(?P<t>{_WORD}){_APOS}(?i:s|m|d|re|ve|ll)"),
-    ("word_not", f"(?P<t>{_L}*[A-MO-Za-mo-z])[nN]{_APOSX}[tT]"),
-    ("redaux", f"{_REDAUX}|[nN]{_APOSX}[tT]{_NOT_L}"),
-    ("word", _WORD),
-    ("abbrev", rf"(?:{_ABBREV}|[A-Za-z](?:\.[A-Za-z])*)\."),
-    ("word_dot", rf"(?P<t>{_WORD}\.)[,;:]"),
-    ("thing", f"{_THING_PART}(?:-(?:{_THING_PART}|{_D}+(?:[.,]{_D}+)+))*"),
-    ("hthing", rf"{_AS}(?:{_A}|[.,])*(?:-(?:{_A}+(?:\.{_D}+)?|[A-Za-z](?:\.[A-Za-z])+\.))+"),
-    ("thinga", r"[A-Z]+(?:(?:[+&]|&amp;)[A-Z]+)+"),
-    ("thing3", r"[A-Za-z0-9]+(?:-[A-Za-z]+){0,2}(?:\\?/[A-Za-z0-9]+(?:-[A-Za-z]+){0,2}){1,2}"),
-    ("apoword", (
-        f"{_APOS}n(?:{_APOS}|{_NOT_L})|[lLdDjJyY]{_APOS}|(?i:dunkin|somethin|ol){_APOS}|{_APOS}(?:em|till?|cause|[2-9]0s)"
-        f"|[A-HJ-XZn]{_APOSX}{_L}{{2,}}|{_L}+[aeiouyAEIOUY]{_APOSX}[aeiouA-Z]{_L}*"
-        f"|(?i:c'mon|e'er|li'l|nat'l|cont'd|nor'easter|s'mores|ev'ry)|{_APOS}{_D}{_D}(?!\\S)"
-    )),
-    ("number", f"[-+]?(?:{_NUM})"),
-    ("frac", rf"(?:{_D}{{1,4}}[-\x00])?{_D}{{1,4}}\\?/{_D}{{1,4}}"),
-    ("url", r"(?:https?|ftp|mailto)://[^\s\"<>|()]*[^\s\"<>|().!?,;:'-]|www\.(?:[^\s\"<>|.!?(){},]+\.)+[a-zA-Z]{2,4}(?:/[^\s\"<>|()]+[^\s\"<>|.!?(){},-])?(?![A-Za-z])"),
-    ("email", r"[A-Za-z0-9][^\s\"<>|(){}]*@(?:[^\s\"<>|(){}.]+\.)*[^\s\"<>|(){}\[\].,;:]+"),
-    ("twitter", r"@[A-Za-z_][A-Za-z_0-9]*|#[A-Za-z]+"),
-    ("sgml", _SGML),
-    ("smiley", r"[<>]?[:;=][-o*']?[()DPdpO\\{@|\[\]](?![A-Za-z0-9])"),
-    ("dollar", r"[A-Za-z]*\$"),
-    ("ldots", r"\.\.\.+"),
-    ("entity", r"&(?:amp|lt|gt|quot|nbsp|#\d+);"),
-    ("hyphens", "-+"),
-    ("run", r"[?!]+|\*+|#+|@+|``|''|\^_\^"),
-]
-_COMPILED = [(kind, re.compile(pattern)) for kind, pattern in _RULES]
-_SYMBOL = re.compile(f"[{SYMBOLS}.?!@/#_-]")
+
+@dataclass(frozen=True)
+class CharClasses:
+    """The lexer's character classes (regex class bodies)."""
+
+    letters: str
+    digits: str  # besides 0-9
+    symbols: str
+
+
+#: The classes measured on the jar, and their ASCII parts (equal on ASCII text, much faster to compile;
+#: tests/plugins/test_tokenizers.py checks they are the intersections).
+UNICODE = CharClasses(LETTERS, DIGITS, SYMBOLS)
+ASCII = CharClasses("A-Za-z", "", r"$%&'*+,:;<=>\\^`|~")
+
+
+def _rules(c: CharClasses) -> list[tuple[str, str]]:
+    """(kind, pattern) of every lexer rule over the classes ``c``; the longest match wins, the
+    earlier rule on ties (JFlex semantics). A named group "t" marks the token when the match
+    includes trailing context."""
+    L, D = f"[{c.letters}]", f"[0-9{c.digits}]"
+    AS = f"[{c.letters}0-9{c.digits}]"  # letter or digit
+    A = f"[{c.letters}0-9{c.digits}\u00ad]"  # ... or soft hyphen
+    A_ = f"(?:{A}|_+(?={AS}))"  # ... or "_" inside a token (only the THING rule joins it)
+    not_l = f"(?!{L})"
+    word = f"{L}{A}*(?:[.!?]{L}{A}*)*"
+    redaux = f"{_APOS}(?i:s|m|d|re|ve|ll){not_l}"
+    num = rf"{D}*(?:[.,]{D}+)+|{D}+(?:[.:,]{D}+)*"
+    thing_part = f"(?:[dDoOlL]{_APOSX}{A})?{AS}{A_}*"
+    return [
+        ("assim", rf"{_APOS}t(?=(?:is|was){not_l})"),
+        ("word_redaux", f"(?P<t>{word}){_APOS}(?i:s|m|d|re|ve|ll)"),
+        ("word_not", f"(?P<t>{L}*[A-MO-Za-mo-z])[nN]{_APOSX}[tT]"),
+        ("redaux", f"{redaux}|[nN]{_APOSX}[tT]{not_l}"),
+        ("word", word),
+        ("abbrev", rf"(?:{_ABBREV}|[A-Za-z](?:\.[A-Za-z])*)\."),
+        ("word_dot", rf"(?P<t>{word}\.)[,;:]"),
+        ("thing", f"{thing_part}(?:-(?:{thing_part}|{D}+(?:[.,]{D}+)+))*"),
+        ("hthing", rf"{AS}(?:{A}|[.,])*(?:-(?:{A}+(?:\.{D}+)?|[A-Za-z](?:\.[A-Za-z])+\.))+"),
+        ("thinga", r"[A-Z]+(?:(?:[+&]|&amp;)[A-Z]+)+"),
+        ("thing3", r"[A-Za-z0-9]+(?:-[A-Za-z]+){0,2}(?:\\?/[A-Za-z0-9]+(?:-[A-Za-z]+){0,2}){1,2}"),
+        ("apoword", (
+            f"{_APOS}n(?:{_APOS}|{not_l})|[lLdDjJyY]{_APOS}|(?i:dunkin|somethin|ol){_APOS}|{_APOS}(?:em|till?|cause|[2-9]0s)"
+            f"|[A-HJ-XZn]{_APOSX}{L}{{2,}}|{L}+[aeiouyAEIOUY]{_APOSX}[aeiouA-Z]{L}*"
+            f"|(?i:c'mon|e'er|li'l|nat'l|cont'd|nor'easter|s'mores|ev'ry)|{_APOS}{D}{D}(?!\\S)"
+        )),
+        ("number", f"[-+]?(?:{num})"),
+        ("frac", rf"(?:{D}{{1,4}}[-\x00])?{D}{{1,4}}\\?/{D}{{1,4}}"),
+        ("url", r"(?:https?|ftp|mailto)://[^\s\"<>|()]*[^\s\"<>|().!?,;:'-]|www\.(?:[^\s\"<>|.!?(){},]+\.)+[a-zA-Z]{2,4}(?:/[^\s\"<>|()]+[^\s\"<>|.!?(){},-])?(?![A-Za-z])"),
+        ("email", r"[A-Za-z0-9][^\s\"<>|(){}]*@(?:[^\s\"<>|(){}.]+\.)*[^\s\"<>|(){}\[\].,;:]+"),
+        ("twitter", r"@[A-Za-z_][A-Za-z_0-9]*|#[A-Za-z]+"),
+        ("sgml", _SGML),
+        ("smiley", r"[<>]?[:;=][-o*']?[()DPdpO\\{@|\[\]](?![A-Za-z0-9])"),
+        ("dollar", r"[A-Za-z]*\$"),
+        ("ldots", r"\.\.\.+"),
+        ("entity", r"&(?:amp|lt|gt|quot|nbsp|#\d+);"),
+        ("hyphens", "-+"),
+        ("run", r"[?!]+|\*+|#+|@+|``|''|\^_\^"),
+    ]
+
+
+@dataclass(frozen=True)
+class Lexer:
+    """The compiled rules over one set of character classes."""
+
+    rules: list[tuple[str, re.Pattern[str]]]
+    symbol: re.Pattern[str]
+    frac_space: re.Pattern[str]
+
+
+@lru_cache(maxsize=2)
+def lexer(ascii: bool) -> Lexer:
+    """The lexer for ASCII text (compiled when first needed) or for any text."""
+    c = ASCII if ascii else UNICODE
+    D = f"[0-9{c.digits}]"
+    return Lexer([(kind, re.compile(pattern)) for kind, pattern in _rules(c)],
+                 re.compile(f"[{c.symbols}.?!@/#_-]"),
+                 re.compile(rf"(?<![\w'\u2019.,:/\\-])({D}{{1,4}}) (?={D}{{1,4}}\\?/{D}{{1,4}})"))
+
+
 _PLAIN_WORD = re.compile("[A-Za-z]+|[0-9]+")  # always a single token (but see _ASSIMILATIONS)
 _ASSIMILATIONS = {"cannot": 3, "gonna": 2, "gotta": 2, "lemme": 2, "gimme": 2, "wanna": 2}
 _ENTITIES = {"&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": "''", "&nbsp;": ""}
@@ -97,7 +134,6 @@ _SINGLE = {
     "\u00bc": "1/4", "\u00bd": "1/2", "\u00be": "3/4", "\u2153": "1/3", "\u2154": "2/3",
 }
 _PAREN_ESCAPES = str.maketrans({"(": "-LRB-", ")": "-RRB-"})
-_FRAC_SPACE = re.compile(rf"(?<![\w'\u2019.,:/\\-])({_D}{{1,4}}) (?={_D}{{1,4}}\\?/{_D}{{1,4}})")
 # After a one-letter acronym ("I."), these words make the lexer end the sentence: "I" + "." instead of "I.".
 _STARTERS = frozenset(
     "A About According Additionally After An As At But Earlier He Her Here However If In It Last Many More Mr. Ms."
@@ -108,10 +144,10 @@ _ABBREV3 = frozenset(["ca.", "fig.", "figs.", "prop.", "no.", "nos.", "art.", "b
 _LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
 
-def _longest_match(chunk: str, pos: int) -> tuple[str, str] | None:
+def _longest_match(rules: list[tuple[str, re.Pattern[str]]], chunk: str, pos: int) -> tuple[str, str] | None:
     """Return (kind, token text) of the longest rule match at ``pos``; earlier rules win ties."""
     best: tuple[int, str, str] | None = None
-    for kind, pattern in _COMPILED:
+    for kind, pattern in rules:
         m = pattern.match(chunk, pos)
         if m is None or m.end() == pos:
             continue
@@ -148,9 +184,10 @@ def _normalize(kind: str, text: str) -> list[str]:
 def lex_chunk(chunk: str) -> list[str]:
     """Tokenize one whitespace-free chunk as the 3.4.1 lexer does (case preserved, nothing removed)."""
     tokens: list[str] = []
+    lex = lexer(chunk.isascii())
     pos, end = 0, len(chunk)
     while pos < end:
-        found = _longest_match(chunk, pos)
+        found = _longest_match(lex.rules, chunk, pos)
         if found is not None:
             kind, text = found
             pos += len(text)
@@ -160,7 +197,7 @@ def lex_chunk(chunk: str) -> list[str]:
         pos += 1
         if char in _SINGLE:
             tokens.append(_SINGLE[char])
-        elif _SYMBOL.match(char):
+        elif lex.symbol.match(char):
             tokens.append(char)
         # anything else is untokenizable for the lexer, which deletes it
     return tokens
@@ -249,7 +286,7 @@ def tokenize(texts: Iterable[str]) -> list[list[str]]:
     result: list[list[str]] = []
     for index, line in enumerate(lines):
         if "/" in line:
-            line = _FRAC_SPACE.sub("\\1\x00", line)
+            line = lexer(line.isascii()).frac_space.sub("\\1\x00", line)
         chunks = line.split()
         tokens = list(flatten(map(lookup, chunks)))
         if contextual and not contextual.isdisjoint(chunks):

@@ -65,6 +65,27 @@ def test_ptb_long_caption_is_linear() -> None:
     assert tokens[1]  # one 10k-character chunk: no quadratic regex
 
 
+def test_ptb_ascii_classes_are_the_ascii_parts_of_the_measured_ones() -> None:
+    # the ASCII lexer (fast to compile) must match exactly what the full classes match on ASCII text
+    import re
+
+    from capmetrics.plugins.tokenizers import ptb
+
+    for body in ("letters", "digits", "symbols"):
+        full, ascii_ = (re.compile(f"[0-9{getattr(c, body)}]" if body == "digits" else f"[{getattr(c, body)}]")
+                        for c in (ptb.UNICODE, ptb.ASCII))
+        assert [chr(i) for i in range(128) if full.match(chr(i))] == \
+            [chr(i) for i in range(128) if ascii_.match(chr(i))], body
+    texts = ["A man's 1 1/2-inch cut, can't: Dr. Smith (U.S.A.) www.x.com a@b.org #tag :-) $5.00 I. ...",
+             "gonna 3/4 o'clock rock'n'roll 1,000.5 -- x_y -LRB- &amp; AT&T <b> 'em ain't", "A.B. c. D.", ""]
+    ascii_path = PTBTokenizer().tokenize(texts)
+    unicode_lexer = ptb.lexer(False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ptb, "lexer", lambda ascii: unicode_lexer)
+        assert PTBTokenizer().tokenize(texts) == ascii_path
+    assert ascii_path[0][:4] == ["a", "man", "'s", "1\u00a01/2"] and ["ca", "n't"] == ascii_path[0][6:8]
+
+
 def test_whitespace_tokenizer() -> None:
     assert WhitespaceTokenizer(lowercase=True).tokenize(["A  b\tC"]) == [["a", "b", "c"]]
 

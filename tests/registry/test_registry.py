@@ -3,12 +3,10 @@ in the style of pluggy's and pytest's own tests."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import types
 
-import pytest
-
 import capmetrics
+import pytest
 from capmetrics import Distance, PluginError, Scores, hookimpl
 from capmetrics.registry import get_registry
 from capmetrics.registry.manager import collect_components, make_plugin_manager
@@ -33,6 +31,8 @@ class FakeDistribution:
         self.metadata = {"Name": name}
         self.version = version
         self.entry_points = eps
+        for ep in eps:
+            ep.dist = self
 
 
 class Overlap(Distance):
@@ -61,10 +61,13 @@ def plugin_module(name: str, cls: type, hook: str = "register_distances") -> typ
 
 @pytest.fixture
 def fake_dists(monkeypatch):
-    real = list(importlib.metadata.distributions())
+    from capmetrics.registry import manager
+
+    real = manager._entry_points()
 
     def install(*dists: FakeDistribution) -> None:
-        monkeypatch.setattr(importlib.metadata, "distributions", lambda: [*real, *dists])
+        fakes = [ep for dist in dists for ep in dist.entry_points]
+        monkeypatch.setattr(manager, "_entry_points", lambda: [*real, *fakes])
 
     return install
 
