@@ -237,17 +237,23 @@ class Results:
         return buf.getvalue()
 
     def write_csv(self, handle: IO[str]) -> None:
-        """:meth:`to_csv` written row by row."""
-        w = csv.writer(handle, lineterminator="\n")
-        w.writerow(["metric", "level", "item", "candidate", "value", "p_value", "signature"])
+        """:meth:`to_csv` written metric by metric: text fields quoted by the csv module (once
+        per distinct text), numbers formatted in bulk."""
+        quoted = _CsvQuoter()
+        handle.write("metric,level,item,candidate,value,p_value,signature\n")
         for m in self.metrics:
-            sig = m.signature_string
-            w.writerow([m.name, "corpus", "", "", _fmt(m.corpus), "", sig])
-            for i, item_id in enumerate(m.item_ids):
-                p = _fmt(m.p_values[i]) if m.p_values is not None else ""
-                w.writerow([m.name, "item", item_id, "", _fmt(m.item_values[i]), p, sig])
-                for j, v in enumerate(m.candidate_values[i]):
-                    w.writerow([m.name, "candidate", item_id, j, _fmt(v), "", sig])
+            name, sig = quoted(m.name), quoted(m.signature_string)
+            handle.write(f"{name},corpus,,,{_fmt(m.corpus)},,{sig}\n")
+            items = _fmt_all(m.item_values)
+            p_values = [""] * len(items) if m.p_values is None else [_fmt(p) for p in m.p_values]
+            counts = [len(c) for c in m.candidate_values]
+            cands = iter(_fmt_all(np.concatenate(m.candidate_values)) if sum(counts) else [])
+            lines: list[str] = []
+            for item_id, value, p, count in zip(m.item_ids, items, p_values, counts, strict=True):
+                item = quoted(item_id)
+                lines.append(f"{name},item,{item},,{value},{p},{sig}\n")
+                lines.extend(f"{name},candidate,{item},{j},{next(cands)},,{sig}\n" for j in range(count))
+            handle.write("".join(lines))
 
     def to_table(self) -> str:
         """A plain-text table of corpus values with signatures (rich renders it on terminals)."""
@@ -319,6 +325,34 @@ def _html_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header) if any(header) else ""
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table>{'<tr>' + head + '</tr>' if head else ''}{body}</table>"
+
+
+class _CsvQuoter(dict):  # type: ignore[type-arg]
+    """text -> the field as ``csv.writer`` writes it (quoted where needed), memoised."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._buffer = io.StringIO()
+        self._writer = csv.writer(self._buffer, lineterminator="\n")
+
+    def __call__(self, value: object) -> str:
+        return self[value]  # type: ignore[no-any-return]
+
+    def __missing__(self, value: object) -> str:
+        self._buffer.seek(0)
+        self._buffer.truncate()
+        self._writer.writerow([value, ""])  # a second field: a lone empty field would be quoted
+        field = self[value] = self._buffer.getvalue()[:-2]
+        return field
+
+
+def _fmt_all(values: Any) -> list[str]:
+    """:func:`_fmt` of every value of a numeric array, at once."""
+    array = np.asarray(values, dtype=np.float64).ravel()
+    out = list(map(repr, array.tolist()))
+    for i in np.flatnonzero(~np.isfinite(array)).tolist():
+        out[i] = "nan"
+    return out
 
 
 def _fmt(x: float | None, digits: int | None = None) -> str:

@@ -66,6 +66,29 @@ def test_json_and_csv_output(overlap, tmp_path):
     assert len(rows) == 1 + 1 + 20 + 112
 
 
+def test_csv_fields_are_quoted_as_the_csv_module_does(overlap):
+    import csv
+    import io
+
+    from capmetrics.data import Dataset, Item
+
+    ids = ["plain", "with,comma", 'with "quotes"', "line\nbreak", " spaced ", "3"]
+    data = Dataset([Item(i, ("a dog is running",), ("a dog runs", "a cat")) for i in ids])
+    res = capmetrics.score(data, ["overlap"])
+    res["overlap"].item_values[1] = np.nan
+    text = res.to_csv()
+    expected = io.StringIO()
+    writer = csv.writer(expected, lineterminator="\n")
+    writer.writerows(list(csv.reader(io.StringIO(text))))
+    assert text == expected.getvalue()  # the csv module writes the same bytes back
+    rows = list(csv.reader(io.StringIO(text)))
+    assert [r[2] for r in rows if r[1] == "item"] == ids
+    assert [r[4] for r in rows if r[1] == "item"][1] == "nan"
+    assert [r[3] for r in rows if r[1] == "candidate"][:2] == ["0", "1"]
+    first = [r for r in rows if r[1] == "candidate" and r[2] == "plain"]
+    assert first[0][4] == repr(float(res["overlap"].candidate_values[0][0]))
+
+
 def test_atomic_write_leaves_no_partial_file(overlap, tmp_path, monkeypatch):
     res = capmetrics.score(load_dataset(SAMPLE), ["overlap"])
     out = tmp_path / "out.json"
