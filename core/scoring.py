@@ -99,6 +99,19 @@ def _evaluate(component: Component, dataset: Dataset, name: str | None, executor
     raise MetricError(f"{component.spec} is a {component.kind}; only distances and statistics can score a dataset")
 
 
+def item_means(values: np.ndarray, offsets: Sequence[int]) -> np.ndarray:
+    """The mean of each item's candidate values (``offsets[i]:offsets[i + 1]``), bit for bit what
+    ``values[a:b].mean()`` gives: the items with ``c`` candidates are averaged as the rows of one
+    contiguous (items x c) array, each row summed the way numpy sums a 1-D array."""
+    starts = np.asarray(offsets, dtype=np.int64)
+    counts = np.diff(starts)
+    out = np.full(len(counts), np.nan)
+    for count in np.unique(counts[counts > 0]).tolist():
+        which = np.flatnonzero(counts == count)
+        out[which] = values[starts[which][:, None] + np.arange(count)].mean(axis=1)
+    return out
+
+
 def distance_result(component: Distance, name: str | None, scores: Scores, ids: list[ItemId],
                     offsets: Sequence[int], signature: dict[str, str]) -> MetricResult:
     """A distance's :class:`MetricResult` from its scores of every candidate (item ``i``'s
@@ -107,7 +120,7 @@ def distance_result(component: Distance, name: str | None, scores: Scores, ids: 
     if values.shape != (offsets[-1],):
         raise MetricError(f"{component.spec} returned {values.shape} values for {offsets[-1]} candidates")
     per_item = [values[offsets[i] : offsets[i + 1]] for i in range(len(ids))]
-    item_values = np.array([v.mean() for v in per_item])
+    item_values = item_means(values, offsets)
     return MetricResult(name or component.spec, component.spec, component.kind, component.higher_is_better,
                         float(scores.corpus), ids, item_values, per_item, signature, details=dict(scores.details))
 

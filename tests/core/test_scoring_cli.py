@@ -185,3 +185,16 @@ def test_table_shows_the_combined_p_value_of_statistics():
     lines = res.to_table().splitlines()
     assert "p (HMP)" in lines[2]
     assert f"{hmp:.4f}" in next(line for line in lines if line.startswith("│ trm(distance=bleu-4)"))
+
+
+def test_item_means_equal_numpy_means_bit_for_bit():
+    from capmetrics.scoring import item_means
+
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        counts = rng.integers(1, 40, size=rng.integers(1, 60))
+        offsets = np.r_[0, np.cumsum(counts)]
+        values = rng.random(offsets[-1]) * rng.choice([1.0, 1e-3, 1e6])
+        expected = [values[offsets[i]:offsets[i + 1]].mean() for i in range(len(counts))]
+        assert item_means(values, offsets).tolist() == expected
+    assert np.isnan(item_means(np.ones(2), [0, 2, 2])[1])  # an item without candidates has no mean
