@@ -71,12 +71,18 @@ def tree_rss_kb(root: int) -> int:
     return total
 
 
+#: Both tools run as installed packages normally do, with Python's bytecode cache: pip byte-compiles
+#: pycocoevalcap when it installs it, while an editable capmetrics under PYTHONDONTWRITEBYTECODE
+#: (set on some CI machines) would compile its own sources again in every process (~0.3 s).
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def run(command: list[str]) -> tuple[float, float, float]:
     """Wall seconds, peak tree RSS (MB) and CPU seconds (the process and what it waited for) of one
     process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
     peak = 0
     while process.poll() is None:
         peak = max(peak, tree_rss_kb(process.pid))
