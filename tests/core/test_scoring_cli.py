@@ -198,3 +198,25 @@ def test_item_means_equal_numpy_means_bit_for_bit():
         expected = [values[offsets[i]:offsets[i + 1]].mean() for i in range(len(counts))]
         assert item_means(values, offsets).tolist() == expected
     assert np.isnan(item_means(np.ones(2), [0, 2, 2])[1])  # an item without candidates has no mean
+
+
+def test_streamed_json_is_byte_identical_to_the_json_encoder():
+    import io
+
+    from capmetrics.results import MetricResult, Results
+
+    ids = ["a", 'quote " and \\ back', "caf\u00e9 \u6f22\u5b57 \U0001f600", 7, "line\nbreak"]
+    with_p = MetricResult("trm(distance=cider-d)", "trm(distance=cider-d)", "statistic", True, 0.5, ids,
+                          np.array([0.1, np.nan, 1e-300, -0.0, 3.0]), [np.zeros(0)] * 5, {"spec": "trm"},
+                          p_values=np.array([0.04, 1.0, np.nan, 0.5, 1e-5]), details={"hmp": 0.01})
+    plain = MetricResult("bleu-4", "bleu-4", "distance", True, float("nan"), ids, np.array([0.25, 0.5, 0.0, 1.0, 0.75]),
+                         [np.array([0.25]), np.array([0.5, np.inf]), np.array([0.0, 0.1, 0.2]), np.array([1.0]),
+                          np.array([0.75, 1 / 3])], {"spec": "bleu-4", "tokenizer": "ptb"})
+    empty = MetricResult("rouge-l", "rouge-l", "distance", True, 0.0, [], np.zeros(0), [], {"spec": "rouge-l"})
+    res = Results("data.jsonl", 5, 9, [plain, with_p, empty], [], "0.1.0")
+    streamed = io.StringIO()
+    res.write_json(streamed)
+    assert streamed.getvalue() == res.to_json()
+    data = json.loads(streamed.getvalue())
+    assert data["metrics"][0]["items"][1] == {"id": 'quote " and \\ back', "value": 0.5, "candidates": [0.5, None]}
+    assert data["metrics"][1]["items"][2]["p_value"] is None and data["metrics"][2]["items"] == []
