@@ -12,6 +12,8 @@ Words are handled as Java strings: one character per UTF-16 code unit (see :func
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 VOWELS = frozenset("aeiouy")
 SHORT_EXEMPT = frozenset("aeiouywxY")
 VALID_LI = frozenset("cdeghkmnrt")
@@ -43,12 +45,23 @@ def java_units(word: str) -> str:
                    for c in word)
 
 
-def _longest(word: str, suffixes: object) -> str | None:
-    best = None
-    for s in suffixes:  # type: ignore[attr-defined]
-        if word.endswith(s) and (best is None or len(s) > len(best)):
-            best = s
-    return best
+class _Suffixes:
+    """A set of suffixes, searched longest first (a few slices instead of one test per suffix)."""
+
+    def __init__(self, suffixes: Iterable[str]) -> None:
+        self.suffixes = frozenset(suffixes)
+        self.lengths = sorted({len(s) for s in self.suffixes}, reverse=True)
+
+    def longest(self, word: str) -> str | None:
+        """The longest suffix of the set that ends ``word``, or None."""
+        for k in self.lengths:
+            if k <= len(word) and word[-k:] in self.suffixes:
+                return word[-k:]
+        return None
+
+
+_STEP1B = _Suffixes(("eed", "eedly", "ed", "edly", "ing", "ingly"))
+_STEP2, _STEP3, _STEP4 = _Suffixes(STEP2), _Suffixes(STEP3), _Suffixes(STEP4)
 
 
 def _after_vowel_consonant(w: str, start: int) -> int:
@@ -100,7 +113,7 @@ def _step1a(w: str) -> str:
 
 
 def _step1b(w: str, p1: int) -> str:
-    suffix = _longest(w, ("eed", "eedly", "ed", "edly", "ing", "ingly"))
+    suffix = _STEP1B.longest(w)
     if suffix is None:
         return w
     stem = w[: -len(suffix)]
@@ -124,7 +137,7 @@ def _step1c(w: str) -> str:
 
 
 def _step2(w: str, p1: int) -> str:
-    suffix = _longest(w, STEP2)
+    suffix = _STEP2.longest(w)
     if suffix is None or len(w) - len(suffix) < p1:
         return w
     stem = w[: -len(suffix)]
@@ -136,7 +149,7 @@ def _step2(w: str, p1: int) -> str:
 
 
 def _step3(w: str, p1: int, p2: int) -> str:
-    suffix = _longest(w, STEP3)
+    suffix = _STEP3.longest(w)
     if suffix is None or len(w) - len(suffix) < p1:
         return w
     if suffix == "ative" and len(w) - len(suffix) < p2:
@@ -145,7 +158,7 @@ def _step3(w: str, p1: int, p2: int) -> str:
 
 
 def _step4(w: str, p2: int) -> str:
-    suffix = _longest(w, STEP4)
+    suffix = _STEP4.longest(w)
     if suffix is None or len(w) - len(suffix) < p2:
         return w
     stem = w[: -len(suffix)]
