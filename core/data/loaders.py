@@ -46,6 +46,8 @@ class _Collector:
         if not isinstance(value, list):
             self.problem(item, f"{role} must be a list of strings, got {type(value).__name__}", line)
             return []
+        if all(type(text) is str and not text.isspace() and text for text in value):  # the usual case
+            return list(value)
         out = []
         for i, text in enumerate(value):
             if not isinstance(text, str):
