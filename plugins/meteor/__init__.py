@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from capmetrics import hookimpl
 from capmetrics.plugins.meteor._input import clean_segment
@@ -16,3 +17,10 @@ __all__ = ["Meteor", "MeteorJar", "clean_segment", "meteor_files", "score_line"]
 def register_distances(register: Callable[..., None]) -> None:
     register(Meteor)
     register(MeteorJar)
+
+
+@hookimpl
+def register_commands(app: Any) -> None:
+    from capmetrics.plugins.meteor._cli import add_setup_command
+
+    add_setup_command(app)

@@ -124,25 +124,42 @@ def _jit() -> Callable[..., np.ndarray]:
     return align_all  # type: ignore[no-any-return]
 
 
+def module_folder(root: Path) -> Path:
+    """Where the compiled module for this aligner source, numba, numpy and Python lives."""
+    return root / "meteor" / f"aligner-{_key()}"
+
+
+def describe(root: Path) -> str:
+    """What ``aligner(root)`` runs in this process, in words (for ``capmetrics setup meteor``)."""
+    kernel = aligner(root)
+    if kernel.__module__ == __name__:
+        return f"compiled module in {module_folder(root)} (no numba at run time)"
+    failed = module_folder(root).with_name(module_folder(root).name + ".failed")
+    why = failed.read_text().strip() if failed.is_file() else "turned off (CAPMETRICS_METEOR_AOT=0 or NUMBA_DISABLE_JIT)"
+    if type(kernel).__name__ == "function":
+        return f"plain Python (numba is not installed or is disabled; slow): {why}"
+    return f"numba's JIT (the compiled module could not be built: {why}; delete {failed} to try again)"
+
+
 @lru_cache(maxsize=4)
 def aligner(root: Path) -> Callable[..., np.ndarray]:
     """``align_all`` for this process: the compiled module under ``root/meteor`` (built on first
     use), else numba's JIT (or plain Python)."""
     if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0") or os.environ.get(OFF_ENV, "1") == "0":
         return _jit()
-    folder = root / "meteor" / f"aligner-{_key()}"
-    failed = folder.with_name(folder.name + ".failed")
+    where = module_folder(root)
+    failed = where.with_name(where.name + ".failed")
     if failed.is_file():  # compiling did not work here before: do not pay for it on every run
         return _jit()
     try:
-        kernel = _load(folder) if folder.is_dir() else None
+        kernel = _load(where) if where.is_dir() else None
     except ImportError:
         kernel = None
     if kernel is None:
-        shutil.rmtree(folder, ignore_errors=True)  # missing, corrupt or not importable: build it again
+        shutil.rmtree(where, ignore_errors=True)  # missing, corrupt or not importable: build it again
         try:
-            _build(folder)
-            kernel = _load(folder)
+            _build(where)
+            kernel = _load(where)
         except Exception as err:  # no C compiler, no numba, a read-only cache: fall back, remember why
             try:
                 failed.parent.mkdir(parents=True, exist_ok=True)

@@ -322,6 +322,23 @@ def test_an_aligner_that_cannot_be_compiled_falls_back_to_the_jit(tmp_path: Path
         _compiled.aligner.cache_clear()
 
 
+@needs_resources
+def test_setup_meteor_checks_and_builds(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from capmetrics.cli import get_app
+    from typer.testing import CliRunner
+
+    runner, app = CliRunner(), get_app()
+    ready = runner.invoke(app, ["setup", "meteor"])  # the user cache: built by the tests above (or now)
+    assert ready.exit_code == 0, ready.output
+    assert "resource cache: " in ready.output and "meteor is ready" in ready.output
+    assert "aligner: compiled module" in ready.output or "aligner: numba's JIT" in ready.output
+    monkeypatch.setenv("CAPMETRICS_CACHE_DIR", str(tmp_path))
+    empty = runner.invoke(app, ["setup", "meteor", "--check"])
+    assert empty.exit_code == 1 and "missing: the resource cache" in empty.output
+    assert "aligner: not compiled yet" in empty.output
+    assert not list(tmp_path.glob("meteor/aligner-*")) and not list(tmp_path.glob("meteor/v*"))  # --check builds nothing
+
+
 def test_numba_is_not_loaded_with_the_plugin() -> None:
     code = "import sys, capmetrics.plugins.meteor, capmetrics.cli; print('numba' in sys.modules)"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
