@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import chain
+from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
@@ -82,12 +82,12 @@ class Sentences:
 def encode(token_lists: Sequence[Sequence[str]]) -> Sentences:
     """Map tokens to integer ids (in order of first appearance)."""
     flat = list(chain.from_iterable(token_lists))
-    vocab = {t: i for i, t in enumerate(dict.fromkeys(flat))}
+    vocab: dict[str, int] = {}
+    # one pass: a token new to ``vocab`` gets its size so far as its id
+    ids = np.fromiter(map(vocab.setdefault, flat, map(len, repeat(vocab))), np.int64, len(flat))
     offsets = np.zeros(len(token_lists) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, token_lists), np.int64, len(token_lists)), out=offsets[1:])
-    return Sentences(
-        np.fromiter(map(vocab.__getitem__, flat), np.int64, len(flat)), offsets, list(vocab)
-    )
+    return Sentences(ids, offsets, list(vocab))
 
 
 @dataclass(frozen=True)
@@ -229,34 +229,40 @@ class Ngrams:
 
 
 def ngrams(sentences: Sentences, max_n: int) -> list[Ngrams]:
-    """The n-grams of orders 1..max_n of every sentence (contiguous windows)."""
+    """The n-grams of orders 1..max_n of every sentence (contiguous windows).
+
+    One stable sort per order: the windows sorted by key (the (n-1)-gram id and the last token)
+    are grouped by n-gram, each group in token order, so a sentence's occurrences of an n-gram
+    are adjacent there too."""
     ids, lengths = sentences.ids, sentences.lengths
     n_sent, n_tok, n_vocab = len(sentences), len(ids), len(sentences.vocab)
     sent_of = np.repeat(np.arange(n_sent, dtype=np.int64), lengths)
     room = sentences.offsets[1:][sent_of] - np.arange(n_tok)  # tokens left from each position
-    gram_at = ids
-    n_grams = n_vocab
+    gram_at = np.zeros(n_tok, dtype=np.int64)
     tables = []
     for k in range(1, max_n + 1):
         pos = np.flatnonzero(room >= k)
-        if k == 1:
-            first = np.zeros(n_grams, dtype=np.int64)
-            first[ids] = np.arange(n_tok)
-        else:
-            key = gram_at[pos] * n_vocab + ids[pos + k - 1]
-            _, first_idx, inverse = unique(key, index=True, inverse=True)
-            gram_at = np.full(n_tok, -1, dtype=np.int64)
-            gram_at[pos] = inverse
-            n_grams, first = len(first_idx), pos[first_idx]
-        g = max(n_grams, 1)
-        entry_key, at, count = unique(sent_of[pos] * g + gram_at[pos], index=True, counts=True)
+        key = gram_at[pos] * n_vocab + ids[pos + k - 1]
+        order = np.argsort(key, kind="stable")
+        ordered, at = key[order], pos[order]  # windows by n-gram, then position
+        sent = sent_of[at]
+        new_gram = np.empty(len(pos), dtype=bool)
+        new_gram[:1] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=new_gram[1:])
+        new_entry = new_gram.copy()  # a new n-gram, or the same one in the next sentence
+        new_entry[1:] |= sent[1:] != sent[:-1]
+        gram_at = np.empty(n_tok, dtype=np.int64)  # the id of the k-gram at each position
+        gram_at[at] = np.cumsum(new_gram) - 1
+        starts = np.flatnonzero(new_entry)
         # a sentence's entries in order of first occurrence, not of n-gram id (which depends on
         # the other texts of the batch): sums over them give the same bits in any batch
-        order = np.argsort(pos[at], kind="stable")
-        entry_key, count = entry_key[order], count[order]
-        sent = entry_key // g
-        starts = np.searchsorted(sent, np.arange(n_sent + 1))
-        tables.append(Ngrams(k, sent, entry_key - sent * g, count, starts, n_grams, first))
+        count = np.zeros(n_tok, dtype=np.int64)
+        count[at[starts]] = np.diff(np.append(starts, len(pos)))
+        first = np.flatnonzero(count)  # the position of each entry's first occurrence
+        entry_sent = sent_of[first]
+        n_grams = len(starts) and int(gram_at[at[-1]]) + 1
+        tables.append(Ngrams(k, entry_sent, gram_at[first], count[first],
+                             np.searchsorted(entry_sent, np.arange(n_sent + 1)), n_grams, at[new_gram]))
     return tables
 
 
