@@ -144,7 +144,7 @@ class CiderD(BatchDistance):
         )
         df: dict[str, int] = {}
         for table in ngrams(batch.sentences, MAX_N):
-            counts = set_frequencies(batch, match(batch, table), table.n_grams)
+            counts = set_frequencies(batch, match(batch, table, set_grams=True), table.n_grams)
             present = np.flatnonzero(counts)
             df.update(
                 zip(
@@ -255,7 +255,7 @@ class CiderD(BatchDistance):
         n_sent, n, width = len(batch.sentences), len(batch), batch.width
         tables = ngrams(batch.sentences, MAX_N)
         offsets = gram_offsets(tables)
-        m = match(batch, tables)
+        m = match(batch, tables, set_grams=fixed is None)
         w = self.weights(batch, tables, m, fixed)
         # the tf-idf norm of every sentence at every order (MAX_N x n_sent)
         order_sent = np.concatenate([t.sent + k * n_sent for k, t in enumerate(tables)])

@@ -271,16 +271,16 @@ class Matches:
     """Every n-gram of every item's candidate, with its count in each of the item's references.
 
     ``ref_counts[e, j]`` is the count of entry e's n-gram in the item's j-th reference (0 when
-    absent or past the last reference). ``set_grams`` are the distinct (reference set, n-gram)
-    pairs, as ``set_of`` and ``gram_of`` arrays, for document frequencies.
+    absent or past the last reference). ``set_of`` and ``gram_of`` (when asked for) are the
+    distinct (reference set, n-gram) pairs, for document frequencies.
     """
 
     item: np.ndarray
     gram: np.ndarray
     count: np.ndarray
     ref_counts: np.ndarray
-    set_of: np.ndarray
-    gram_of: np.ndarray
+    set_of: np.ndarray | None = None
+    gram_of: np.ndarray | None = None
 
     def per_item(self, values: np.ndarray, n_items: int) -> np.ndarray:
         """Sum of per-entry values by item; ``values`` is (entries,) or (entries, width)."""
@@ -291,11 +291,13 @@ class Matches:
         return np.bincount(index, values.ravel(), minlength=n_items * width).reshape(n_items, width)
 
 
-def match(batch: Batch, tables: Ngrams | Sequence[Ngrams]) -> Matches:
+def match(batch: Batch, tables: Ngrams | Sequence[Ngrams], set_grams: bool = False) -> Matches:
     """Join each item's candidate n-grams with the n-gram counts of its references.
 
     Given several tables (orders), they are joined in one pass: n-gram ids are then global,
     table k's ids shifted by the sizes of the tables before it (see :func:`gram_offsets`).
+    Only n-grams that occur on both sides take part in the join, unless ``set_grams`` asks
+    for every (reference set, n-gram) pair.
     """
     tables = [tables] if isinstance(tables, Ngrams) else list(tables)
     offsets = gram_offsets(tables)
@@ -310,24 +312,36 @@ def match(batch: Batch, tables: Ngrams | Sequence[Ngrams]) -> Matches:
         n = np.concatenate([t.starts[sent + 1] - t.starts[sent] for t in tables])
         return expand_ranges(starts, n), n
 
-    # the reference sets' n-grams: one row per (set, n-gram), one column per slot
+    k = len(tables)
     set_idx, slot_idx = np.nonzero(batch.slots >= 0)
     e, n_entries = entries(batch.slots[set_idx, slot_idx])
-    k = len(tables)
-    keys = np.repeat(np.tile(set_idx, k), n_entries) * g + grams[e]
-    set_keys, row = unique(keys, inverse=True)
-    counts = np.zeros((len(set_keys), batch.width), dtype=np.int64)
-    counts[row, np.repeat(np.tile(slot_idx, k), n_entries)] = counts_all[e]
-    # the candidates' n-grams, one block per item and table
+    ref_set = np.repeat(np.tile(set_idx, k), n_entries)
+    ref_slot = np.repeat(np.tile(slot_idx, k), n_entries)
     ce, c_entries = entries(batch.cand)
     item = np.repeat(np.tile(np.arange(len(batch), dtype=np.int64), k), c_entries)
-    c_keys = batch.refset[item] * g + grams[ce]
-    ref_counts = np.zeros((len(c_keys), batch.width), dtype=np.int64)
+    shared = np.zeros(g, dtype=bool)  # the n-grams of both candidates and references
+    shared[grams[ce]] = True
+    in_refs = np.zeros(g, dtype=bool)
+    in_refs[grams[e]] = True
+    shared &= in_refs
+    if not set_grams:
+        keep = shared[grams[e]]
+        e, ref_set, ref_slot = e[keep], ref_set[keep], ref_slot[keep]
+    # the reference sets' n-grams: one row per (set, n-gram), one column per slot
+    set_keys, row = unique(ref_set * g + grams[e], inverse=True)
+    counts = np.zeros((len(set_keys), batch.width), dtype=np.int64)
+    counts[row, ref_slot] = counts_all[e]
+    # the candidates' n-grams, one block per item and table
+    ref_counts = np.zeros((len(ce), batch.width), dtype=np.int64)
+    asked = np.flatnonzero(shared[grams[ce]])
+    c_keys = batch.refset[item[asked]] * g + grams[ce[asked]]
     if len(set_keys):
         at = np.minimum(np.searchsorted(set_keys, c_keys), len(set_keys) - 1)
         hit = set_keys[at] == c_keys
-        ref_counts[hit] = counts[at[hit]]
-    return Matches(item, grams[ce], counts_all[ce], ref_counts, set_keys // g, set_keys % g)
+        ref_counts[asked[hit]] = counts[at[hit]]
+    if set_grams:
+        return Matches(item, grams[ce], counts_all[ce], ref_counts, set_keys // g, set_keys % g)
+    return Matches(item, grams[ce], counts_all[ce], ref_counts)
 
 
 def gram_offsets(tables: Sequence[Ngrams]) -> np.ndarray:
@@ -338,6 +352,8 @@ def gram_offsets(tables: Sequence[Ngrams]) -> np.ndarray:
 
 def set_frequencies(batch: Batch, matches: Matches, n_grams: int) -> np.ndarray:
     """Number of items whose reference set contains each n-gram (CIDEr's df over the batch)."""
+    if matches.set_of is None or matches.gram_of is None:
+        raise ValueError("set_frequencies needs match(..., set_grams=True)")
     items_per_set = np.bincount(batch.refset, minlength=batch.slots.shape[0])
     return np.bincount(
         matches.gram_of, items_per_set[matches.set_of].astype(float), minlength=n_grams
