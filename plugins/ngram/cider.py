@@ -261,11 +261,13 @@ class CiderD(BatchDistance):
         order_sent = np.concatenate([t.sent + k * n_sent for k, t in enumerate(tables)])
         tf_idf = np.concatenate([t.count * w[t.gram + off] for t, off in zip(tables, offsets)])
         norm = np.sqrt(np.bincount(order_sent, tf_idf**2, minlength=MAX_N * n_sent)).reshape(MAX_N, n_sent)
-        g_cand = (m.count * w[m.gram])[:, None]
-        g_ref = m.ref_counts * w[m.gram][:, None]
+        # the products of the entries that some reference shares (the others add only zeros)
+        e = m.matched
+        w_e = w[m.gram[e]]
+        g_cand = (m.count[e] * w_e)[:, None]
+        g_ref = m.ref_counts[e] * w_e[:, None]
         product = np.minimum(g_cand, g_ref) * g_ref if self.clipped else g_cand * g_ref
-        order = np.searchsorted(offsets, m.gram, side="right") - 1
-        cell = ((m.item * MAX_N + order)[:, None] * width + np.arange(width)).ravel()
+        cell = ((m.item[e] * MAX_N + m.table[e])[:, None] * width + np.arange(width)).ravel()
         num = np.bincount(cell, product.ravel(), minlength=n * MAX_N * width).reshape(n, MAX_N, width)
         slots = batch.item_slots
         n_cand = norm[:, batch.cand].T[:, :, None]

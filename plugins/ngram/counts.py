@@ -271,14 +271,17 @@ class Matches:
     """Every n-gram of every item's candidate, with its count in each of the item's references.
 
     ``ref_counts[e, j]`` is the count of entry e's n-gram in the item's j-th reference (0 when
-    absent or past the last reference). ``set_of`` and ``gram_of`` (when asked for) are the
-    distinct (reference set, n-gram) pairs, for document frequencies.
+    absent or past the last reference); ``matched`` lists the entries with a count in some
+    reference, ``table`` the table (order) of each entry. ``set_of`` and ``gram_of`` (when
+    asked for) are the distinct (reference set, n-gram) pairs, for document frequencies.
     """
 
     item: np.ndarray
     gram: np.ndarray
     count: np.ndarray
     ref_counts: np.ndarray
+    matched: np.ndarray
+    table: np.ndarray
     set_of: np.ndarray | None = None
     gram_of: np.ndarray | None = None
 
@@ -335,13 +338,15 @@ def match(batch: Batch, tables: Ngrams | Sequence[Ngrams], set_grams: bool = Fal
     ref_counts = np.zeros((len(ce), batch.width), dtype=np.int64)
     asked = np.flatnonzero(shared[grams[ce]])
     c_keys = batch.refset[item[asked]] * g + grams[ce[asked]]
+    matched = asked[:0]
     if len(set_keys):
         at = np.minimum(np.searchsorted(set_keys, c_keys), len(set_keys) - 1)
         hit = set_keys[at] == c_keys
-        ref_counts[asked[hit]] = counts[at[hit]]
-    if set_grams:
-        return Matches(item, grams[ce], counts_all[ce], ref_counts, set_keys // g, set_keys % g)
-    return Matches(item, grams[ce], counts_all[ce], ref_counts)
+        matched = asked[hit]
+        ref_counts[matched] = counts[at[hit]]
+    table = np.repeat(np.arange(k), c_entries.reshape(k, -1).sum(axis=1))
+    found = (item, grams[ce], counts_all[ce], ref_counts, matched, table)
+    return Matches(*found, set_keys // g, set_keys % g) if set_grams else Matches(*found)
 
 
 def gram_offsets(tables: Sequence[Ngrams]) -> np.ndarray:
