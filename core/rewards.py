@@ -26,7 +26,7 @@ import numpy as np
 from capmetrics.component import Distance, Tokenizer
 from capmetrics.errors import MetricError
 
-__all__ = ["BleuReward", "CiderDReward", "Reward", "decode", "self_critical", "vocab_array"]
+__all__ = ["BleuReward", "CiderDReward", "Reward", "decode", "self_critical", "token_ids", "vocab_array"]
 
 
 def _is_torch(x: Any) -> bool:
@@ -46,12 +46,12 @@ def vocab_array(vocab: Sequence[str] | Mapping[int, str] | np.ndarray) -> np.nda
     return np.asarray(list(vocab), dtype=object)
 
 
-def decode(sequences: Any, vocab: Sequence[str] | Mapping[int, str] | np.ndarray, end_id: int | None = 0) -> list[str]:
-    """Token-id sequences (a 2-D array/tensor or a list of sequences) to space-joined words,
-    each cut at its first ``end_id`` (None: no end token)."""
+def token_ids(sequences: Any, words: np.ndarray, end_id: int | None = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Token-id sequences (a 2-D array/tensor or a list of sequences) as one flat int64 array of
+    each sequence's ids before its first ``end_id`` (None: no end token), and their lengths;
+    ids outside ``words`` are an error."""
     if _is_torch(sequences):
         sequences = sequences.detach().cpu().numpy()
-    words = vocab_array(vocab)
     if isinstance(sequences, np.ndarray) and sequences.ndim == 2:  # a padded batch: one pass
         ids = sequences.astype(np.int64, copy=False)
         lengths = np.full(len(ids), ids.shape[1])
@@ -63,19 +63,33 @@ def decode(sequences: Any, vocab: Sequence[str] | Mapping[int, str] | np.ndarray
         if bad.any():
             n = int(np.flatnonzero(bad.any(axis=1))[0])
             raise MetricError(f"sequence {n} has token ids outside the vocabulary of {len(words)} words")
-        if not len(words):
-            return [""] * len(ids)
-        rows = words[np.where(used, ids, 0)].tolist()
-        return [" ".join(row[:k]) for row, k in zip(rows, lengths.tolist())]
-    out = []
+        return ids[used], lengths
+    rows = []
     for n, row in enumerate(np.asarray(s, dtype=np.int64).ravel() for s in sequences):
         if end_id is not None:
             stop = np.flatnonzero(row == end_id)
             row = row[: stop[0]] if len(stop) else row
         if len(row) and (row.min() < 0 or row.max() >= len(words)):
             raise MetricError(f"sequence {n} has token ids outside the vocabulary of {len(words)} words")
-        out.append(" ".join(words[row]))
-    return out
+        rows.append(row)
+    lengths = np.fromiter(map(len, rows), np.int64, len(rows))
+    return (np.concatenate(rows) if rows else np.zeros(0, np.int64)), lengths
+
+
+def decode(sequences: Any, vocab: Sequence[str] | Mapping[int, str] | np.ndarray, end_id: int | None = 0) -> list[str]:
+    """Token-id sequences (a 2-D array/tensor or a list of sequences) to space-joined words,
+    each cut at its first ``end_id`` (None: no end token)."""
+    words = vocab_array(vocab)
+    ids, lengths = token_ids(sequences, words, end_id)
+    tokens = words[ids].tolist()
+    ends = np.cumsum(lengths).tolist()
+    return [" ".join(tokens[end - k : end]) for end, k in zip(ends, lengths.tolist())]
+
+
+def _plain_words(words: np.ndarray, end_id: int | None) -> bool:
+    """Whether every word but the end token is one whitespace-free token (``w.split() == [w]``),
+    so that scoring the words as tokens is scoring their space-joined text split on whitespace."""
+    return all(w.split() == [w] for i, w in enumerate(words.tolist()) if i != end_id)
 
 
 def self_critical(sample_rewards: Any, baseline_rewards: Any) -> Any:
@@ -114,32 +128,52 @@ class Reward:
             self.metric = built
         self.vocab, self.end_id = vocab, end_id
         self._words = None if vocab is None else vocab_array(vocab)  # built once, not per batch
+        # token ids go to the metric as ids, with no text in between, where it reads them so
+        self._reads_ids = (self._words is not None and hasattr(self.metric, "score_token_ids")
+                           and _plain_words(self._words, end_id))
+
+    @staticmethod
+    def _is_text(sequences: Any) -> bool:
+        return not _is_torch(sequences) and not isinstance(sequences, np.ndarray) and set(map(type, sequences)) <= {str}
 
     def texts(self, sequences: Any, what: str = "candidates") -> list[str]:
         """Strings as they are; token-id sequences decoded with ``vocab``."""
-        if not _is_torch(sequences) and not isinstance(sequences, np.ndarray) and set(map(type, sequences)) <= {str}:
+        if self._is_text(sequences):
             return list(sequences)
         if self.vocab is None:
             raise MetricError(f"{what} are token ids; pass vocab=<id -> word> to the reward")
         return decode(sequences, self._words, self.end_id)
 
-    def references_for(self, n: int, references: Sequence[Sequence[Any]]) -> list[list[str]]:
-        """One reference list per candidate: ``references`` as given, or each image's list
-        repeated for its ``n // len(references)`` consecutive candidates."""
+    def grouped_references(self, n: int, references: Sequence[Sequence[Any]]) -> tuple[list[list[str]], np.ndarray]:
+        """The reference lists as strings, and which one each of ``n`` candidates uses:
+        ``references`` one per candidate, or one per image for its ``n // len(references)``
+        consecutive candidates."""
         refs = [r if set(map(type, r)) <= {str} else self.texts(r, "references") for r in references]
         if len(refs) == n:
-            return refs
+            return refs, np.arange(n)
         if not refs or n % len(refs):
             raise MetricError(f"{n} candidates need {n} reference lists or k per image "
                               f"(a divisor of {n}); got {len(refs)}")
-        k = n // len(refs)
-        return [refs[i // k] for i in range(n)]
+        return refs, np.arange(n) // (n // len(refs))
+
+    def references_for(self, n: int, references: Sequence[Sequence[Any]]) -> list[list[str]]:
+        """One reference list per candidate (see :meth:`grouped_references`)."""
+        refs, refset = self.grouped_references(n, references)
+        return [refs[q] for q in refset.tolist()]
 
     def __call__(self, candidates: Any, references: Sequence[Sequence[Any]]) -> Any:
         """The reward of each candidate (numpy float64; torch float32 on the candidates' device
         when the candidates are a torch tensor)."""
-        texts = self.texts(candidates)
-        values = np.asarray(self.metric.score(texts, self.references_for(len(texts), references)).values, dtype=float)
+        scores = None
+        if self._reads_ids and not self._is_text(candidates):
+            assert self._words is not None
+            ids, lengths = token_ids(candidates, self._words, self.end_id)
+            refs, refset = self.grouped_references(len(lengths), references)
+            scores = self.metric.score_token_ids(ids, lengths, self._words, refs, refset)  # type: ignore[attr-defined]
+        if scores is None:
+            texts = self.texts(candidates)
+            scores = self.metric.score(texts, self.references_for(len(texts), references))
+        values = np.asarray(scores.values, dtype=float)
         if _is_torch(candidates):
             import torch
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from capmetrics.component import Distance, Scores, Tokenizer
 from capmetrics.errors import MetricError
-from capmetrics.plugins.tokenizers import PTBTokenizer
+from capmetrics.plugins.tokenizers import PTBTokenizer, WhitespaceTokenizer
 
 Split = Callable[[str], list[str]]
 
@@ -79,10 +79,11 @@ class Sentences:
         return self.ids[self.offsets[i] : self.offsets[i + 1]]
 
 
-def encode(token_lists: Sequence[Sequence[str]]) -> Sentences:
-    """Map tokens to integer ids (in order of first appearance)."""
+def encode(token_lists: Sequence[Sequence[str]], vocab: dict[str, int] | None = None) -> Sentences:
+    """Map tokens to integer ids (in order of first appearance; ``vocab``, if given, holds the
+    ids given already and receives the new ones)."""
     flat = list(chain.from_iterable(token_lists))
-    vocab: dict[str, int] = {}
+    vocab = {} if vocab is None else vocab
     # one pass: a token new to ``vocab`` gets its size so far as its id
     ids = np.fromiter(map(vocab.setdefault, flat, map(len, repeat(vocab))), np.int64, len(flat))
     offsets = np.zeros(len(token_lists) + 1, dtype=np.int64)
@@ -182,6 +183,38 @@ def make_batch(
     for q, refs in enumerate(sets):
         slots[q, : len(refs)] = [texts[t] for t in refs]
     return Batch(_tokenize(tokenizer, texts, split), cand[: len(candidates)], refset, slots)
+
+
+def make_id_batch(
+    ids: np.ndarray,
+    lengths: np.ndarray,
+    words: np.ndarray,
+    references: Sequence[Sequence[str]],
+    refset: np.ndarray,
+    metric: str,
+) -> Batch:
+    """Candidates as token ids (``ids`` flat, ``lengths`` per candidate) of the whitespace-free
+    ``words``, against reference texts split on whitespace: candidate i against
+    ``references[refset[i]]``. The batch :func:`make_batch` makes of the space-joined words with
+    a whitespace tokenizer, but no text is made or split on the candidates' side."""
+    bad = [q for q, refs in enumerate(references) if isinstance(refs, str) or not refs
+           or not set(map(type, refs)) <= {str}]
+    if bad:
+        raise MetricError(f"{metric}: reference list(s) {bad[:10]} need to be non-empty lists of strings")
+    vocab: dict[str, int] = {}
+    refs = encode([t.split() for t in chain.from_iterable(references)], vocab)
+    used = np.flatnonzero(np.bincount(ids, minlength=len(words)))
+    to_batch = np.zeros(len(words), dtype=np.int64)  # word id -> id in the batch's vocabulary
+    to_batch[used] = np.fromiter(map(vocab.setdefault, words[used].tolist(), map(len, repeat(vocab))),
+                                 np.int64, len(used))
+    n = len(lengths)
+    offsets = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+    sentences = Sentences(np.concatenate([to_batch[ids], refs.ids]),
+                          np.concatenate([offsets, offsets[-1] + refs.offsets[1:]]), list(vocab))
+    sizes = np.fromiter(map(len, references), np.int64, len(references))
+    slots = np.full((len(references), max(sizes, default=1)), -1, dtype=np.int64)
+    slots[np.arange(slots.shape[1]) < sizes[:, None]] = n + np.arange(len(refs))
+    return Batch(sentences, np.arange(n, dtype=np.int64), np.asarray(refset, dtype=np.int64), slots)
 
 
 def make_pairwise_batch(
@@ -396,6 +429,19 @@ class BatchDistance(Distance):
         if len(candidates) == 0 and len(references) == 0:
             return Scores(np.zeros(0), float("nan"))
         return self.score_batch(self.batch(candidates, references))
+
+    def score_token_ids(
+        self, ids: np.ndarray, lengths: np.ndarray, words: np.ndarray,
+        references: Sequence[Sequence[str]], refset: np.ndarray,
+    ) -> Scores | None:
+        """:meth:`score` of candidates given as token ids (see :func:`make_id_batch`; every word
+        one whitespace-free token), candidate i against ``references[refset[i]]``, without
+        making their text. None when this metric's tokenizer is not plain whitespace splitting,
+        which alone gives the words back from the joined text."""
+        plain = isinstance(self.tokenizer, WhitespaceTokenizer) and not self.tokenizer.lowercase
+        if not plain or type(self).split is not BatchDistance.split or len(lengths) == 0:
+            return None
+        return self.score_batch(make_id_batch(ids, lengths, words, references, refset, self.name))
 
     # -- a corpus scored in parts (streamed files, chunks on workers) ---------------------------
     def score_part(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> tuple[Scores, Any]:
