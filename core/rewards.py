@@ -6,13 +6,16 @@ from a training corpus, and the self-critical (greedy-baseline) advantage.
 >>> r_sample = reward(sampled_ids, references)       # (batch * k,) numpy, or torch if given torch
 >>> r_greedy = reward(greedy_ids, references)        # (batch,)
 >>> advantage = self_critical(r_sample, r_greedy)    # r_sample - r_greedy of each sample's image
+>>> advantage, r_sample, r_greedy = reward.self_critical(sampled_ids, greedy_ids, references)  # one batch
 
 The metrics are the registered ``cider-d`` and ``bleu-N`` (composed by name, their values are
 coco-caption's), reading text that is tokenised already (``tokenizer=whitespace`` by default:
 training vocabularies are lower-cased words). Candidates are strings or token-id sequences
-(lists, numpy arrays, torch tensors) decoded with ``vocab``; decoding stops at ``end_id``.
-References are one list of strings per candidate, or one per image when each image has ``k``
-consecutive candidates (self-critical.pytorch's ``seq_per_img``).
+(lists, numpy arrays, torch tensors) of ``vocab``'s words, cut at ``end_id``: scored as ids, with
+no text made, when every word is one whitespace-free token and the metric splits on whitespace,
+else decoded to text (the same values). References are one list of strings per candidate, or
+one per image when each image has ``k`` consecutive candidates (self-critical.pytorch's
+``seq_per_img``).
 """
 
 from __future__ import annotations
@@ -164,21 +167,44 @@ class Reward:
     def __call__(self, candidates: Any, references: Sequence[Sequence[Any]]) -> Any:
         """The reward of each candidate (numpy float64; torch float32 on the candidates' device
         when the candidates are a torch tensor)."""
-        scores = None
-        if self._reads_ids and not self._is_text(candidates):
-            assert self._words is not None
-            ids, lengths = token_ids(candidates, self._words, self.end_id)
-            refs, refset = self.grouped_references(len(lengths), references)
-            scores = self.metric.score_token_ids(ids, lengths, self._words, refs, refset)  # type: ignore[attr-defined]
-        if scores is None:
-            texts = self.texts(candidates)
-            scores = self.metric.score(texts, self.references_for(len(texts), references))
-        values = np.asarray(scores.values, dtype=float)
-        if _is_torch(candidates):
-            import torch
+        refs, refset = self.grouped_references(len(candidates), references)
+        return _like(candidates, self._values([candidates], refs, refset))
 
-            return torch.as_tensor(values, dtype=torch.float32, device=candidates.device)
-        return values
+    def self_critical(self, samples: Any, baselines: Any, references: Sequence[Sequence[Any]]) -> tuple[Any, Any, Any]:
+        """The self-critical advantage, the samples' rewards and the baselines' (greedy)
+        rewards: ``k`` consecutive samples and one baseline per image, ``references`` one list
+        per image. One batch scores both, so the references are read and counted once."""
+        m, n = len(baselines), len(samples)
+        if len(references) != m or m == 0 or n % m:
+            raise MetricError(f"self_critical: {n} samples and {m} baselines need k samples, one "
+                              f"baseline and one reference list per image; got {len(references)} lists")
+        refs, _ = self.grouped_references(m, references)
+        values = self._values([samples, baselines], refs, np.concatenate([np.arange(n) // (n // m), np.arange(m)]))
+        sampled, greedy = _like(samples, values[:n]), _like(samples, values[n:])
+        return self_critical(sampled, greedy), sampled, greedy
+
+    def _values(self, parts: Sequence[Any], refs: list[list[str]], refset: np.ndarray) -> np.ndarray:
+        """The rewards of the candidates of ``parts`` one after the other, candidate i against
+        ``refs[refset[i]]``: as token ids where the metric reads them, else as text."""
+        scores = None
+        if self._reads_ids and not any(map(self._is_text, parts)):
+            assert self._words is not None
+            ids, lengths = zip(*(token_ids(p, self._words, self.end_id) for p in parts))
+            scores = self.metric.score_token_ids(  # type: ignore[attr-defined]
+                np.concatenate(ids), np.concatenate(lengths), self._words, refs, refset)
+        if scores is None:
+            texts = [t for p in parts for t in self.texts(p)]
+            scores = self.metric.score(texts, [refs[q] for q in refset.tolist()])
+        return np.asarray(scores.values, dtype=float)
+
+
+def _like(candidates: Any, values: np.ndarray) -> Any:
+    """``values`` as torch float32 on the candidates' device if they are a torch tensor."""
+    if _is_torch(candidates):
+        import torch
+
+        return torch.as_tensor(values, dtype=torch.float32, device=candidates.device)
+    return values
 
 
 class CiderDReward(Reward):
@@ -215,11 +241,11 @@ class CiderDReward(Reward):
         """Write the document frequencies; ``CiderDReward(path)`` loads them."""
         self.metric.save_df(path)  # type: ignore[attr-defined]
 
-    def __call__(self, candidates: Any, references: Sequence[Sequence[Any]]) -> Any:
+    def _values(self, parts: Sequence[Any], refs: list[list[str]], refset: np.ndarray) -> np.ndarray:
         if self.metric.fixed_df() is None:  # type: ignore[attr-defined]
             raise MetricError("CiderDReward needs fixed document frequencies: CiderDReward(df=<file>) "
                               "or CiderDReward.fit(training references)")
-        return super().__call__(candidates, references)
+        return super()._values(parts, refs, refset)
 
 
 class BleuReward(Reward):

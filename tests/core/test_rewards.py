@@ -143,6 +143,20 @@ def test_self_critical_advantage(df_file: Path) -> None:
     np.testing.assert_array_equal(t.numpy(), advantage)
     with pytest.raises(MetricError, match="250 sample rewards are not k per image for 3"):
         self_critical(sampled, greedy[:3])
+    # samples and baselines in one batch: the same rewards as two calls, strings or ids
+    both = reward.self_critical(samples, samples[::5], test)
+    for got, want in zip(both, (advantage, sampled, greedy)):
+        np.testing.assert_array_equal(got, want)
+    vocab, ids = _vocab_and_ids(samples + [r for refs in test for r in refs])
+    by_ids = CiderDReward(df_file, vocab=vocab).self_critical(ids[:250], ids[:250:5, :-1], test)
+    for got, want in zip(by_ids, (advantage, sampled, greedy)):
+        np.testing.assert_array_equal(got, want)
+    as_torch = CiderDReward(df_file, vocab=vocab).self_critical(torch.as_tensor(ids[:250]), ids[:250:5], test)
+    assert all(isinstance(t, torch.Tensor) for t in as_torch)
+    np.testing.assert_allclose(as_torch[1].numpy(), sampled, rtol=1e-6)
+    with pytest.raises(MetricError, match="250 samples and 50 baselines need k samples, one baseline and one "
+                                          "reference list per image; got 250 lists"):
+        reward.self_critical(samples, samples[::5], [test[i // 5] for i in range(250)])
 
 
 def test_bleu_rewards_equal_pycocoevalcap() -> None:
