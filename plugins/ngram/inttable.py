@@ -1,8 +1,8 @@
 """A fixed hash table from non-negative int64 keys to values, looked up a whole array at a time.
 
-Open addressing with linear probing, at most a quarter full (16-32 bytes per key): a look-up
-reads one or two slots for most keys, where a binary search (``np.searchsorted``) into a table
-of 10^5 keys makes ~17 dependent reads, the last ones out of cache.
+Open addressing with linear probing, a quarter to half full (2-4 slots of 16 bytes per key): a
+look-up reads one or two slots for most keys, where a binary search (``np.searchsorted``) into a
+table of 10^5 keys makes ~17 dependent reads, the last ones out of cache.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ class IntTable:
             raise ValueError("IntTable keys must be non-negative")
         if len(np.unique(keys)) != len(keys):
             raise ValueError("IntTable keys must be distinct")
-        self.bits = max(4, (4 * len(keys)).bit_length())
+        self.bits = max(4, (2 * len(keys)).bit_length())
         self.mask = (1 << self.bits) - 1
         self.keys = np.full(1 << self.bits, EMPTY, dtype=np.int64)
         self.values = np.zeros(1 << self.bits, dtype=values.dtype)
