@@ -194,7 +194,10 @@ class Reward:
                 np.concatenate(ids), np.concatenate(lengths), self._words, refs, refset)
         if scores is None:
             texts = [t for p in parts for t in self.texts(p)]
-            scores = self.metric.score(texts, [refs[q] for q in refset.tolist()])
+            if hasattr(self.metric, "score_grouped"):  # each image's references read once
+                scores = self.metric.score_grouped(texts, refs, refset)
+            else:
+                scores = self.metric.score(texts, [refs[q] for q in refset.tolist()])
         return np.asarray(scores.values, dtype=float)
 
 

@@ -173,10 +173,16 @@ def make_batch(
     references: Sequence[Sequence[str]],
     split: Split,
     metric: str,
+    refset: np.ndarray | None = None,
 ) -> Batch:
-    """Validate and tokenise ``candidates[i]`` with ``references[i]`` for every i."""
-    _check(candidates, references, metric)
-    sets, refset = _index(list(map(tuple, references)))
+    """Validate and tokenise ``candidates[i]`` with ``references[i]`` for every i, or, given
+    ``refset``, with ``references[refset[i]]`` (reference lists shared by several candidates)."""
+    if refset is None:
+        _check(candidates, references, metric)
+        sets, refset = _index(list(map(tuple, references)))
+    else:
+        _check(candidates, [references[q] for q in refset.tolist()], metric)
+        sets = list(map(tuple, references))
     texts, cand = _index(list(chain(candidates, chain.from_iterable(sets))))
     width = max(map(len, sets), default=1)
     slots = np.full((len(sets), width), -1, dtype=np.int64)
@@ -429,6 +435,15 @@ class BatchDistance(Distance):
         if len(candidates) == 0 and len(references) == 0:
             return Scores(np.zeros(0), float("nan"))
         return self.score_batch(self.batch(candidates, references))
+
+    def score_grouped(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]], refset: np.ndarray
+    ) -> Scores:
+        """:meth:`score` of ``candidates[i]`` against ``references[refset[i]]``: reference lists
+        shared by several candidates are read once."""
+        if len(candidates) == 0:
+            return Scores(np.zeros(0), float("nan"))
+        return self.score_batch(make_batch(self.tokenizer, candidates, references, self.split, self.name, refset))
 
     def score_token_ids(
         self, ids: np.ndarray, lengths: np.ndarray, words: np.ndarray,
