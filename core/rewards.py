@@ -6,13 +6,16 @@ from a training corpus, and the self-critical (greedy-baseline) advantage.
 >>> r_sample = reward(sampled_ids, references)       # (batch * k,) numpy, or torch if given torch
 >>> r_greedy = reward(greedy_ids, references)        # (batch,)
 >>> advantage = self_critical(r_sample, r_greedy)    # r_sample - r_greedy of each sample's image
+>>> advantage, r_sample, r_greedy = reward.self_critical(sampled_ids, greedy_ids, references)  # one batch
 
 The metrics are the registered ``cider-d`` and ``bleu-N`` (composed by name, their values are
 coco-caption's), reading text that is tokenised already (``tokenizer=whitespace`` by default:
 training vocabularies are lower-cased words). Candidates are strings or token-id sequences
-(lists, numpy arrays, torch tensors) decoded with ``vocab``; decoding stops at ``end_id``.
-References are one list of strings per candidate, or one per image when each image has ``k``
-consecutive candidates (self-critical.pytorch's ``seq_per_img``).
+(lists, numpy arrays, torch tensors) of ``vocab``'s words, cut at ``end_id``: scored as ids, with
+no text made, when every word is one whitespace-free token and the metric splits on whitespace,
+else decoded to text (the same values). References are one list of strings per candidate, or
+one per image when each image has ``k`` consecutive candidates (self-critical.pytorch's
+``seq_per_img``).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import numpy as np
 from capmetrics.component import Distance, Tokenizer
 from capmetrics.errors import MetricError
 
-__all__ = ["BleuReward", "CiderDReward", "Reward", "decode", "self_critical", "vocab_array"]
+__all__ = ["BleuReward", "CiderDReward", "Reward", "decode", "self_critical", "token_ids", "vocab_array"]
 
 
 def _is_torch(x: Any) -> bool:
@@ -46,12 +49,12 @@ def vocab_array(vocab: Sequence[str] | Mapping[int, str] | np.ndarray) -> np.nda
     return np.asarray(list(vocab), dtype=object)
 
 
-def decode(sequences: Any, vocab: Sequence[str] | Mapping[int, str] | np.ndarray, end_id: int | None = 0) -> list[str]:
-    """Token-id sequences (a 2-D array/tensor or a list of sequences) to space-joined words,
-    each cut at its first ``end_id`` (None: no end token)."""
+def token_ids(sequences: Any, words: np.ndarray, end_id: int | None = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Token-id sequences (a 2-D array/tensor or a list of sequences) as one flat int64 array of
+    each sequence's ids before its first ``end_id`` (None: no end token), and their lengths;
+    ids outside ``words`` are an error."""
     if _is_torch(sequences):
         sequences = sequences.detach().cpu().numpy()
-    words = vocab_array(vocab)
     if isinstance(sequences, np.ndarray) and sequences.ndim == 2:  # a padded batch: one pass
         ids = sequences.astype(np.int64, copy=False)
         lengths = np.full(len(ids), ids.shape[1])
@@ -63,19 +66,33 @@ def decode(sequences: Any, vocab: Sequence[str] | Mapping[int, str] | np.ndarray
         if bad.any():
             n = int(np.flatnonzero(bad.any(axis=1))[0])
             raise MetricError(f"sequence {n} has token ids outside the vocabulary of {len(words)} words")
-        if not len(words):
-            return [""] * len(ids)
-        rows = words[np.where(used, ids, 0)].tolist()
-        return [" ".join(row[:k]) for row, k in zip(rows, lengths.tolist())]
-    out = []
+        return ids[used], lengths
+    rows = []
     for n, row in enumerate(np.asarray(s, dtype=np.int64).ravel() for s in sequences):
         if end_id is not None:
             stop = np.flatnonzero(row == end_id)
             row = row[: stop[0]] if len(stop) else row
         if len(row) and (row.min() < 0 or row.max() >= len(words)):
             raise MetricError(f"sequence {n} has token ids outside the vocabulary of {len(words)} words")
-        out.append(" ".join(words[row]))
-    return out
+        rows.append(row)
+    lengths = np.fromiter(map(len, rows), np.int64, len(rows))
+    return (np.concatenate(rows) if rows else np.zeros(0, np.int64)), lengths
+
+
+def decode(sequences: Any, vocab: Sequence[str] | Mapping[int, str] | np.ndarray, end_id: int | None = 0) -> list[str]:
+    """Token-id sequences (a 2-D array/tensor or a list of sequences) to space-joined words,
+    each cut at its first ``end_id`` (None: no end token)."""
+    words = vocab_array(vocab)
+    ids, lengths = token_ids(sequences, words, end_id)
+    tokens = words[ids].tolist()
+    ends = np.cumsum(lengths).tolist()
+    return [" ".join(tokens[end - k : end]) for end, k in zip(ends, lengths.tolist())]
+
+
+def _plain_words(words: np.ndarray, end_id: int | None) -> bool:
+    """Whether every word but the end token is one whitespace-free token (``w.split() == [w]``),
+    so that scoring the words as tokens is scoring their space-joined text split on whitespace."""
+    return all(w.split() == [w] for i, w in enumerate(words.tolist()) if i != end_id)
 
 
 def self_critical(sample_rewards: Any, baseline_rewards: Any) -> Any:
@@ -114,37 +131,83 @@ class Reward:
             self.metric = built
         self.vocab, self.end_id = vocab, end_id
         self._words = None if vocab is None else vocab_array(vocab)  # built once, not per batch
+        # token ids go to the metric as ids, with no text in between, where it reads them so
+        self._reads_ids = (self._words is not None and hasattr(self.metric, "score_token_ids")
+                           and _plain_words(self._words, end_id))
+
+    @staticmethod
+    def _is_text(sequences: Any) -> bool:
+        return not _is_torch(sequences) and not isinstance(sequences, np.ndarray) and set(map(type, sequences)) <= {str}
 
     def texts(self, sequences: Any, what: str = "candidates") -> list[str]:
         """Strings as they are; token-id sequences decoded with ``vocab``."""
-        if not _is_torch(sequences) and not isinstance(sequences, np.ndarray) and set(map(type, sequences)) <= {str}:
+        if self._is_text(sequences):
             return list(sequences)
         if self.vocab is None:
             raise MetricError(f"{what} are token ids; pass vocab=<id -> word> to the reward")
         return decode(sequences, self._words, self.end_id)
 
-    def references_for(self, n: int, references: Sequence[Sequence[Any]]) -> list[list[str]]:
-        """One reference list per candidate: ``references`` as given, or each image's list
-        repeated for its ``n // len(references)`` consecutive candidates."""
+    def grouped_references(self, n: int, references: Sequence[Sequence[Any]]) -> tuple[list[list[str]], np.ndarray]:
+        """The reference lists as strings, and which one each of ``n`` candidates uses:
+        ``references`` one per candidate, or one per image for its ``n // len(references)``
+        consecutive candidates."""
         refs = [r if set(map(type, r)) <= {str} else self.texts(r, "references") for r in references]
         if len(refs) == n:
-            return refs
+            return refs, np.arange(n)
         if not refs or n % len(refs):
             raise MetricError(f"{n} candidates need {n} reference lists or k per image "
                               f"(a divisor of {n}); got {len(refs)}")
-        k = n // len(refs)
-        return [refs[i // k] for i in range(n)]
+        return refs, np.arange(n) // (n // len(refs))
+
+    def references_for(self, n: int, references: Sequence[Sequence[Any]]) -> list[list[str]]:
+        """One reference list per candidate (see :meth:`grouped_references`)."""
+        refs, refset = self.grouped_references(n, references)
+        return [refs[q] for q in refset.tolist()]
 
     def __call__(self, candidates: Any, references: Sequence[Sequence[Any]]) -> Any:
         """The reward of each candidate (numpy float64; torch float32 on the candidates' device
         when the candidates are a torch tensor)."""
-        texts = self.texts(candidates)
-        values = np.asarray(self.metric.score(texts, self.references_for(len(texts), references)).values, dtype=float)
-        if _is_torch(candidates):
-            import torch
+        refs, refset = self.grouped_references(len(candidates), references)
+        return _like(candidates, self._values([candidates], refs, refset))
 
-            return torch.as_tensor(values, dtype=torch.float32, device=candidates.device)
-        return values
+    def self_critical(self, samples: Any, baselines: Any, references: Sequence[Sequence[Any]]) -> tuple[Any, Any, Any]:
+        """The self-critical advantage, the samples' rewards and the baselines' (greedy)
+        rewards: ``k`` consecutive samples and one baseline per image, ``references`` one list
+        per image. One batch scores both, so the references are read and counted once."""
+        m, n = len(baselines), len(samples)
+        if len(references) != m or m == 0 or n % m:
+            raise MetricError(f"self_critical: {n} samples and {m} baselines need k samples, one "
+                              f"baseline and one reference list per image; got {len(references)} lists")
+        refs, _ = self.grouped_references(m, references)
+        values = self._values([samples, baselines], refs, np.concatenate([np.arange(n) // (n // m), np.arange(m)]))
+        sampled, greedy = _like(samples, values[:n]), _like(samples, values[n:])
+        return self_critical(sampled, greedy), sampled, greedy
+
+    def _values(self, parts: Sequence[Any], refs: list[list[str]], refset: np.ndarray) -> np.ndarray:
+        """The rewards of the candidates of ``parts`` one after the other, candidate i against
+        ``refs[refset[i]]``: as token ids where the metric reads them, else as text."""
+        scores = None
+        if self._reads_ids and not any(map(self._is_text, parts)):
+            assert self._words is not None
+            ids, lengths = zip(*(token_ids(p, self._words, self.end_id) for p in parts))
+            scores = self.metric.score_token_ids(  # type: ignore[attr-defined]
+                np.concatenate(ids), np.concatenate(lengths), self._words, refs, refset)
+        if scores is None:
+            texts = [t for p in parts for t in self.texts(p)]
+            if hasattr(self.metric, "score_grouped"):  # each image's references read once
+                scores = self.metric.score_grouped(texts, refs, refset)
+            else:
+                scores = self.metric.score(texts, [refs[q] for q in refset.tolist()])
+        return np.asarray(scores.values, dtype=float)
+
+
+def _like(candidates: Any, values: np.ndarray) -> Any:
+    """``values`` as torch float32 on the candidates' device if they are a torch tensor."""
+    if _is_torch(candidates):
+        import torch
+
+        return torch.as_tensor(values, dtype=torch.float32, device=candidates.device)
+    return values
 
 
 class CiderDReward(Reward):
@@ -181,11 +244,11 @@ class CiderDReward(Reward):
         """Write the document frequencies; ``CiderDReward(path)`` loads them."""
         self.metric.save_df(path)  # type: ignore[attr-defined]
 
-    def __call__(self, candidates: Any, references: Sequence[Sequence[Any]]) -> Any:
+    def _values(self, parts: Sequence[Any], refs: list[list[str]], refset: np.ndarray) -> np.ndarray:
         if self.metric.fixed_df() is None:  # type: ignore[attr-defined]
             raise MetricError("CiderDReward needs fixed document frequencies: CiderDReward(df=<file>) "
                               "or CiderDReward.fit(training references)")
-        return super().__call__(candidates, references)
+        return super()._values(parts, refs, refset)
 
 
 class BleuReward(Reward):

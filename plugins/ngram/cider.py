@@ -35,6 +35,7 @@ from capmetrics.plugins.ngram.counts import (
     ngrams,
     set_frequencies,
 )
+from capmetrics.plugins.ngram.inttable import IntTable
 
 DF_FORMAT = "capmetrics-cider-df"
 MAX_N = 4
@@ -50,11 +51,11 @@ def _open(path: Path, mode: str) -> Any:
 
 
 class DfIndex:
-    """Fixed document frequencies as sorted integer keys per order, for vectorised look-ups.
+    """Fixed document frequencies in a hash table of integer keys, for vectorised look-ups.
 
-    An n-gram's key is its words' ids in base ``base`` (id 0: a word the table does not have, so
-    an n-gram with such a word matches nothing). Tables whose ``base ** MAX_N`` overflows int64
-    (over ~55,000 distinct words) fall back to string look-ups.
+    An n-gram's key is its words' ids in base ``base``, ids counted from 1, so the keys of
+    different orders differ (an order-n key lies in [base^(n-1), base^n)). Tables whose
+    ``base ** MAX_N`` overflows int64 (over ~55,000 distinct words) fall back to string look-ups.
     """
 
     def __init__(self, df: dict[str, int]) -> None:
@@ -63,43 +64,33 @@ class DfIndex:
         self.base = len(self.ids) + 1
         self.df = df
         self.exact = self.base**MAX_N < 2**63
-        self._words: tuple[Sentences | None, np.ndarray] = (None, np.zeros(0, np.int64))
-        self.keys: list[np.ndarray] = []
-        self.counts: list[np.ndarray] = []
         if not self.exact:
             return
-        by_order: list[tuple[list[int], list[int]]] = [([], []) for _ in range(MAX_N)]
-        for gram, count in df.items():
+        keys = np.zeros(len(df), dtype=np.int64)
+        for i, gram in enumerate(df):
             key = 0
-            parts = gram.split(" ")
-            for w in parts:
+            for w in gram.split(" "):
                 key = key * self.base + self.ids[w]
-            keys, counts = by_order[len(parts) - 1]
-            keys.append(key)
-            counts.append(count)
-        for keys, counts in by_order:
-            k = np.asarray(keys, dtype=np.int64)
-            order = np.argsort(k)
-            self.keys.append(k[order])
-            self.counts.append(np.asarray(counts, dtype=float)[order])
+            keys[i] = key
+        self.table = IntTable(keys, np.fromiter(df.values(), dtype=np.int64, count=len(df)))
 
-    def lookup(self, sentences: Sentences, table: Ngrams) -> np.ndarray:
-        """The document frequency of each n-gram id of ``table`` (0 when absent)."""
+    def lookup(self, sentences: Sentences, tables: Sequence[Ngrams]) -> np.ndarray:
+        """The document frequency of each n-gram id of ``tables``, one table after the other
+        (0 when absent)."""
         if not self.exact:
-            strings = table.strings(sentences)
+            strings = np.concatenate([table.strings(sentences) for table in tables])
             return np.fromiter(map(self.df.get, strings, repeat(0)), dtype=float, count=len(strings))
-        if self._words[0] is not sentences:  # the orders of one batch share its word ids
-            ids = np.fromiter(map(self.ids.get, sentences.vocab, repeat(0)), np.int64, len(sentences.vocab))
-            self._words = (sentences, ids)
-        word = self._words[1]
-        key = np.zeros(table.n_grams, dtype=np.int64)
-        for t in range(table.order):
-            key = key * self.base + word[sentences.ids[table.first + t]]
-        keys, counts = self.keys[table.order - 1], self.counts[table.order - 1]
-        if not len(keys):
-            return np.zeros(table.n_grams)
-        at = np.minimum(np.searchsorted(keys, key), len(keys) - 1)  # sorting the queries first costs more
-        return np.where(keys[at] == key, counts[at], 0.0)
+        ids = np.fromiter(map(self.ids.get, sentences.vocab, repeat(0)), np.int64, len(sentences.vocab))
+        word = ids[sentences.ids]
+        word = np.append(word, np.zeros(len(tables), np.int64))  # windows past the end: unused
+        keys, at = [], word  # at[p]: the key of the n-gram starting at token p
+        for n, table in enumerate(tables, 1):
+            if n > 1:
+                at = at[:-1] * self.base + word[n - 1 :]
+            keys.append(at[table.first])
+        first_word = word[np.concatenate([table.first for table in tables])]
+        # an unknown word (id 0) first would make a shorter n-gram's key: such n-grams are absent
+        return self.table.get(np.where(first_word > 0, np.concatenate(keys), -1))
 
 
 _DF_INDEXES: dict[int, tuple[dict[str, int], DfIndex]] = {}
@@ -153,7 +144,7 @@ class CiderD(BatchDistance):
         )
         df: dict[str, int] = {}
         for table in ngrams(batch.sentences, MAX_N):
-            counts = set_frequencies(batch, match(batch, table), table.n_grams)
+            counts = set_frequencies(batch, match(batch, table, set_grams=True), table.n_grams)
             present = np.flatnonzero(counts)
             df.update(
                 zip(
@@ -250,8 +241,7 @@ class CiderD(BatchDistance):
         """ln N − ln max(1, df) for each n-gram (global ids of ``m``): fixed df, else the batch's own."""
         if fixed is not None:
             table_df, n_images = fixed
-            index = _df_index(table_df)
-            df = np.concatenate([index.lookup(batch.sentences, table) for table in tables])
+            df = _df_index(table_df).lookup(batch.sentences, tables)
         else:
             df, n_images = set_frequencies(batch, m, int(gram_offsets(tables)[-1])), len(batch)
         return np.log(float(n_images)) - np.log(np.maximum(1.0, df))
@@ -265,17 +255,19 @@ class CiderD(BatchDistance):
         n_sent, n, width = len(batch.sentences), len(batch), batch.width
         tables = ngrams(batch.sentences, MAX_N)
         offsets = gram_offsets(tables)
-        m = match(batch, tables)
+        m = match(batch, tables, set_grams=fixed is None)
         w = self.weights(batch, tables, m, fixed)
         # the tf-idf norm of every sentence at every order (MAX_N x n_sent)
         order_sent = np.concatenate([t.sent + k * n_sent for k, t in enumerate(tables)])
         tf_idf = np.concatenate([t.count * w[t.gram + off] for t, off in zip(tables, offsets)])
         norm = np.sqrt(np.bincount(order_sent, tf_idf**2, minlength=MAX_N * n_sent)).reshape(MAX_N, n_sent)
-        g_cand = (m.count * w[m.gram])[:, None]
-        g_ref = m.ref_counts * w[m.gram][:, None]
+        # the products of the entries that some reference shares (the others add only zeros)
+        e = m.matched
+        w_e = w[m.gram[e]]
+        g_cand = (m.count[e] * w_e)[:, None]
+        g_ref = m.ref_counts[e] * w_e[:, None]
         product = np.minimum(g_cand, g_ref) * g_ref if self.clipped else g_cand * g_ref
-        order = np.searchsorted(offsets, m.gram, side="right") - 1
-        cell = ((m.item * MAX_N + order)[:, None] * width + np.arange(width)).ravel()
+        cell = ((m.item[e] * MAX_N + m.table[e])[:, None] * width + np.arange(width)).ravel()
         num = np.bincount(cell, product.ravel(), minlength=n * MAX_N * width).reshape(n, MAX_N, width)
         slots = batch.item_slots
         n_cand = norm[:, batch.cand].T[:, :, None]

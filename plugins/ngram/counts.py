@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import chain
+from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
 from capmetrics.component import Distance, Scores, Tokenizer
 from capmetrics.errors import MetricError
-from capmetrics.plugins.tokenizers import PTBTokenizer
+from capmetrics.plugins.tokenizers import PTBTokenizer, WhitespaceTokenizer
 
 Split = Callable[[str], list[str]]
 
@@ -79,15 +79,16 @@ class Sentences:
         return self.ids[self.offsets[i] : self.offsets[i + 1]]
 
 
-def encode(token_lists: Sequence[Sequence[str]]) -> Sentences:
-    """Map tokens to integer ids (in order of first appearance)."""
+def encode(token_lists: Sequence[Sequence[str]], vocab: dict[str, int] | None = None) -> Sentences:
+    """Map tokens to integer ids (in order of first appearance; ``vocab``, if given, holds the
+    ids given already and receives the new ones)."""
     flat = list(chain.from_iterable(token_lists))
-    vocab = {t: i for i, t in enumerate(dict.fromkeys(flat))}
+    vocab = {} if vocab is None else vocab
+    # one pass: a token new to ``vocab`` gets its size so far as its id
+    ids = np.fromiter(map(vocab.setdefault, flat, map(len, repeat(vocab))), np.int64, len(flat))
     offsets = np.zeros(len(token_lists) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, token_lists), np.int64, len(token_lists)), out=offsets[1:])
-    return Sentences(
-        np.fromiter(map(vocab.__getitem__, flat), np.int64, len(flat)), offsets, list(vocab)
-    )
+    return Sentences(ids, offsets, list(vocab))
 
 
 @dataclass(frozen=True)
@@ -172,16 +173,54 @@ def make_batch(
     references: Sequence[Sequence[str]],
     split: Split,
     metric: str,
+    refset: np.ndarray | None = None,
 ) -> Batch:
-    """Validate and tokenise ``candidates[i]`` with ``references[i]`` for every i."""
-    _check(candidates, references, metric)
-    sets, refset = _index(list(map(tuple, references)))
+    """Validate and tokenise ``candidates[i]`` with ``references[i]`` for every i, or, given
+    ``refset``, with ``references[refset[i]]`` (reference lists shared by several candidates)."""
+    if refset is None:
+        _check(candidates, references, metric)
+        sets, refset = _index(list(map(tuple, references)))
+    else:
+        _check(candidates, [references[q] for q in refset.tolist()], metric)
+        sets = list(map(tuple, references))
     texts, cand = _index(list(chain(candidates, chain.from_iterable(sets))))
     width = max(map(len, sets), default=1)
     slots = np.full((len(sets), width), -1, dtype=np.int64)
     for q, refs in enumerate(sets):
         slots[q, : len(refs)] = [texts[t] for t in refs]
     return Batch(_tokenize(tokenizer, texts, split), cand[: len(candidates)], refset, slots)
+
+
+def make_id_batch(
+    ids: np.ndarray,
+    lengths: np.ndarray,
+    words: np.ndarray,
+    references: Sequence[Sequence[str]],
+    refset: np.ndarray,
+    metric: str,
+) -> Batch:
+    """Candidates as token ids (``ids`` flat, ``lengths`` per candidate) of the whitespace-free
+    ``words``, against reference texts split on whitespace: candidate i against
+    ``references[refset[i]]``. The batch :func:`make_batch` makes of the space-joined words with
+    a whitespace tokenizer, but no text is made or split on the candidates' side."""
+    bad = [q for q, refs in enumerate(references) if isinstance(refs, str) or not refs
+           or not set(map(type, refs)) <= {str}]
+    if bad:
+        raise MetricError(f"{metric}: reference list(s) {bad[:10]} need to be non-empty lists of strings")
+    vocab: dict[str, int] = {}
+    refs = encode([t.split() for t in chain.from_iterable(references)], vocab)
+    used = np.flatnonzero(np.bincount(ids, minlength=len(words)))
+    to_batch = np.zeros(len(words), dtype=np.int64)  # word id -> id in the batch's vocabulary
+    to_batch[used] = np.fromiter(map(vocab.setdefault, words[used].tolist(), map(len, repeat(vocab))),
+                                 np.int64, len(used))
+    n = len(lengths)
+    offsets = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+    sentences = Sentences(np.concatenate([to_batch[ids], refs.ids]),
+                          np.concatenate([offsets, offsets[-1] + refs.offsets[1:]]), list(vocab))
+    sizes = np.fromiter(map(len, references), np.int64, len(references))
+    slots = np.full((len(references), max(sizes, default=1)), -1, dtype=np.int64)
+    slots[np.arange(slots.shape[1]) < sizes[:, None]] = n + np.arange(len(refs))
+    return Batch(sentences, np.arange(n, dtype=np.int64), np.asarray(refset, dtype=np.int64), slots)
 
 
 def make_pairwise_batch(
@@ -229,34 +268,40 @@ class Ngrams:
 
 
 def ngrams(sentences: Sentences, max_n: int) -> list[Ngrams]:
-    """The n-grams of orders 1..max_n of every sentence (contiguous windows)."""
+    """The n-grams of orders 1..max_n of every sentence (contiguous windows).
+
+    One stable sort per order: the windows sorted by key (the (n-1)-gram id and the last token)
+    are grouped by n-gram, each group in token order, so a sentence's occurrences of an n-gram
+    are adjacent there too."""
     ids, lengths = sentences.ids, sentences.lengths
     n_sent, n_tok, n_vocab = len(sentences), len(ids), len(sentences.vocab)
     sent_of = np.repeat(np.arange(n_sent, dtype=np.int64), lengths)
     room = sentences.offsets[1:][sent_of] - np.arange(n_tok)  # tokens left from each position
-    gram_at = ids
-    n_grams = n_vocab
+    gram_at = np.zeros(n_tok, dtype=np.int64)
     tables = []
     for k in range(1, max_n + 1):
         pos = np.flatnonzero(room >= k)
-        if k == 1:
-            first = np.zeros(n_grams, dtype=np.int64)
-            first[ids] = np.arange(n_tok)
-        else:
-            key = gram_at[pos] * n_vocab + ids[pos + k - 1]
-            _, first_idx, inverse = unique(key, index=True, inverse=True)
-            gram_at = np.full(n_tok, -1, dtype=np.int64)
-            gram_at[pos] = inverse
-            n_grams, first = len(first_idx), pos[first_idx]
-        g = max(n_grams, 1)
-        entry_key, at, count = unique(sent_of[pos] * g + gram_at[pos], index=True, counts=True)
+        key = gram_at[pos] * n_vocab + ids[pos + k - 1]
+        order = np.argsort(key, kind="stable")
+        ordered, at = key[order], pos[order]  # windows by n-gram, then position
+        sent = sent_of[at]
+        new_gram = np.empty(len(pos), dtype=bool)
+        new_gram[:1] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=new_gram[1:])
+        new_entry = new_gram.copy()  # a new n-gram, or the same one in the next sentence
+        new_entry[1:] |= sent[1:] != sent[:-1]
+        gram_at = np.empty(n_tok, dtype=np.int64)  # the id of the k-gram at each position
+        gram_at[at] = np.cumsum(new_gram) - 1
+        starts = np.flatnonzero(new_entry)
         # a sentence's entries in order of first occurrence, not of n-gram id (which depends on
         # the other texts of the batch): sums over them give the same bits in any batch
-        order = np.argsort(pos[at], kind="stable")
-        entry_key, count = entry_key[order], count[order]
-        sent = entry_key // g
-        starts = np.searchsorted(sent, np.arange(n_sent + 1))
-        tables.append(Ngrams(k, sent, entry_key - sent * g, count, starts, n_grams, first))
+        count = np.zeros(n_tok, dtype=np.int64)
+        count[at[starts]] = np.diff(np.append(starts, len(pos)))
+        first = np.flatnonzero(count)  # the position of each entry's first occurrence
+        entry_sent = sent_of[first]
+        n_grams = len(starts) and int(gram_at[at[-1]]) + 1
+        tables.append(Ngrams(k, entry_sent, gram_at[first], count[first],
+                             np.searchsorted(entry_sent, np.arange(n_sent + 1)), n_grams, at[new_gram]))
     return tables
 
 
@@ -265,16 +310,19 @@ class Matches:
     """Every n-gram of every item's candidate, with its count in each of the item's references.
 
     ``ref_counts[e, j]`` is the count of entry e's n-gram in the item's j-th reference (0 when
-    absent or past the last reference). ``set_grams`` are the distinct (reference set, n-gram)
-    pairs, as ``set_of`` and ``gram_of`` arrays, for document frequencies.
+    absent or past the last reference); ``matched`` lists the entries with a count in some
+    reference, ``table`` the table (order) of each entry. ``set_of`` and ``gram_of`` (when
+    asked for) are the distinct (reference set, n-gram) pairs, for document frequencies.
     """
 
     item: np.ndarray
     gram: np.ndarray
     count: np.ndarray
     ref_counts: np.ndarray
-    set_of: np.ndarray
-    gram_of: np.ndarray
+    matched: np.ndarray
+    table: np.ndarray
+    set_of: np.ndarray | None = None
+    gram_of: np.ndarray | None = None
 
     def per_item(self, values: np.ndarray, n_items: int) -> np.ndarray:
         """Sum of per-entry values by item; ``values`` is (entries,) or (entries, width)."""
@@ -285,11 +333,13 @@ class Matches:
         return np.bincount(index, values.ravel(), minlength=n_items * width).reshape(n_items, width)
 
 
-def match(batch: Batch, tables: Ngrams | Sequence[Ngrams]) -> Matches:
+def match(batch: Batch, tables: Ngrams | Sequence[Ngrams], set_grams: bool = False) -> Matches:
     """Join each item's candidate n-grams with the n-gram counts of its references.
 
     Given several tables (orders), they are joined in one pass: n-gram ids are then global,
     table k's ids shifted by the sizes of the tables before it (see :func:`gram_offsets`).
+    Only n-grams that occur on both sides take part in the join, unless ``set_grams`` asks
+    for every (reference set, n-gram) pair.
     """
     tables = [tables] if isinstance(tables, Ngrams) else list(tables)
     offsets = gram_offsets(tables)
@@ -304,24 +354,38 @@ def match(batch: Batch, tables: Ngrams | Sequence[Ngrams]) -> Matches:
         n = np.concatenate([t.starts[sent + 1] - t.starts[sent] for t in tables])
         return expand_ranges(starts, n), n
 
-    # the reference sets' n-grams: one row per (set, n-gram), one column per slot
+    k = len(tables)
     set_idx, slot_idx = np.nonzero(batch.slots >= 0)
     e, n_entries = entries(batch.slots[set_idx, slot_idx])
-    k = len(tables)
-    keys = np.repeat(np.tile(set_idx, k), n_entries) * g + grams[e]
-    set_keys, row = unique(keys, inverse=True)
-    counts = np.zeros((len(set_keys), batch.width), dtype=np.int64)
-    counts[row, np.repeat(np.tile(slot_idx, k), n_entries)] = counts_all[e]
-    # the candidates' n-grams, one block per item and table
+    ref_set = np.repeat(np.tile(set_idx, k), n_entries)
+    ref_slot = np.repeat(np.tile(slot_idx, k), n_entries)
     ce, c_entries = entries(batch.cand)
     item = np.repeat(np.tile(np.arange(len(batch), dtype=np.int64), k), c_entries)
-    c_keys = batch.refset[item] * g + grams[ce]
-    ref_counts = np.zeros((len(c_keys), batch.width), dtype=np.int64)
+    shared = np.zeros(g, dtype=bool)  # the n-grams of both candidates and references
+    shared[grams[ce]] = True
+    in_refs = np.zeros(g, dtype=bool)
+    in_refs[grams[e]] = True
+    shared &= in_refs
+    if not set_grams:
+        keep = shared[grams[e]]
+        e, ref_set, ref_slot = e[keep], ref_set[keep], ref_slot[keep]
+    # the reference sets' n-grams: one row per (set, n-gram), one column per slot
+    set_keys, row = unique(ref_set * g + grams[e], inverse=True)
+    counts = np.zeros((len(set_keys), batch.width), dtype=np.int64)
+    counts[row, ref_slot] = counts_all[e]
+    # the candidates' n-grams, one block per item and table
+    ref_counts = np.zeros((len(ce), batch.width), dtype=np.int64)
+    asked = np.flatnonzero(shared[grams[ce]])
+    c_keys = batch.refset[item[asked]] * g + grams[ce[asked]]
+    matched = asked[:0]
     if len(set_keys):
         at = np.minimum(np.searchsorted(set_keys, c_keys), len(set_keys) - 1)
         hit = set_keys[at] == c_keys
-        ref_counts[hit] = counts[at[hit]]
-    return Matches(item, grams[ce], counts_all[ce], ref_counts, set_keys // g, set_keys % g)
+        matched = asked[hit]
+        ref_counts[matched] = counts[at[hit]]
+    table = np.repeat(np.arange(k), c_entries.reshape(k, -1).sum(axis=1))
+    found = (item, grams[ce], counts_all[ce], ref_counts, matched, table)
+    return Matches(*found, set_keys // g, set_keys % g) if set_grams else Matches(*found)
 
 
 def gram_offsets(tables: Sequence[Ngrams]) -> np.ndarray:
@@ -332,6 +396,8 @@ def gram_offsets(tables: Sequence[Ngrams]) -> np.ndarray:
 
 def set_frequencies(batch: Batch, matches: Matches, n_grams: int) -> np.ndarray:
     """Number of items whose reference set contains each n-gram (CIDEr's df over the batch)."""
+    if matches.set_of is None or matches.gram_of is None:
+        raise ValueError("set_frequencies needs match(..., set_grams=True)")
     items_per_set = np.bincount(batch.refset, minlength=batch.slots.shape[0])
     return np.bincount(
         matches.gram_of, items_per_set[matches.set_of].astype(float), minlength=n_grams
@@ -369,6 +435,28 @@ class BatchDistance(Distance):
         if len(candidates) == 0 and len(references) == 0:
             return Scores(np.zeros(0), float("nan"))
         return self.score_batch(self.batch(candidates, references))
+
+    def score_grouped(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]], refset: np.ndarray
+    ) -> Scores:
+        """:meth:`score` of ``candidates[i]`` against ``references[refset[i]]``: reference lists
+        shared by several candidates are read once."""
+        if len(candidates) == 0:
+            return Scores(np.zeros(0), float("nan"))
+        return self.score_batch(make_batch(self.tokenizer, candidates, references, self.split, self.name, refset))
+
+    def score_token_ids(
+        self, ids: np.ndarray, lengths: np.ndarray, words: np.ndarray,
+        references: Sequence[Sequence[str]], refset: np.ndarray,
+    ) -> Scores | None:
+        """:meth:`score` of candidates given as token ids (see :func:`make_id_batch`; every word
+        one whitespace-free token), candidate i against ``references[refset[i]]``, without
+        making their text. None when this metric's tokenizer is not plain whitespace splitting,
+        which alone gives the words back from the joined text."""
+        plain = isinstance(self.tokenizer, WhitespaceTokenizer) and not self.tokenizer.lowercase
+        if not plain or type(self).split is not BatchDistance.split or len(lengths) == 0:
+            return None
+        return self.score_batch(make_id_batch(ids, lengths, words, references, refset, self.name))
 
     # -- a corpus scored in parts (streamed files, chunks on workers) ---------------------------
     def score_part(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> tuple[Scores, Any]:

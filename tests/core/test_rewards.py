@@ -103,6 +103,33 @@ def test_token_ids_with_a_vocabulary_and_torch(df_file: Path) -> None:
     np.testing.assert_allclose(tensor.numpy(), strings, rtol=1e-6)
 
 
+def test_token_ids_are_scored_without_text_as_their_text_is(df_file: Path) -> None:
+    """The id path (no text made for the candidates) against the decoded text: reference words
+    the vocabulary lacks, empty and repeated candidates, BLEU; and vocabularies whose words are
+    not single tokens (a gap in an id -> word dict, a two-word entry) or a lower-casing
+    tokenizer, which take the text path."""
+    _, samples, test = _flickr8k()
+    vocab, ids = _vocab_and_ids(samples[:40])  # the references have words it lacks
+    ids[3] = 0  # an empty candidate
+    ids[7] = ids[6]
+    texts = decode(ids, vocab)
+    assert texts[3] == "" and any(w not in vocab for refs in test[:8] for r in refs for w in r.split())
+    for make in (lambda **kw: CiderDReward(df_file, **kw), lambda **kw: BleuReward(4, **kw)):
+        by_ids = make(vocab=vocab)
+        assert by_ids._reads_ids
+        np.testing.assert_array_equal(by_ids(ids, test[:8]), make()(texts, test[:8]))
+        np.testing.assert_array_equal(by_ids(ids[:8], test[:8]), make()(texts[:8], test[:8]))
+    gap = dict(enumerate(vocab[:-1]))
+    gap[len(vocab)] = vocab[-1]  # no word for id len(vocab) - 1
+    two_words = vocab[:-1] + ["hot dog"]
+    for words, kwargs in ((gap, {}), (two_words, {}), (vocab, {"tokenizer": "whitespace(lowercase=true)"})):
+        reward = CiderDReward(df_file, vocab=words, **kwargs)
+        cut = np.where(ids < len(vocab) - 1, ids, 1)
+        want = CiderDReward(df_file, **kwargs)(decode(cut, words), test[:8])
+        assert reward._reads_ids == (words is vocab)
+        np.testing.assert_array_equal(reward(cut, test[:8]), want)
+
+
 def test_self_critical_advantage(df_file: Path) -> None:
     _, samples, test = _flickr8k()
     reward = CiderDReward(df_file)
@@ -116,6 +143,20 @@ def test_self_critical_advantage(df_file: Path) -> None:
     np.testing.assert_array_equal(t.numpy(), advantage)
     with pytest.raises(MetricError, match="250 sample rewards are not k per image for 3"):
         self_critical(sampled, greedy[:3])
+    # samples and baselines in one batch: the same rewards as two calls, strings or ids
+    both = reward.self_critical(samples, samples[::5], test)
+    for got, want in zip(both, (advantage, sampled, greedy)):
+        np.testing.assert_array_equal(got, want)
+    vocab, ids = _vocab_and_ids(samples + [r for refs in test for r in refs])
+    by_ids = CiderDReward(df_file, vocab=vocab).self_critical(ids[:250], ids[:250:5, :-1], test)
+    for got, want in zip(by_ids, (advantage, sampled, greedy)):
+        np.testing.assert_array_equal(got, want)
+    as_torch = CiderDReward(df_file, vocab=vocab).self_critical(torch.as_tensor(ids[:250]), ids[:250:5], test)
+    assert all(isinstance(t, torch.Tensor) for t in as_torch)
+    np.testing.assert_allclose(as_torch[1].numpy(), sampled, rtol=1e-6)
+    with pytest.raises(MetricError, match="250 samples and 50 baselines need k samples, one baseline and one "
+                                          "reference list per image; got 250 lists"):
+        reward.self_critical(samples, samples[::5], [test[i // 5] for i in range(250)])
 
 
 def test_bleu_rewards_equal_pycocoevalcap() -> None:
@@ -139,6 +180,8 @@ def test_bad_input_is_one_clear_error(df_file: Path) -> None:
         CiderDReward(df_file.with_name("missing.json"))
     with pytest.raises(MetricError, match="token ids outside the vocabulary of 2 words"):
         decode([[1, 5]], ["<end>", "a"])
+    with pytest.raises(MetricError, match=r"reference list\(s\) \[1\] need to be non-empty lists of strings"):
+        CiderDReward(df_file, vocab=["<end>", "a"])(np.ones((2, 2), dtype=int), [["a"], []])
 
 
 def test_a_padded_batch_decodes_as_its_rows_do() -> None:

@@ -151,3 +151,20 @@ def test_empty_and_unseen_candidates_score_zero() -> None:
         ["", "zebra zebra"] + cr.RES, [cr.GTS[0], cr.GTS[1]] + cr.GTS
     )
     assert scores.values[:2].tolist() == [0.0, 0.0]
+
+
+def test_fixed_df_lookup_equals_the_table_for_every_ngram() -> None:
+    """The integer-keyed look-up gives each n-gram its df, and 0 to n-grams with an unknown word
+    anywhere (first: its key must not read as the shorter n-gram after it), as the strings do."""
+    from capmetrics.plugins.ngram.cider import DfIndex
+    from capmetrics.plugins.ngram.counts import make_batch, ngrams
+
+    df = {"a": 3, "dog": 2, "a dog": 2, "dog runs": 1, "a dog runs": 1, "runs": 1, "the": 5}
+    cands = ["zebra dog runs", "a dog runs fast", "zebra zebra a dog", "dog a the"]
+    batch = make_batch(WS, cands, [["x"]] * len(cands), str.split, "test")
+    tables = ngrams(batch.sentences, 4)
+    want = [df.get(g, 0) for t in tables for g in t.strings(batch.sentences)]
+    index = DfIndex(df)
+    assert index.exact and index.lookup(batch.sentences, tables).tolist() == want
+    index.exact = False  # the string look-up of vocabularies too large for int64 keys
+    assert index.lookup(batch.sentences, tables).tolist() == want

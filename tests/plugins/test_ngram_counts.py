@@ -54,3 +54,14 @@ def test_whitespace_tokens_skip_the_join_and_split_with_the_same_result() -> Non
     slow = make_batch(Rejoined(), cands, refs, BatchDistance.split, "test").sentences
     assert fast.vocab == slow.vocab == ["a", "man", "rides", "x", "horse", "y"]
     assert np.array_equal(fast.ids, slow.ids) and np.array_equal(fast.offsets, slow.offsets)
+
+
+def test_shared_reference_lists_give_the_batch_of_repeated_ones() -> None:
+    cands = ["a man rides a horse", "a dog", "horse", "a dog runs"]
+    refs = [["a man riding a horse", "a man rides"], ["the dog runs", "a dog a dog"]]
+    refset = np.array([0, 1, 0, 1])
+    shared = make_batch(WhitespaceTokenizer(), cands, refs, str.split, "test", refset)
+    repeated = make_batch(WhitespaceTokenizer(), cands, [refs[q] for q in refset], str.split, "test")
+    assert shared.sentences.vocab == repeated.sentences.vocab
+    assert np.array_equal(shared.item_slots, repeated.item_slots)
+    assert np.array_equal(shared.cand, repeated.cand)
