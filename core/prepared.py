@@ -54,6 +54,26 @@ def shared(key: Hashable, compute: Callable[[], T]) -> T:
     return value
 
 
+def shared_for(tag: Hashable, objects: tuple[object, ...], compute: Callable[[], T]) -> T:
+    """``compute()`` once per ``tag`` and these very ``objects`` (by identity) within the current
+    run scope: for data derived from lists every metric of a run receives, where hashing their
+    contents would cost as much as the work. The objects are kept with the value, so their ids
+    cannot be reused by other objects while the scope lives."""
+    if not _scopes:
+        STATS["computed"] += 1
+        return compute()
+    cache = _scopes[-1]
+    key = ("by-identity", tag, *map(id, objects))
+    hit = cache.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], objects)):
+        STATS["shared"] += 1
+        return hit[1]  # type: ignore[no-any-return]
+    STATS["computed"] += 1
+    value = compute()
+    cache[key] = (objects, value)
+    return value
+
+
 def texts_key(texts: Sequence[str]) -> str:
     """A digest that identifies a batch of texts, in order."""
     digest = hashlib.blake2b(digest_size=20)

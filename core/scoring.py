@@ -13,7 +13,7 @@ from capmetrics.data.loaders import EMPTY_CANDIDATE_POLICIES, EmptyCandidates
 from capmetrics.data.model import Dataset, ItemId, Problem
 from capmetrics.errors import DataError, MetricError, component_errors
 from capmetrics.parallel import Executor, evaluate_statistic
-from capmetrics.prepared import run_scope
+from capmetrics.prepared import run_scope, shared_for
 from capmetrics.registry.compose import METRIC_KINDS, compose
 from capmetrics.registry.spec import Spec
 from capmetrics.results import MetricResult, Results
@@ -91,7 +91,7 @@ def _evaluate(component: Component, dataset: Dataset, name: str | None, executor
     check_empty_candidates(component, dataset)
     ids = dataset.ids
     if isinstance(component, Distance):
-        cands, refs, offsets = dataset.flat_pairs()
+        cands, refs, offsets = shared_for("flat-pairs", (dataset,), dataset.flat_pairs)  # the same lists for all
         return distance_result(component, name, component.score(cands, refs), ids, offsets,
                                run_signature(component, dataset))
     if isinstance(component, Statistic):

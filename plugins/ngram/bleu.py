@@ -51,16 +51,17 @@ class Bleu(BatchDistance):
         self.tokenizer = tokenizer
 
     def matched(self, batch: Batch, per_slot: bool) -> np.ndarray:
-        """Clipped n-gram matches per item and order (per slot too if ``per_slot``)."""
-        columns = []
-        for table in ngrams(batch.sentences, self.order):
+        """Clipped n-gram matches per item and order (per slot too if ``per_slot``); each
+        order's column is computed once per batch (BLEU-1..4 of a run share it)."""
+        memo = batch.memo.setdefault(("bleu-matched", per_slot), [])
+        for table in ngrams(batch.sentences, self.order)[len(memo):]:
             m = match(batch, table)
             if per_slot:
                 clipped = np.minimum(m.count[:, None], m.ref_counts)
             else:
                 clipped = np.minimum(m.count, m.ref_counts.max(axis=1))
-            columns.append(m.per_item(clipped, len(batch)))
-        return np.stack(columns, axis=-1)
+            memo.append(m.per_item(clipped, len(batch)))
+        return np.stack(memo[: self.order], axis=-1)
 
     def guesses(self, batch: Batch) -> np.ndarray:
         """Number of candidate n-grams per item and order."""

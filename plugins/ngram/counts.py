@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from capmetrics.component import Distance, Scores, Tokenizer
 from capmetrics.errors import MetricError
+from capmetrics.prepared import shared_for
 from capmetrics.plugins.tokenizers import PTBTokenizer, WhitespaceTokenizer
 
 Split = Callable[[str], list[str]]
@@ -74,6 +75,11 @@ class Sentences:
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
+    @cached_property
+    def ngram_tables(self) -> NgramTables:
+        """Its n-gram tables, built order by order on demand (see :func:`ngrams`)."""
+        return NgramTables(self)
+
     def tokens(self, i: int) -> np.ndarray:
         """Token ids of sentence i."""
         return self.ids[self.offsets[i] : self.offsets[i + 1]]
@@ -111,6 +117,11 @@ class Batch:
     def width(self) -> int:
         """Slots per reference set (the largest number of references)."""
         return self.slots.shape[1]
+
+    @cached_property
+    def memo(self) -> dict[Any, Any]:
+        """Per-batch results that metrics sharing the batch reuse (keyed by the metric's kind)."""
+        return {}
 
     @cached_property
     def item_slots(self) -> np.ndarray:
@@ -268,20 +279,35 @@ class Ngrams:
 
 
 def ngrams(sentences: Sentences, max_n: int) -> list[Ngrams]:
-    """The n-grams of orders 1..max_n of every sentence (contiguous windows).
+    """The n-grams of orders 1..max_n of every sentence (contiguous windows), built once per
+    ``sentences`` and order: metrics sharing a batch (BLEU-1..4, CIDEr-D) share the tables."""
+    return sentences.ngram_tables.upto(max_n)
+
+
+class NgramTables:
+    """The n-gram tables of one :class:`Sentences`, each order built when first asked for.
 
     One stable sort per order: the windows sorted by key (the (n-1)-gram id and the last token)
     are grouped by n-gram, each group in token order, so a sentence's occurrences of an n-gram
     are adjacent there too."""
-    ids, lengths = sentences.ids, sentences.lengths
-    n_sent, n_tok, n_vocab = len(sentences), len(ids), len(sentences.vocab)
-    sent_of = np.repeat(np.arange(n_sent, dtype=np.int64), lengths)
-    room = sentences.offsets[1:][sent_of] - np.arange(n_tok)  # tokens left from each position
-    gram_at = np.zeros(n_tok, dtype=np.int64)
-    tables = []
-    for k in range(1, max_n + 1):
-        pos = np.flatnonzero(room >= k)
-        key = gram_at[pos] * n_vocab + ids[pos + k - 1]
+
+    def __init__(self, sentences: Sentences) -> None:
+        self.ids, self.n_sent, self.n_vocab = sentences.ids, len(sentences), len(sentences.vocab)
+        n_tok = len(self.ids)
+        self.sent_of = np.repeat(np.arange(self.n_sent, dtype=np.int64), sentences.lengths)
+        self.room = sentences.offsets[1:][self.sent_of] - np.arange(n_tok)  # tokens left from each position
+        self.gram_at = np.zeros(n_tok, dtype=np.int64)  # the id of the last order's n-gram at each position
+        self.tables: list[Ngrams] = []
+
+    def upto(self, max_n: int) -> list[Ngrams]:
+        while len(self.tables) < max_n:
+            self.tables.append(self._next())
+        return self.tables[:max_n]
+
+    def _next(self) -> Ngrams:
+        k, ids, sent_of = len(self.tables) + 1, self.ids, self.sent_of
+        pos = np.flatnonzero(self.room >= k)
+        key = self.gram_at[pos] * self.n_vocab + ids[pos + k - 1]
         order = np.argsort(key, kind="stable")
         ordered, at = key[order], pos[order]  # windows by n-gram, then position
         sent = sent_of[at]
@@ -290,19 +316,18 @@ def ngrams(sentences: Sentences, max_n: int) -> list[Ngrams]:
         np.not_equal(ordered[1:], ordered[:-1], out=new_gram[1:])
         new_entry = new_gram.copy()  # a new n-gram, or the same one in the next sentence
         new_entry[1:] |= sent[1:] != sent[:-1]
-        gram_at = np.empty(n_tok, dtype=np.int64)  # the id of the k-gram at each position
+        gram_at = self.gram_at = np.empty(len(ids), dtype=np.int64)  # the id of the k-gram at each position
         gram_at[at] = np.cumsum(new_gram) - 1
         starts = np.flatnonzero(new_entry)
         # a sentence's entries in order of first occurrence, not of n-gram id (which depends on
         # the other texts of the batch): sums over them give the same bits in any batch
-        count = np.zeros(n_tok, dtype=np.int64)
+        count = np.zeros(len(ids), dtype=np.int64)
         count[at[starts]] = np.diff(np.append(starts, len(pos)))
         first = np.flatnonzero(count)  # the position of each entry's first occurrence
         entry_sent = sent_of[first]
         n_grams = len(starts) and int(gram_at[at[-1]]) + 1
-        tables.append(Ngrams(k, entry_sent, gram_at[first], count[first],
-                             np.searchsorted(entry_sent, np.arange(n_sent + 1)), n_grams, at[new_gram]))
-    return tables
+        return Ngrams(k, entry_sent, gram_at[first], count[first],
+                      np.searchsorted(entry_sent, np.arange(self.n_sent + 1)), n_grams, at[new_gram])
 
 
 @dataclass(frozen=True)
@@ -429,7 +454,11 @@ class BatchDistance(Distance):
         raise NotImplementedError
 
     def batch(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Batch:
-        return make_batch(self.tokenizer, candidates, references, self.split, self.name)
+        """The tokenised batch; within a run, one for all metrics given the same lists with the
+        same tokenizer and split (BLEU-1..4 and CIDEr-D of the default set)."""
+        split = getattr(self.split, "__qualname__", repr(self.split))
+        return shared_for(("ngram-batch", self.tokenizer.portable_spec(), split), (candidates, references),
+                          lambda: make_batch(self.tokenizer, candidates, references, self.split, self.name))
 
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
         if len(candidates) == 0 and len(references) == 0:

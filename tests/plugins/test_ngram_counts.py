@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -65,3 +67,38 @@ def test_shared_reference_lists_give_the_batch_of_repeated_ones() -> None:
     assert shared.sentences.vocab == repeated.sentences.vocab
     assert np.array_equal(shared.item_slots, repeated.item_slots)
     assert np.array_equal(shared.cand, repeated.cand)
+
+
+def test_metrics_of_a_run_share_one_batch_and_its_tables(monkeypatch):  # type: ignore[no-untyped-def]
+    import capmetrics
+    from capmetrics.data import load_dataset
+    from capmetrics.plugins.ngram import counts
+
+    sample = Path(capmetrics.__file__).with_name("sample") / "flickr8k_expert_sample.jsonl"
+    data = load_dataset(sample)
+    specs = ["bleu-1", "bleu-2", "bleu-3", "bleu-4", "rouge-l", "cider-d"]
+    alone = {s: capmetrics.score(data, [s])[s] for s in specs}  # one metric per run: nothing shared
+    built = []
+    real = counts.make_batch
+    monkeypatch.setattr(counts, "make_batch", lambda *a, **k: built.append(1) or real(*a, **k))
+    together = capmetrics.score(data, specs)
+    assert len(built) == 2  # BLEU-1..4 and CIDEr-D share one batch; ROUGE-L splits tokens its own way
+    for s in specs:
+        assert together[s].corpus == alone[s].corpus
+        assert together[s].item_values.tolist() == alone[s].item_values.tolist()
+    batch = real(counts.PTB, ["a dog runs"], [["a dog is running", "dogs run"]], counts.BatchDistance.split, "x")
+    assert counts.ngrams(batch.sentences, 2) == counts.ngrams(batch.sentences, 4)[:2]  # built once, in order
+
+
+def test_shared_for_is_keyed_by_identity_within_a_run() -> None:
+    from capmetrics.prepared import run_scope, shared_for
+
+    a, b = ["x"], ["x"]
+    calls: list[int] = []
+    compute = lambda: calls.append(1) or len(calls)  # noqa: E731
+    assert shared_for("t", (a,), compute) == 1 and shared_for("t", (a,), compute) == 2  # no run: no sharing
+    with run_scope():
+        assert shared_for("t", (a,), compute) == 3
+        assert shared_for("t", (a,), compute) == 3  # the very same list
+        assert shared_for("t", (b,), compute) == 4  # an equal but different list is not the same input
+        assert shared_for("u", (a,), compute) == 5
