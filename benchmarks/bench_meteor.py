@@ -1,8 +1,8 @@
 """METEOR 1.5: native ``meteor`` vs the jar (``meteor-jar``, one JVM) on Flickr8k, pinned to one core.
 
 Both get the same PTB-tokenized strings. "cold" is the first call of a new instance (for the jar:
-JVM + paraphrase table; for the native one: its cached resource tables, importing numba and
-loading the aligner numba compiled once per installation); "warm" is a later call, best of
+JVM + paraphrase table; for the native one: its cached resource tables and importing the
+aligner compiled once per installation, see docs/metrics/meteor.md); "warm" is a later call, best of
 ``--repeats``, with the native per-word/per-segment memo cleared first so it normalises, looks up
 and aligns everything again like the jar does. The run checks the per-caption values and the
 corpus value against the jar. Usage:
