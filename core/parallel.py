@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 
+from capmetrics.allocator import keep_freed_memory
 from capmetrics.component import Statistic, StatResult
 from capmetrics.errors import CapmetricsError
 from capmetrics.permutation import PermutationStatistic, PooledItem, with_pooled
@@ -89,6 +90,7 @@ Chunk = tuple[range, list[Any]]
 
 
 def _run_chunk(function: Callable[[Any, list[Any]], Any], shared: Any, items: list[Any], per_item: bool = True) -> Any:
+    keep_freed_memory()  # once per process: a worker of any executor, or this process
     out = function(shared, items)
     if per_item and len(out) != len(items):
         raise ExecutorError(f"a task returned {len(out)} results for {len(items)} items")
@@ -339,6 +341,7 @@ def compare_items(statistic: Statistic, items: Sequence[tuple[Sequence[str], Seq
     statistic, so they never load torch or touch CUDA.
     """
     executor = executor or Executor()
+    keep_freed_memory()
     lists = [(list(c), list(r)) for c, r in items]
     fit_statistic(statistic, [r for _, r in lists], executor)
     if isinstance(statistic, PermutationStatistic) and statistic.tests_in_parent:
