@@ -17,10 +17,10 @@ import pickle
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import CancelledError, ProcessPoolExecutor
+from concurrent.futures import CancelledError, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
@@ -223,20 +223,50 @@ def _map_processes(function: Callable[[Any, list[Any]], Any], shared: Any, chunk
             raise
 
 
-def _dask_client(executor: Executor) -> tuple[Any, Any]:
+def _local_cluster(executor: Executor) -> Any:
+    """A LocalCluster of ``executor.jobs`` single-threaded workers that import capmetrics as they
+    start; worker processes run without Dask's statistical profiler (it samples the running task
+    every 10 ms)."""
     try:
-        from distributed import Client, LocalCluster
+        from distributed import LocalCluster
     except ImportError as err:
         raise ExecutorError("the Dask executor needs dask[distributed]: pip install 'capmetrics[dask]'") from err
-    if executor.address:
+    nanny = {"config": {"distributed.worker.profile.enabled": False}} if executor.dask_processes else {}
+    return LocalCluster(n_workers=executor.jobs, threads_per_worker=1, processes=executor.dask_processes,
+                        dashboard_address=None, preload=["capmetrics.parallel"], **nanny)
+
+
+def _dask_client(executor: Executor) -> tuple[Any, Any]:
+    if not executor.address:
+        cluster = _local_cluster(executor)
+        from distributed import Client
+
+        return Client(cluster), cluster
+    from distributed import Client
+
+    try:
+        return Client(executor.address, timeout=executor.timeout), None
+    except (OSError, TimeoutError) as err:
+        raise ExecutorError(f"cannot reach the Dask scheduler at {executor.address} "
+                            f"within {executor.timeout:g} s: {err}") from err
+
+
+@contextmanager
+def started(executor: Executor) -> Iterator[Callable[[], Executor]]:
+    """Start a Dask executor's LocalCluster (none given by address) now, in a thread, while this
+    process does its own part first (fitting, embedding); ``ready()`` waits for the cluster and
+    gives the executor with its address. The cluster is closed on exit. Other executors are
+    given back as they are."""
+    if executor.kind != "dask" or executor.address:
+        yield lambda: executor
+        return
+    with ThreadPoolExecutor(max_workers=1) as starter:
+        cluster = starter.submit(_local_cluster, executor)
         try:
-            return Client(executor.address, timeout=executor.timeout), None
-        except (OSError, TimeoutError) as err:
-            raise ExecutorError(f"cannot reach the Dask scheduler at {executor.address} "
-                                f"within {executor.timeout:g} s: {err}") from err
-    cluster = LocalCluster(n_workers=executor.jobs, threads_per_worker=1, processes=executor.dask_processes,
-                           dashboard_address=None)
-    return Client(cluster), cluster
+            yield lambda: replace(executor, address=cluster.result().scheduler_address)
+        finally:
+            if cluster.exception() is None:
+                cluster.result().close()
 
 
 #: Items per Dask task: consecutive chunks go together (their boundaries, and so the values, do
@@ -388,14 +418,20 @@ def compare_items(statistic: Statistic, items: Sequence[tuple[Sequence[str], Seq
     executor = executor or Executor()
     keep_freed_memory()
     lists = [(list(c), list(r)) for c, r in items]
-    fit_statistic(statistic, [r for _, r in lists], executor)
     if isinstance(statistic, PermutationStatistic) and statistic.tests_in_parent:
+        fit_statistic(statistic, [r for _, r in lists], executor)
         with single_threaded_blas():
             return [r for _, chunk in pooled_chunks(statistic, lists, executor) for r in statistic.compare_pooled(chunk)]
-    if isinstance(statistic, PermutationStatistic) and statistic.pooled_in_parent:
-        return map_stream(_compare_pooled_chunk, statistic.for_workers(), pooled_chunks(statistic, lists, executor),
-                          executor)
-    return map_chunks(_compare_chunk, statistic, lists, executor)
+    if not lists:
+        return []
+    with started(executor) as ready:  # a LocalCluster starts while this process fits and embeds
+        fit_statistic(statistic, [r for _, r in lists], executor)
+        if isinstance(statistic, PermutationStatistic) and statistic.pooled_in_parent:
+            chunks = pooled_chunks(statistic, lists, executor)
+            first = next(chunks)  # the first block's matrices (embeddings) while the cluster starts
+            return map_stream(_compare_pooled_chunk, statistic.for_workers(), itertools.chain([first], chunks),
+                              ready())
+        return map_chunks(_compare_chunk, statistic, lists, ready())
 
 
 def evaluate_statistic(component: Statistic, dataset: Dataset, name: str | None = None,

@@ -228,3 +228,19 @@ def test_freed_memory_is_kept_on_glibc():
 
     expected = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
     assert keep_freed_memory() is expected and keep_freed_memory() is expected
+
+
+def test_a_local_cluster_starts_while_this_process_works_and_closes_after():
+    from dataclasses import replace
+
+    from capmetrics.parallel import started
+
+    plain = Executor("processes", jobs=2)
+    with started(plain) as ready:
+        assert ready() is plain
+    with started(Executor("dask", jobs=1, dask_processes=False)) as ready:
+        running = ready()
+        assert running.kind == "dask" and running.address and running.jobs == 1
+        assert map_chunks(_double, None, [1, 2, 3], running) == [2, 4, 6]
+    with pytest.raises(ExecutorError, match="cannot reach the Dask scheduler"):
+        map_chunks(_double, None, [1], replace(running, timeout=1))

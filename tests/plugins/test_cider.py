@@ -151,3 +151,23 @@ def test_empty_and_unseen_candidates_score_zero() -> None:
         ["", "zebra zebra"] + cr.RES, [cr.GTS[0], cr.GTS[1]] + cr.GTS
     )
     assert scores.values[:2].tolist() == [0.0, 0.0]
+
+
+def test_the_index_built_by_fit_looks_up_what_the_index_of_the_strings_does() -> None:
+    from capmetrics.plugins.ngram.cider import MAX_N, DfIndex
+    from capmetrics.plugins.ngram.counts import make_batch, ngrams
+
+    refs = cr.random_captions(3, 200, 6)[1]
+    fitted = CiderD(tokenizer=WS).fit(refs)
+    table, index = fitted._index
+    assert table is fitted.df_ and index.exact
+    plain = DfIndex(fitted.df_)
+    cands = [r[0] for r in refs] + ["a zz b c", "q"]  # words the table does not have
+    batch = make_batch(WS, cands, refs + [["a"], ["b"]], CiderD.split, "cider-d")
+    for grams in ngrams(batch.sentences, MAX_N):
+        got, want = index.lookup(batch.sentences, grams), plain.lookup(batch.sentences, grams)
+        assert got.dtype == want.dtype and np.array_equal(got, want) and (got > 0).any() and (got == 0).any()
+    parts = CiderD(tokenizer=WS).fit_states([CiderD(tokenizer=WS).fit_state(refs)])
+    assert not hasattr(parts, "_index")  # built from the strings when first needed
+    assert parts.score(cands, refs + [["a"], ["b"]]).values.tobytes() == fitted.score(
+        cands, refs + [["a"], ["b"]]).values.tobytes()
