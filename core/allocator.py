@@ -22,23 +22,25 @@ TOP_PAD = 16 * 2**20
 #: Allocations from this size get their own mapping (glibc's largest dynamic threshold).
 MMAP_THRESHOLD = 32 * 2**20
 
-_applied = False
+_outcome: bool | None = None
 
 
 def keep_freed_memory() -> bool:
     """Set glibc's trim threshold, top padding and mmap threshold so that freed heap memory is
     reused instead of returned and faulted in again (at most ~128 MiB stays reserved). Once per
-    process; a no-op (False) where the C library is not glibc."""
-    global _applied
-    if _applied:
-        return True
+    process (forked children inherit it); False where the C library is not glibc."""
+    global _outcome
+    if _outcome is None:
+        _outcome = _set_glibc_options()
+    return _outcome
+
+
+def _set_glibc_options() -> bool:
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return False
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        ok = all(libc.mallopt(param, value) == 1 for param, value in (
+        return all(libc.mallopt(param, value) == 1 for param, value in (
             (M_MMAP_THRESHOLD, MMAP_THRESHOLD), (M_TRIM_THRESHOLD, TRIM_THRESHOLD), (M_TOP_PAD, TOP_PAD)))
     except (OSError, AttributeError):
         return False
-    _applied = ok
-    return ok
