@@ -171,7 +171,7 @@ def test_dask_tasks_join_consecutive_chunks_without_moving_their_boundaries(monk
 
     chunks = [(r, list(r)) for r in Executor(chunk_size=4).chunks(23)]
     groups = list(_grouped(iter(chunks), 9))
-    assert [g[0] for g in groups] == [range(0, 8), range(8, 16), range(16, 23)]
+    assert [g[0] for g in groups] == [range(8), range(8, 16), range(16, 23)]
     assert [c for _, group in groups for c in group] == [c for _, c in chunks]
     assert [g[0] for g in _grouped(iter(chunks), 2)] == [r for r, _ in chunks]  # a chunk is never cut
     monkeypatch.setattr("capmetrics.parallel.DASK_TASK_ITEMS", 5)
@@ -181,7 +181,7 @@ def test_dask_tasks_join_consecutive_chunks_without_moving_their_boundaries(monk
 
 
 def test_equal_reference_sets_are_fitted_in_one_part(monkeypatch):
-    import capmetrics.parallel as parallel
+    from capmetrics import parallel
     from capmetrics import compose
     from capmetrics.data.loaders import load_dataset
     from tests.conftest import SAMPLE
@@ -205,7 +205,7 @@ def test_equal_reference_sets_are_fitted_in_one_part(monkeypatch):
 
 
 def test_two_jobs_fit_in_this_process(monkeypatch):
-    import capmetrics.parallel as parallel
+    from capmetrics import parallel
     from capmetrics import compose
     from capmetrics.data.loaders import load_dataset
     from tests.conftest import SAMPLE
