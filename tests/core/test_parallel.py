@@ -241,6 +241,23 @@ def test_a_local_cluster_starts_while_this_process_works_and_closes_after():
     with started(Executor("dask", jobs=1, dask_processes=False)) as ready:
         running = ready()
         assert running.kind == "dask" and running.address and running.jobs == 1
+        import dask
+
+        assert dask.config.get("distributed.admin.tick.interval") == "20ms"  # set only while starting
         assert map_chunks(_double, None, [1, 2, 3], running) == [2, 4, 6]
     with pytest.raises(ExecutorError, match="cannot reach the Dask scheduler"):
         map_chunks(_double, None, [1], replace(running, timeout=1))
+
+
+def test_local_clusters_run_dasks_periodic_checks_rarely():
+    from capmetrics.parallel import _local_cluster
+
+    cluster = _local_cluster(Executor("dask", jobs=1, dask_processes=False))
+    try:
+        (worker,) = cluster.workers.values()
+        assert cluster.scheduler.periodic_callbacks["tick"].callback_time == 1000
+        assert cluster.scheduler.periodic_callbacks["monitor"].callback_time == 5000
+        assert worker.periodic_callbacks["memory_monitor"].callback_time == 1000
+        assert "profile" not in worker.periodic_callbacks
+    finally:
+        cluster.close()
