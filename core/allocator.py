@@ -11,7 +11,6 @@ Dask worker, 15-50 % of the CPU time; with the settings below, none after warm-u
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import platform
 
 #: glibc's ``mallopt`` parameters (malloc.h).
@@ -39,7 +38,7 @@ def _set_glibc_options() -> bool:
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL("libc.so.6")  # glibc's soname (find_library would run ldconfig)
         return all(libc.mallopt(param, value) == 1 for param, value in (
             (M_MMAP_THRESHOLD, MMAP_THRESHOLD), (M_TRIM_THRESHOLD, TRIM_THRESHOLD), (M_TOP_PAD, TOP_PAD)))
     except (OSError, AttributeError):
