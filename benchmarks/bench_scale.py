@@ -56,12 +56,17 @@ def cpu_seconds() -> tuple[float, float]:
     return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
 
 
-def bench_jobs(items: list, spec: str) -> float:
+def projected(main_cpu: float, workers_cpu: float, jobs: int) -> float:
+    """Seconds on an idle box of ``jobs`` cores: the main process, then the workers in parallel."""
+    return main_cpu + workers_cpu / jobs
+
+
+def bench_jobs(items: list, spec: str) -> tuple[float, float]:
     cores = os.cpu_count() or 1
     counts = [1, 2] + [j for j in (4, 8, 16) if j <= cores]
     print(f"{spec}, {len(items)} items of 10 candidates + 5 references ({cores} cores)")
     base, rate2, reference = 0.0, 0.0, None
-    serial_cpu = 0.0
+    serial_cpu = cpu2 = 0.0
     for jobs in counts:
         before = cpu_seconds()
         out, sec = timed(lambda: compare_items(compose(spec), items, Executor.from_options(jobs=jobs)))  # noqa: B023
@@ -76,23 +81,44 @@ def bench_jobs(items: list, spec: str) -> float:
         goal = " (target ≥ 1.70×)" if jobs == 2 else f" (goal ≥ {0.75 * jobs:.2f}×)" if jobs > 2 else ""
         print(f"  --jobs {jobs:2d}: {rate:8.1f} items/s  {rate / base:5.2f}×{goal}  [{load()}]")
         if jobs > 1:  # what the CPU time implies for an idle box: main process, then the workers in parallel
+            idle = projected(main_cpu, workers_cpu, jobs)
+            cpu2 = idle if jobs == 2 else cpu2
             print(f"             CPU: main {main_cpu:.1f} s + workers {workers_cpu:.1f} s (serial {serial_cpu:.1f} s) "
-                  f"-> {serial_cpu / (main_cpu + workers_cpu / jobs):.2f}× on an idle box")
-    return rate2
+                  f"-> {serial_cpu / idle:.2f}× on an idle box")
+    return rate2, cpu2
 
 
-def bench_dask(items: list, spec: str, rate_jobs2: float) -> None:
-    from distributed import LocalCluster
+def _worker_cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime
+
+
+def bench_dask(items: list, spec: str, rate_jobs2: float, idle_jobs2: float) -> None:
+    """Wall-clock rates against ``--jobs 2``, and the same from CPU time (``idle_jobs2``: the
+    projected seconds of ``--jobs 2`` on an idle box; 0 when not measured)."""
+    from distributed import Client, LocalCluster
+
+    def cpu_line(main_cpu: float, workers_cpu: float, what: str) -> str:
+        idle = projected(main_cpu, workers_cpu, 2)
+        vs = f" -> {idle_jobs2 / idle:.2f}× --jobs 2 on an idle box" if idle_jobs2 else ""
+        return f"             CPU: main {main_cpu:.1f} s + workers {workers_cpu:.1f} s ({what}){vs}"
 
     print(f"Dask LocalCluster, 2 worker processes, {len(items)} items (target: within 20 % of --jobs 2)")
+    before = cpu_seconds()
     _, sec = timed(lambda: compare_items(compose(spec), items, Executor("dask", jobs=2)))
+    main_cpu, workers_cpu = (a - b for a, b in zip(cpu_seconds(), before))
     print(f"  cluster started by the run : {len(items) / sec:8.1f} items/s  {len(items) / sec / rate_jobs2:5.2f}× "
           f"--jobs 2  [{load()}]")
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    print(cpu_line(main_cpu, workers_cpu, "with starting and stopping the cluster; main includes the scheduler"))
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
         executor = Executor.from_options(address=cluster.scheduler_address)
+        main_before, workers_before = cpu_seconds()[0], sum(client.run(_worker_cpu).values())
         _, sec = timed(lambda: compare_items(compose(spec), items, executor))
+        main_cpu, workers_cpu = cpu_seconds()[0] - main_before, sum(client.run(_worker_cpu).values()) - workers_before
     print(f"  cluster already running   : {len(items) / sec:8.1f} items/s  {len(items) / sec / rate_jobs2:5.2f}× "
           f"--jobs 2  [{load()}]")
+    print(cpu_line(main_cpu, workers_cpu, "main includes the scheduler"))
 
 
 def write_jsonl(path: Path, count: int, caps: list[list[str]]) -> None:
@@ -179,12 +205,12 @@ def main() -> None:
     caps = captions()
     items = make_items(caps, args.items, 10, 5)
     spec = "trm(distance=cider-d)"
-    rate2 = bench_jobs(items, spec) if "jobs" not in args.skip else 0.0
+    rate2, idle2 = bench_jobs(items, spec) if "jobs" not in args.skip else (0.0, 0.0)
     if "dask" not in args.skip:
         if not rate2:
             _, sec = timed(lambda: compare_items(compose(spec), items, Executor.from_options(jobs=2)))
             rate2 = len(items) / sec
-        bench_dask(items, spec, rate2)
+        bench_dask(items, spec, rate2, idle2)
     if "stream" not in args.skip:
         bench_stream(args.stream_items, args.check_items, caps, args.chunk_size)
     if "gpu" not in args.skip:

@@ -13,17 +13,19 @@ import collections
 import itertools
 import multiprocessing
 import multiprocessing.context
+import pickle
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import CancelledError, ProcessPoolExecutor
+from concurrent.futures import CancelledError, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 
+from capmetrics.allocator import keep_freed_memory
 from capmetrics.component import Statistic, StatResult
 from capmetrics.errors import CapmetricsError
 from capmetrics.permutation import PermutationStatistic, PooledItem, with_pooled
@@ -89,10 +91,16 @@ Chunk = tuple[range, list[Any]]
 
 
 def _run_chunk(function: Callable[[Any, list[Any]], Any], shared: Any, items: list[Any], per_item: bool = True) -> Any:
+    keep_freed_memory()  # once per process: a worker of any executor, or this process
     out = function(shared, items)
     if per_item and len(out) != len(items):
         raise ExecutorError(f"a task returned {len(out)} results for {len(items)} items")
     return out
+
+
+def _run_pickled_chunks(function: Callable[[Any, list[Any]], Any], shared: Any, chunks: bytes,
+                        per_item: bool) -> list[Any]:
+    return [_run_chunk(function, shared, items, per_item) for items in pickle.loads(chunks)]
 
 
 def _set_process_shared(function: Callable[[Any, list[Any]], Any], shared: Any, per_item: bool) -> None:
@@ -215,20 +223,86 @@ def _map_processes(function: Callable[[Any, list[Any]], Any], shared: Any, chunk
             raise
 
 
-def _dask_client(executor: Executor) -> tuple[Any, Any]:
+#: Dask settings of the LocalClusters started here. Dask's periodic checks (the event-loop health
+#: "tick" every 20 ms, psutil system monitoring every 500 ms, the memory monitor every 100 ms, the
+#: statistical profiler sampling the running task every 10 ms) cost an idle 2-worker cluster ~4 %
+#: of a core per worker and ~5 % in the scheduler; at these settings ~0.2 % and ~0.6 % (measured
+#: on 10 idle seconds). What is lost: finer dashboard and profile data, and the memory limits are
+#: checked once a second instead of ten times.
+LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.worker.memory.monitor-interval": "1s",
+    "distributed.worker.profile.enabled": False,
+}
+
+
+def _local_cluster(executor: Executor) -> Any:
+    """A LocalCluster of ``executor.jobs`` single-threaded workers that import capmetrics as they
+    start, with :data:`LOCAL_CLUSTER_CONFIG`."""
     try:
-        from distributed import Client, LocalCluster
+        import dask
+        from distributed import LocalCluster
     except ImportError as err:
         raise ExecutorError("the Dask executor needs dask[distributed]: pip install 'capmetrics[dask]'") from err
-    if executor.address:
+    nanny = {"config": LOCAL_CLUSTER_CONFIG} if executor.dask_processes else {}  # worker processes get it here
+    with dask.config.set(LOCAL_CLUSTER_CONFIG):  # the scheduler (and thread workers) read it as they start
+        return LocalCluster(n_workers=executor.jobs, threads_per_worker=1, processes=executor.dask_processes,
+                            dashboard_address=None, preload=["capmetrics.parallel"], **nanny)
+
+
+def _dask_client(executor: Executor) -> tuple[Any, Any]:
+    if not executor.address:
+        cluster = _local_cluster(executor)
+        from distributed import Client
+
+        return Client(cluster), cluster
+    from distributed import Client
+
+    try:
+        return Client(executor.address, timeout=executor.timeout), None
+    except (OSError, TimeoutError) as err:
+        raise ExecutorError(f"cannot reach the Dask scheduler at {executor.address} "
+                            f"within {executor.timeout:g} s: {err}") from err
+
+
+@contextmanager
+def started(executor: Executor) -> Iterator[Callable[[], Executor]]:
+    """Start a Dask executor's LocalCluster (none given by address) now, in a thread, while this
+    process does its own part first (fitting, embedding); ``ready()`` waits for the cluster and
+    gives the executor with its address. The cluster is closed on exit. Other executors are
+    given back as they are."""
+    if executor.kind != "dask" or executor.address:
+        yield lambda: executor
+        return
+    with ThreadPoolExecutor(max_workers=1) as starter:
+        cluster = starter.submit(_local_cluster, executor)
         try:
-            return Client(executor.address, timeout=executor.timeout), None
-        except (OSError, TimeoutError) as err:
-            raise ExecutorError(f"cannot reach the Dask scheduler at {executor.address} "
-                                f"within {executor.timeout:g} s: {err}") from err
-    cluster = LocalCluster(n_workers=executor.jobs, threads_per_worker=1, processes=executor.dask_processes,
-                           dashboard_address=None)
-    return Client(cluster), cluster
+            yield lambda: replace(executor, address=cluster.result().scheduler_address)
+        finally:
+            if cluster.exception() is None:
+                cluster.result().close()
+
+
+#: Items per Dask task: consecutive chunks go together (their boundaries, and so the values, do
+#: not change), so the scheduler and the workers' event loops handle fewer, larger messages.
+DASK_TASK_ITEMS = 512
+
+
+def _grouped(chunks: Iterator[Chunk], size: int) -> Iterator[tuple[range, list[list[Any]]]]:
+    """Consecutive chunks joined into groups of at most ``size`` items (or one larger chunk)."""
+    group: list[list[Any]] = []
+    start = stop = 0
+    for span, items in chunks:
+        if group and stop - start + len(span) > size:
+            yield range(start, stop), group
+            group = []
+        if not group:
+            start = span.start
+        group.append(items)
+        stop = span.stop
+    if group:
+        yield range(start, stop), group
 
 
 def _map_dask(function: Callable[[Any, list[Any]], Any], shared: Any, chunks: Iterator[Chunk],
@@ -249,9 +323,13 @@ def _map_dask(function: Callable[[Any, list[Any]], Any], shared: Any, chunks: It
 
         shared_future = client.scatter(shared, broadcast=True)
         workers = max(1, len(client.scheduler_info().get("workers", {})) or executor.jobs)
-        yield from _in_order(lambda chunk: client.submit(_run_chunk, function, shared_future, chunk, per_item,
-                                                         pure=False),
-                         lambda f: f.result(), chunks, 2 * workers + 2, failed, lambda f: f.status == "finished")
+        # the items go pickled: as lists, Dask would walk every string of them looking for futures
+        for results in _in_order(lambda group: client.submit(_run_pickled_chunks, function, shared_future,
+                                                             pickle.dumps(group, pickle.HIGHEST_PROTOCOL),
+                                                             per_item, pure=False),
+                                 lambda f: f.result(), _grouped(chunks, DASK_TASK_ITEMS), 2 * workers + 2, failed,
+                                 lambda f: f.status == "finished"):
+            yield from results
     finally:
         client.close()
         if cluster is not None:
@@ -303,8 +381,15 @@ def pooled_chunks(statistic: PermutationStatistic, items: Sequence[tuple[list[st
             yield range(start + span.start, start + span.stop), [block[i] for i in span]
 
 
-#: Items from which a statistic that fits in parts is fitted on the workers (fewer: in this process).
+#: Distinct reference sets from which a statistic that fits in parts is fitted on the workers
+#: (fewer: in this process). Fitting costs per distinct set (equal sets are tokenised once), so
+#: parts only pay when there are many distinct sets to share out.
 FIT_IN_PARTS_MIN = 2_000
+#: Jobs from which fitting in parts pays: the parts cost the workers ~1.6x the CPU of fitting
+#: whole (shipping the references and the partial tables) and merging them costs this process
+#: ~0.35x, so two jobs lose to fitting here (measured on 20,000 items, 2,700-20,000 distinct
+#: reference sets).
+FIT_IN_PARTS_MIN_JOBS = 4
 
 
 def _fit_part(statistic: Any, references: list[list[str]]) -> Any:
@@ -313,18 +398,25 @@ def _fit_part(statistic: Any, references: list[list[str]]) -> Any:
 
 def fit_statistic(statistic: Statistic, references: list[list[str]], executor: Executor) -> None:
     """Fit ``statistic`` on every item's references: in parts on the workers (one part per job)
-    when it ``fits_in_parts`` and the executor is a local pool or a running Dask cluster (the
-    same fitted state as fitting whole), else here."""
+    when it ``fits_in_parts``, the executor is a local pool or a running Dask cluster of at
+    least :data:`FIT_IN_PARTS_MIN_JOBS` jobs and there are at least :data:`FIT_IN_PARTS_MIN`
+    distinct reference sets (the same fitted state as fitting whole), else here. Equal reference sets go to the same part, so no part tokenises
+    what another part does."""
     fit = getattr(statistic, "fit", None)
     if not callable(fit):
         return
     pooled = executor.kind == "processes" or (executor.kind == "dask" and executor.address)
-    if not (pooled and getattr(statistic, "fits_in_parts", False) and len(references) >= FIT_IN_PARTS_MIN):
+    if not (pooled and executor.jobs >= FIT_IN_PARTS_MIN_JOBS and getattr(statistic, "fits_in_parts", False) and len(references) >= FIT_IN_PARTS_MIN):
         fit(references)
         return
-    size = -(-len(references) // executor.jobs)
-    parts = ((range(a, min(a + size, len(references))), references[a : a + size])
-             for a in range(0, len(references), size))
+    sets: dict[tuple[str, ...], int] = {}
+    set_of = [sets.setdefault(tuple(r), len(sets)) for r in references]
+    if len(sets) < FIT_IN_PARTS_MIN:
+        fit(references)
+        return
+    grouped = [references[i] for i in sorted(range(len(references)), key=set_of.__getitem__)]
+    size = -(-len(grouped) // executor.jobs)
+    parts = ((range(a, min(a + size, len(grouped))), grouped[a : a + size]) for a in range(0, len(grouped), size))
     statistic.fit_states(list(iter_stream(_fit_part, statistic, parts, executor, per_item=False)))  # type: ignore[attr-defined]
 
 
@@ -339,15 +431,22 @@ def compare_items(statistic: Statistic, items: Sequence[tuple[Sequence[str], Seq
     statistic, so they never load torch or touch CUDA.
     """
     executor = executor or Executor()
+    keep_freed_memory()
     lists = [(list(c), list(r)) for c, r in items]
-    fit_statistic(statistic, [r for _, r in lists], executor)
     if isinstance(statistic, PermutationStatistic) and statistic.tests_in_parent:
+        fit_statistic(statistic, [r for _, r in lists], executor)
         with single_threaded_blas():
             return [r for _, chunk in pooled_chunks(statistic, lists, executor) for r in statistic.compare_pooled(chunk)]
-    if isinstance(statistic, PermutationStatistic) and statistic.pooled_in_parent:
-        return map_stream(_compare_pooled_chunk, statistic.for_workers(), pooled_chunks(statistic, lists, executor),
-                          executor)
-    return map_chunks(_compare_chunk, statistic, lists, executor)
+    if not lists:
+        return []
+    with started(executor) as ready:  # a LocalCluster starts while this process fits and embeds
+        fit_statistic(statistic, [r for _, r in lists], executor)
+        if isinstance(statistic, PermutationStatistic) and statistic.pooled_in_parent:
+            chunks = pooled_chunks(statistic, lists, executor)
+            first = next(chunks)  # the first block's matrices (embeddings) while the cluster starts
+            return map_stream(_compare_pooled_chunk, statistic.for_workers(), itertools.chain([first], chunks),
+                              ready())
+        return map_chunks(_compare_chunk, statistic, lists, ready())
 
 
 def evaluate_statistic(component: Statistic, dataset: Dataset, name: str | None = None,

@@ -58,21 +58,37 @@ class DfIndex:
     ``base ** MAX_N`` overflows int64 (over ~55,000 distinct words) fall back to string look-ups.
     """
 
-    def __init__(self, df: dict[str, int]) -> None:
-        words = dict.fromkeys(w for gram in df for w in gram.split(" "))
+    def __init__(self, df: dict[str, int], words: Sequence[str] | None = None,
+                 keyed: Sequence[tuple[np.ndarray, np.ndarray]] | None = None) -> None:
+        """The index of ``df``; ``words`` (ids 1, 2, ... in this order) and ``keyed`` (each
+        order's keys in that base and counts) when the caller has them, else read from the
+        n-gram strings."""
+        flat: list[str] = []
+        if words is None:
+            flat = " ".join(df).split(" ") if df else []  # every gram's words, in order
+            words = list(dict.fromkeys(flat))
         self.ids = {w: i + 1 for i, w in enumerate(words)}
         self.base = len(self.ids) + 1
         self.df = df
         self.exact = self.base**MAX_N < 2**63
         if not self.exact:
             return
-        keys = np.zeros(len(df), dtype=np.int64)
-        for i, gram in enumerate(df):
-            key = 0
-            for w in gram.split(" "):
-                key = key * self.base + self.ids[w]
-            keys[i] = key
-        self.table = IntTable(keys, np.fromiter(df.values(), dtype=np.int64, count=len(df)))
+        pairs = keyed if keyed is not None else self._keyed(df, flat)
+        keys = np.concatenate([k for k, _ in pairs]) if pairs else np.zeros(0, np.int64)
+        counts = np.concatenate([np.asarray(c) for _, c in pairs]) if pairs else np.zeros(0)
+        self.table = IntTable(keys, counts.astype(np.int64))
+
+    def _keyed(self, df: dict[str, int], flat: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each order's keys and counts from the n-gram strings (``flat``: their words)."""
+        orders = np.fromiter(map(str.count, df, repeat(" ")), np.int64, len(df)) + 1
+        word = np.fromiter(map(self.ids.__getitem__, flat), np.int64, len(flat))
+        starts = np.cumsum(orders) - orders
+        key = np.zeros(len(df), dtype=np.int64)
+        for t in range(MAX_N):  # all grams at once, word position by word position
+            has = np.flatnonzero(orders > t)
+            key[has] = key[has] * self.base + word[starts[has] + t]
+        counts = np.fromiter(df.values(), np.int64, len(df))
+        return [(key[orders == n], counts[orders == n]) for n in range(1, MAX_N + 1)]
 
     def lookup(self, sentences: Sentences, tables: Sequence[Ngrams]) -> np.ndarray:
         """The document frequency of each n-gram id of ``tables``, one table after the other
@@ -131,28 +147,47 @@ class CiderD(BatchDistance):
 
         With ``df`` naming a file, the file's frequencies stay in force and this is a no-op, so
         a statistic that fits its distance on the evaluated corpus keeps the user's choice.
+        The look-up index is built here too, from the counted arrays (workers forked or sent
+        this object after the fit do not build it again).
         """
         if self.df != "corpus":
             return self
-        return self.fit_states([self.fit_state(references)])
+        state, index = self._count(references, indexed=True)
+        self.fit_states([state])
+        self._index = (self.df_, index)
+        return self
 
     def fit_state(self, references: Sequence[Sequence[str]]) -> tuple[dict[str, int], int]:
         """The document frequencies of one part of a corpus's references and the part's image
         count: :meth:`fit_states` sums the parts (a file streamed in chunks, chunks on workers)."""
+        return self._count(references, indexed=False)[0]
+
+    def _count(self, references: Sequence[Sequence[str]], indexed: bool
+               ) -> tuple[tuple[dict[str, int], int], DfIndex | None]:
+        """:meth:`fit_state` and, if ``indexed``, the :class:`DfIndex` of its table."""
         batch = make_batch(
             self.tokenizer, [""] * len(references), references, self.split, self.name
         )
+        sentences = batch.sentences
+        base = len(sentences.vocab) + 1
         df: dict[str, int] = {}
-        for table in ngrams(batch.sentences, MAX_N):
+        keyed = []
+        for table in ngrams(sentences, MAX_N):
             counts = set_frequencies(batch, match(batch, table, set_grams=True), table.n_grams)
             present = np.flatnonzero(counts)
             df.update(
                 zip(
-                    table.strings(batch.sentences)[present].tolist(),
+                    table.strings(sentences)[present].tolist(),
                     counts[present].astype(int).tolist(),
                 )
             )
-        return df, len(references)
+            if indexed:  # word ids 1.. in the batch's vocabulary order, as DfIndex(df, vocab) reads them
+                key = np.zeros(len(present), dtype=np.int64)
+                for t in range(table.order):
+                    key = key * base + sentences.ids[table.first[present] + t] + 1
+                keyed.append((key, counts[present]))
+        index = DfIndex(df, sentences.vocab, keyed) if indexed and base**MAX_N < 2**63 else None
+        return (df, len(references)), index
 
     @staticmethod
     def merge_fit_states(states: Iterable[tuple[dict[str, int], int]]) -> tuple[dict[str, int], int]:
@@ -241,7 +276,9 @@ class CiderD(BatchDistance):
         """ln N − ln max(1, df) for each n-gram (global ids of ``m``): fixed df, else the batch's own."""
         if fixed is not None:
             table_df, n_images = fixed
-            df = _df_index(table_df).lookup(batch.sentences, tables)
+            fitted = getattr(self, "_index", None)
+            index = fitted[1] if fitted is not None and fitted[0] is table_df else _df_index(table_df)
+            df = index.lookup(batch.sentences, tables)
         else:
             df, n_images = set_frequencies(batch, m, int(gram_offsets(tables)[-1])), len(batch)
         return np.log(float(n_images)) - np.log(np.maximum(1.0, df))

@@ -82,6 +82,7 @@ def test_fitting_in_parts_on_the_workers_gives_the_same_state_and_bytes(monkeypa
     whole, parts = compose("trm(cider-d)"), compose("trm(cider-d)")
     whole.fit(refs)
     monkeypatch.setattr("capmetrics.parallel.FIT_IN_PARTS_MIN", 1)
+    monkeypatch.setattr("capmetrics.parallel.FIT_IN_PARTS_MIN_JOBS", 2)
     calls = []
     monkeypatch.setattr(type(parts.distance), "fit", lambda self, r: calls.append(r))  # must not be used
     fit_statistic(parts, refs, Executor("processes", jobs=3))
@@ -89,6 +90,7 @@ def test_fitting_in_parts_on_the_workers_gives_the_same_state_and_bytes(monkeypa
     assert parts.signature() == whole.signature()
     monkeypatch.undo()
     monkeypatch.setattr("capmetrics.parallel.FIT_IN_PARTS_MIN", 1)
+    monkeypatch.setattr("capmetrics.parallel.FIT_IN_PARTS_MIN_JOBS", 2)
     serial = compare_items(compose("trm(cider-d)"), items)
     assert as_bytes(compare_items(compose("trm(cider-d)"), items, Executor("processes", jobs=2))) == as_bytes(serial)
 
@@ -162,3 +164,100 @@ def test_statistics_are_fitted_once_on_all_references():
 
     compare_items(TRM(Fitting()), [(["0", "1"], ["2", "3"]), (["4", "5"], ["6", "7"])])
     assert seen == [[["2", "3"], ["6", "7"]]]
+
+
+def test_dask_tasks_join_consecutive_chunks_without_moving_their_boundaries(monkeypatch):
+    from capmetrics.parallel import _grouped
+
+    chunks = [(r, list(r)) for r in Executor(chunk_size=4).chunks(23)]
+    groups = list(_grouped(iter(chunks), 9))
+    assert [g[0] for g in groups] == [range(8), range(8, 16), range(16, 23)]
+    assert [c for _, group in groups for c in group] == [c for _, c in chunks]
+    assert [g[0] for g in _grouped(iter(chunks), 2)] == [r for r, _ in chunks]  # a chunk is never cut
+    monkeypatch.setattr("capmetrics.parallel.DASK_TASK_ITEMS", 5)
+    data = list(range(23))
+    assert map_chunks(_double, None, data, Executor("dask", jobs=2, chunk_size=2, dask_processes=False)) == [
+        2 * x for x in data]
+
+
+def test_equal_reference_sets_are_fitted_in_one_part(monkeypatch):
+    from capmetrics import parallel
+    from capmetrics import compose
+    from capmetrics.data.loaders import load_dataset
+    from tests.conftest import SAMPLE
+
+    refs = [list(i.references) for i in load_dataset(SAMPLE)]
+    refs = [refs[k % 7] for k in range(len(refs))] + refs  # many repeated sets, then every set once more
+    whole, parts = compose("trm(cider-d)"), compose("trm(cider-d)")
+    whole.fit(refs)
+    monkeypatch.setattr(parallel, "FIT_IN_PARTS_MIN", 1)
+    monkeypatch.setattr(parallel, "FIT_IN_PARTS_MIN_JOBS", 2)
+    seen: list[list[list[str]]] = []
+    stream = parallel.iter_stream
+    monkeypatch.setattr(parallel, "iter_stream", lambda f, s, chunks, *a, **k: stream(
+        f, s, [(span, seen.append(part) or part) for span, part in chunks], *a, **k))
+    parallel.fit_statistic(parts, refs, Executor("processes", jobs=3))
+    assert parts.distance.df_ == whole.distance.df_ and parts.distance.n_images_ == len(refs)
+    assert len(seen) == 3 and sum(map(len, seen)) == len(refs)
+    in_parts = [{tuple(r) for r in part} for part in seen]
+    shared = set.union(*[a & b for i, a in enumerate(in_parts) for b in in_parts[i + 1 :]])
+    assert len(shared) <= 2  # only a set cut at a part boundary
+
+
+def test_two_jobs_fit_in_this_process(monkeypatch):
+    from capmetrics import parallel
+    from capmetrics import compose
+    from capmetrics.data.loaders import load_dataset
+    from tests.conftest import SAMPLE
+
+    refs = [list(i.references) for i in load_dataset(SAMPLE)]
+    monkeypatch.setattr(parallel, "FIT_IN_PARTS_MIN", 1)
+    monkeypatch.setattr(parallel, "iter_stream", lambda *a, **k: pytest.fail("fitted in parts"))
+    statistic = compose("trm(cider-d)")
+    parallel.fit_statistic(statistic, refs, Executor("processes", jobs=2))
+    assert statistic.distance.n_images_ == len(refs)
+    monkeypatch.setattr(parallel, "FIT_IN_PARTS_MIN", 10 * len(refs))  # too few distinct sets for parts
+    parallel.fit_statistic(statistic, refs, Executor("processes", jobs=8))
+    assert statistic.distance.n_images_ == len(refs)
+
+
+def test_freed_memory_is_kept_on_glibc():
+    import platform
+
+    from capmetrics.allocator import keep_freed_memory
+
+    expected = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+    assert keep_freed_memory() is expected and keep_freed_memory() is expected
+
+
+def test_a_local_cluster_starts_while_this_process_works_and_closes_after():
+    from dataclasses import replace
+
+    from capmetrics.parallel import started
+
+    plain = Executor("processes", jobs=2)
+    with started(plain) as ready:
+        assert ready() is plain
+    with started(Executor("dask", jobs=1, dask_processes=False)) as ready:
+        running = ready()
+        assert running.kind == "dask" and running.address and running.jobs == 1
+        import dask
+
+        assert dask.config.get("distributed.admin.tick.interval") == "20ms"  # set only while starting
+        assert map_chunks(_double, None, [1, 2, 3], running) == [2, 4, 6]
+    with pytest.raises(ExecutorError, match="cannot reach the Dask scheduler"):
+        map_chunks(_double, None, [1], replace(running, timeout=1))
+
+
+def test_local_clusters_run_dasks_periodic_checks_rarely():
+    from capmetrics.parallel import _local_cluster
+
+    cluster = _local_cluster(Executor("dask", jobs=1, dask_processes=False))
+    try:
+        (worker,) = cluster.workers.values()
+        assert cluster.scheduler.periodic_callbacks["tick"].callback_time == 1000
+        assert cluster.scheduler.periodic_callbacks["monitor"].callback_time == 5000
+        assert worker.periodic_callbacks["memory_monitor"].callback_time == 1000
+        assert "profile" not in worker.periodic_callbacks
+    finally:
+        cluster.close()

@@ -168,3 +168,23 @@ def test_fixed_df_lookup_equals_the_table_for_every_ngram() -> None:
     assert index.exact and index.lookup(batch.sentences, tables).tolist() == want
     index.exact = False  # the string look-up of vocabularies too large for int64 keys
     assert index.lookup(batch.sentences, tables).tolist() == want
+
+
+def test_the_index_built_by_fit_looks_up_what_the_index_of_the_strings_does() -> None:
+    from capmetrics.plugins.ngram.cider import MAX_N, DfIndex
+    from capmetrics.plugins.ngram.counts import make_batch, ngrams
+
+    refs = cr.random_captions(3, 200, 6)[1]
+    fitted = CiderD(tokenizer=WS).fit(refs)
+    table, index = fitted._index
+    assert table is fitted.df_ and index.exact
+    plain = DfIndex(fitted.df_)
+    cands = [r[0] for r in refs] + ["a zz b c", "q"]  # words the table does not have
+    batch = make_batch(WS, cands, refs + [["a"], ["b"]], CiderD.split, "cider-d")
+    tables = ngrams(batch.sentences, MAX_N)
+    got, want = index.lookup(batch.sentences, tables), plain.lookup(batch.sentences, tables)
+    assert got.dtype == want.dtype and np.array_equal(got, want) and (got > 0).any() and (got == 0).any()
+    parts = CiderD(tokenizer=WS).fit_states([CiderD(tokenizer=WS).fit_state(refs)])
+    assert not hasattr(parts, "_index")  # built from the strings when first needed
+    assert parts.score(cands, refs + [["a"], ["b"]]).values.tobytes() == fitted.score(
+        cands, refs + [["a"], ["b"]]).values.tobytes()
