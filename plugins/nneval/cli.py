@@ -41,6 +41,42 @@ def _validation(spec: str | None, root: Path | None, fraction: float, seed: int)
     return judgments
 
 
+def _train_human_vs_machine(model, out: Path, train: Path | None, flickr8k_split: str | None,  # type: ignore[no-untyped-def]
+                            root: Path | None, system_output: Path | None, validation: str | None,
+                            validation_fraction: float, impostor_pool: int, impostor_sampling: str, seed: int) -> None:
+    """The paper's training: human vs machine (or impostor) captions, early-stopped on judgments."""
+    from capmetrics.plugins.nneval.training_data import build_training_set, load_system_output
+
+    images = _training_images(train, flickr8k_split, root)
+    machine = load_system_output(system_output) if system_output else None
+    training = build_training_set(images, system_output=machine, impostor_pool=impostor_pool,
+                                  impostor_sampling=impostor_sampling, seed=seed)
+    judged = _validation(validation, root, validation_fraction, seed)
+    typer.echo(f"training on {len(training)} candidates from {len(images)} images", err=True)
+    model.fit(training, judged)
+    model.save(out)
+
+
+def _rating_sets(specs: list[str], root: Path | None, fraction: float, stop_share: float, seed: int
+                 ) -> tuple[list, list, int, int]:  # type: ignore[type-arg]
+    """(training, early-stopping) judgments for ``fit_ratings``: of a seeded share ``fraction`` of the
+    judged images (the same images in every set; the rest stays unseen), ``stop_share`` early-stops."""
+    from capmetrics.data.judgments import choose_groups
+    from capmetrics.plugins.nneval.rating_targets import of_images, split_images
+
+    if not 0 < fraction <= 1 or not 0 < stop_share < 1:
+        raise SpecError(f"--rating-fraction must be in (0, 1] and --early-stopping-share in (0, 1), not "
+                        f"{fraction} and {stop_share}")
+    sets = [_validation(spec, root, 1.0, seed) for spec in specs]
+    used = split_images(sets, fraction, seed)
+    fit = choose_groups(used, 1 - stop_share, seed)
+    stop = used - fit
+    if not fit or not stop:
+        raise SpecError(f"{len(used)} judged image(s) cannot give both training and early-stopping images")
+    return ([j.subset(of_images(j, fit)) for j in sets], [j.subset(of_images(j, stop)) for j in sets],
+            len(fit), len(stop))
+
+
 def build_cli() -> typer.Typer:
     """The ``nneval`` command group (added to ``capmetrics`` by the ``register_commands`` hook)."""
     group = typer.Typer(help="Train and use the NNEval learned metric.", no_args_is_help=True)
@@ -58,12 +94,15 @@ def build_cli() -> typer.Typer:
         feature: Annotated[list[str] | None, typer.Option("--feature", "-f", help="Feature metric spec; repeat. Default: the paper's set.")] = None,
         impostor_pool: Annotated[int, typer.Option(help="Draw impostors from this many nearest captions of other images (0: all).")] = 0,
         impostor_sampling: Annotated[str, typer.Option(help="Ranks of the impostors within the pool: uniform or log-rank.")] = "uniform",
+        ratings: Annotated[list[str] | None, typer.Option("--ratings", help="Fit P(human) to these human ratings instead (flickr8k-expert, flickr8k-cf or a JSONL file; repeat).")] = None,
+        rating_fraction: Annotated[float, typer.Option(help="With --ratings: use this seeded share of the judged images, the same in every set (the rest stays unseen).")] = 1.0,
+        early_stopping_share: Annotated[float, typer.Option(help="With --ratings: of those images, this seeded share early-stops, the rest trains.")] = 0.25,
         seed: Annotated[int, typer.Option(help="Seeds the training set, the validation split and the network.")] = 0,
         cache: Annotated[Path | None, typer.Option(help="Feature cache folder.")] = DEFAULT_CACHE,
     ) -> None:
-        """Train NNEval: human vs machine captions, early-stopped on human judgments."""
+        """Train NNEval: human vs machine captions, early-stopped on human judgments; or, with
+        --ratings, fitted to human ratings."""
         from capmetrics.cli import fail
-        from capmetrics.plugins.nneval.training_data import build_training_set, load_system_output
         from capmetrics.registry.compose import compose
 
         try:
@@ -74,14 +113,17 @@ def build_cli() -> typer.Typer:
         except (SpecError, UnknownComponentError) as err:
             fail(err, 2)
         try:
-            images = _training_images(train, flickr8k_split, root)
-            machine = load_system_output(system_output) if system_output else None
-            training = build_training_set(images, system_output=machine, impostor_pool=impostor_pool,
-                                          impostor_sampling=impostor_sampling, seed=seed)
-            judged = _validation(validation, root, validation_fraction, seed)
-            typer.echo(f"training on {len(training)} candidates from {len(images)} images", err=True)
-            model.fit(training, judged)  # type: ignore[attr-defined]
-            model.save(out)  # type: ignore[attr-defined]
+            if ratings:
+                if train or flickr8k_split or system_output or validation:
+                    raise SpecError("--ratings trains on judged images: give none of --train, --flickr8k-split, "
+                                    "--system-output, --validation")
+                fit, stop, n_fit, n_stop = _rating_sets(ratings, root, rating_fraction, early_stopping_share, seed)
+                typer.echo(f"fitting ratings of {n_fit} judged images, early-stopping on {n_stop}", err=True)
+                model.fit_ratings(fit, stop)  # type: ignore[attr-defined]
+                model.save(out)  # type: ignore[attr-defined]
+            else:
+                _train_human_vs_machine(model, out, train, flickr8k_split, root, system_output, validation,
+                                        validation_fraction, impostor_pool, impostor_sampling, seed)
         except SpecError as err:
             fail(err, 2)
         except CapmetricsError as err:
