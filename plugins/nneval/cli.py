@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from capmetrics.errors import CapmetricsError, SpecError, UnknownComponentError
@@ -58,7 +58,7 @@ def _train_human_vs_machine(model, out: Path, train: Path | None, flickr8k_split
 
 
 def _rating_sets(specs: list[str], root: Path | None, fraction: float, stop_share: float, seed: int
-                 ) -> tuple[list, list, int, int]:  # type: ignore[type-arg]
+                 ) -> tuple[list[Any], list[Any], int, int]:
     """(training, early-stopping) judgments for ``fit_ratings``: of a seeded share ``fraction`` of the
     judged images (the same images in every set; the rest stays unseen), ``stop_share`` early-stops."""
     from capmetrics.data.judgments import choose_groups

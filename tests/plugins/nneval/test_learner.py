@@ -127,3 +127,5 @@ def test_fit_ratings(plugins, tmp_path: Path) -> None:  # type: ignore[no-untype
     np.testing.assert_allclose(NNEval.load(tmp_path / "m").predict(*test.dataset.flat_pairs()[:2]), p)
     with pytest.raises(MetricError, match="at least one set of training judgments"):
         NNEval(features=FEATURES).fit_ratings([])
+    with pytest.raises(MetricError, match=r"kendall=\['c'\] must be b, c or a list of them, one per validation set \(2\)"):
+        NNEval(features=FEATURES, kendall=["c"]).fit_ratings([train], [test, test])
