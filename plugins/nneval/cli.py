@@ -57,24 +57,25 @@ def _train_human_vs_machine(model, out: Path, train: Path | None, flickr8k_split
     model.save(out)
 
 
-def _rating_sets(specs: list[str], root: Path | None, fraction: float, stop_share: float, seed: int
-                 ) -> tuple[list[Any], list[Any], int, int]:
+def _rating_sets(fit_specs: list[str], stop_specs: list[str], root: Path | None, fraction: float,
+                 stop_share: float, seed: int) -> tuple[list[Any], list[Any], int, int]:
     """(training, early-stopping) judgments for ``fit_ratings``: of a seeded share ``fraction`` of the
-    judged images (the same images in every set; the rest stays unseen), ``stop_share`` early-stops."""
+    images judged in any of the sets (the same images in every set; the rest stays unseen), a
+    seeded ``stop_share`` early-stops on ``stop_specs``, the others train on ``fit_specs``."""
     from capmetrics.data.judgments import choose_groups
     from capmetrics.plugins.nneval.rating_targets import of_images, split_images
 
     if not 0 < fraction <= 1 or not 0 < stop_share < 1:
         raise SpecError(f"--rating-fraction must be in (0, 1] and --early-stopping-share in (0, 1), not "
                         f"{fraction} and {stop_share}")
-    sets = [_validation(spec, root, 1.0, seed) for spec in specs]
-    used = split_images(sets, fraction, seed)
+    loaded = {spec: _validation(spec, root, 1.0, seed) for spec in dict.fromkeys([*fit_specs, *stop_specs])}
+    used = split_images(list(loaded.values()), fraction, seed)
     fit = choose_groups(used, 1 - stop_share, seed)
     stop = used - fit
     if not fit or not stop:
         raise SpecError(f"{len(used)} judged image(s) cannot give both training and early-stopping images")
-    return ([j.subset(of_images(j, fit)) for j in sets], [j.subset(of_images(j, stop)) for j in sets],
-            len(fit), len(stop))
+    return ([loaded[s].subset(of_images(loaded[s], fit)) for s in fit_specs],
+            [loaded[s].subset(of_images(loaded[s], stop)) for s in stop_specs], len(fit), len(stop))
 
 
 def build_cli() -> typer.Typer:
@@ -97,6 +98,7 @@ def build_cli() -> typer.Typer:
         ratings: Annotated[list[str] | None, typer.Option("--ratings", help="Fit P(human) to these human ratings instead (flickr8k-expert, flickr8k-cf or a JSONL file; repeat).")] = None,
         rating_fraction: Annotated[float, typer.Option(help="With --ratings: use this seeded share of the judged images, the same in every set (the rest stays unseen).")] = 1.0,
         early_stopping_share: Annotated[float, typer.Option(help="With --ratings: of those images, this seeded share early-stops, the rest trains.")] = 0.25,
+        stop_on: Annotated[list[str] | None, typer.Option("--stop-on", help="With --ratings: early-stop on these judgments (repeat); default: the --ratings sets.")] = None,
         seed: Annotated[int, typer.Option(help="Seeds the training set, the validation split and the network.")] = 0,
         cache: Annotated[Path | None, typer.Option(help="Feature cache folder.")] = DEFAULT_CACHE,
     ) -> None:
@@ -117,11 +119,14 @@ def build_cli() -> typer.Typer:
                 if train or flickr8k_split or system_output or validation:
                     raise SpecError("--ratings trains on judged images: give none of --train, --flickr8k-split, "
                                     "--system-output, --validation")
-                fit, stop, n_fit, n_stop = _rating_sets(ratings, root, rating_fraction, early_stopping_share, seed)
+                fit, stop, n_fit, n_stop = _rating_sets(ratings, stop_on or ratings, root, rating_fraction,
+                                                        early_stopping_share, seed)
                 typer.echo(f"fitting ratings of {n_fit} judged images, early-stopping on {n_stop}", err=True)
                 model.fit_ratings(fit, stop)  # type: ignore[attr-defined]
                 model.save(out)  # type: ignore[attr-defined]
             else:
+                if stop_on:
+                    raise SpecError("--stop-on goes with --ratings")
                 _train_human_vs_machine(model, out, train, flickr8k_split, root, system_output, validation,
                                         validation_fraction, impostor_pool, impostor_sampling, seed)
         except SpecError as err:

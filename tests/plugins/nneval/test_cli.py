@@ -74,5 +74,10 @@ def test_nneval_cli_train_on_ratings(plugins, tmp_path: Path) -> None:  # type: 
     # 20 images, half used: 8 train (2 candidates each, in both files), 2 early-stop
     assert training["objective"] == "ratings" and training["examples"] == {"a.jsonl": 16, "b.jsonl": 16}
     assert training["epochs_run"] == 3 and len(training["validation_kendall"]) == 3
+    # the shipped model's protocol: fit one set, early-stop on both
+    run = CliRunner().invoke(app, ["nneval", "train", str(tmp_path / "m1"), *files[:2], "--stop-on", files[1],
+                                   "--stop-on", files[3], "--rating-fraction", "0.5", *common])
+    assert run.exit_code == 0, run.output
+    assert json.loads((tmp_path / "m1" / "nneval.json").read_text())["training"]["examples"] == {"a.jsonl": 16}
     both = CliRunner().invoke(app, ["nneval", "train", str(tmp_path / "m2"), *files, "--train", files[1], *common])
     assert both.exit_code == 2 and "--ratings trains on judged images" in both.output
