@@ -1,13 +1,18 @@
 """Train the NNEval models shipped with capmetrics and compare them with every single metric.
 
-Both models are trained on the Flickr8k train split (6,000 images; 3 held-out references and 3
-random captions of other images per image, seed 0) and early-stopped on the Flickr8k-Expert
-judgments of a seeded half of the 1,000 judged images, as experiments/nneval_flickr8k.py does:
+The 1,000 judged images are split in two seeded halves (``Judgments.split_by_group(0.5, 0)``
+on Flickr8k-Expert; the same images on Flickr8k-CF, asserted): the *seen* half is all that any
+model learns or early-stops on, the *unseen* half is only tested on.
 
-* ``flickr8k-paper`` (the default of ``-m nneval``): the paper's features;
+* ``flickr8k-paper`` (the default of ``-m nneval``): the paper's features and protocol, as
+  experiments/nneval_flickr8k.py: human vs machine on the Flickr8k train split (6,000 images; 3
+  held-out references and 3 random captions of other images per image, seed 0), early-stopped
+  on the Flickr8k-Expert judgments of the seen half;
 * ``flickr8k-embeddings``: the paper's features plus ROUGE-L, CIDEr, WEmbSim (GloVe), the
   sentence-embedding cosine (bundled MiniLM; mean and max over the references) and BERTScore
-  P, R and F1 (bundled MiniLM).
+  P, R and F1 (bundled MiniLM), fitted to the human ratings (``NNEval.fit_ratings``) of the
+  Flickr8k-Expert items of 75% of the seen images (seeded), early-stopped on the mean of Kendall
+  τ-c (Expert) and τ-b (CF) over both sets' items of the other 25%.
 
 The table gives Kendall tau x100 on the unseen half (tau-c over the Expert rating points, tau-b
 over the CF rows, as the ``flickr8k-expert`` / ``flickr8k-cf`` presets) with 95% bootstrap
@@ -33,9 +38,11 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
+from capmetrics.data.judgments import choose_groups
 from capmetrics.meta import correlate, correlations, load_preset
 from capmetrics.plugins.nneval import NNEval
 from capmetrics.plugins.nneval.features import PAPER_FEATURES, check_features, feature_matrix
+from capmetrics.plugins.nneval.rating_targets import of_images, split_images
 from capmetrics.plugins.nneval.training_data import build_training_set, load_flickr8k_split
 
 SEED = 0
@@ -46,6 +53,11 @@ MODELS = {
     "flickr8k-embeddings": [*PAPER_FEATURES, "rouge-l", "cider", "wembsim", "embedding-cosine",
                             "embedding-cosine(combine=max)", "bertscore", "bertscore(part=p)", "bertscore(part=r)"],
 }
+#: Models fitted to the ratings of the seen half (the others: human vs machine captions).
+#: Early stopping: the mean of the presets' statistics (Expert tau-c over the rating points, CF tau-b).
+RATING_MODELS = {"flickr8k-embeddings": {"validation_rating": "all", "kendall": ["c", "b"]}}
+#: Share of the seen images whose judgments early-stop a ratings model (the rest train it).
+EARLY_STOPPING_SHARE = 0.25
 #: Every single (non-learned) metric of capmetrics that runs offline (SPICE needs user jars).
 SINGLE_METRICS = ["bertscore", "bertscore(part=p)", "bertscore(part=r)", "bleu-1", "bleu-2", "bleu-3", "bleu-4",
                   "cider", "cider-d", "embedding-cosine", "embedding-cosine(combine=max)", "meteor", "rouge-l",
@@ -119,27 +131,49 @@ def main() -> None:
 
     val_mask, test_mask = expert.split_by_group(0.5, seed=SEED)
     val_images = {g for g, m in zip(expert.groups, val_mask) if m}
-    cf_test_mask = np.array([g not in val_images for g in cf.groups])
+    assert set(expert.groups) == set(cf.groups) and split_images([expert, cf], 0.5, SEED) == val_images, \
+        "Expert and CF must split into the same image halves"
+    cf_test_mask = ~of_images(cf, val_images)
+    fit_images = choose_groups(val_images, 1 - EARLY_STOPPING_SHARE, SEED)
+    stop_images = val_images - fit_images
+    unseen = set(expert.groups) - val_images
+    assert fit_images | stop_images == val_images and not (fit_images | stop_images) & unseen
     scores = {name: {spec: feats[name][:, column[spec]] for spec in SINGLE_METRICS} for name in feats}
-    provenance = {
-        "script": "experiments/nneval_shipped_models.py", "seed": SEED,
+    script = {"script": "experiments/nneval_shipped_models.py", "seed": SEED}
+    data_and_versions = {"data_sha256": {f: sha256(root / f) for f in DATA_FILES}, "versions": versions()}
+    impostor_training = {
         "training_set": f"Flickr8k train split: {len(train_images)} images, {int(training.labels.sum())} human "
                         f"candidates, {int((training.labels == 0).sum())} random captions of other images",
         "early_stopping": f"Flickr8k-Expert judgments of {len(val_images)} of the 1,000 judged images "
                           f"(Judgments.split_by_group(0.5, seed={SEED}))",
-        "data_sha256": {f: sha256(root / f) for f in DATA_FILES},
-        "versions": versions(),
+    }
+    rating_training = {
+        "training_set": f"mean ratings of the Flickr8k-Expert items of {len(fit_images)} judged images "
+                        f"(choose_groups(seen half, {1 - EARLY_STOPPING_SHARE}, seed={SEED}))",
+        "early_stopping": f"mean of Kendall tau-c (Flickr8k-Expert) and tau-b (Flickr8k-CF) over the items of "
+                          f"the other {len(stop_images)} images of the seen half ({len(val_images)} of the 1,000 judged "
+                          f"images, Judgments.split_by_group(0.5, seed={SEED}))",
     }
     for model_name, features in MODELS.items():
         cols = [column[f] for f in features]
-        learner = NNEval(features=features, seed=SEED)
         t1 = time.time()
-        learner.fit_features(x_train[:, cols], training.labels,
-                             (feats["expert"][val_mask][:, cols], expert.subset(val_mask)))
+        if model_name in RATING_MODELS:
+            learner = NNEval(features=features, seed=SEED, **RATING_MODELS[model_name])
+            rows = {(name, part): (judged, of_images(judged, images)) for name, judged in (("expert", expert), ("cf", cf))
+                    for part, images in (("fit", fit_images), ("stop", stop_images))}
+            sets = {key: (feats[key[0]][m][:, cols], judged.subset(m)) for key, (judged, m) in rows.items()}
+            # fitted to the Expert ratings, early-stopped on Expert and CF
+            learner.fit_rating_features([sets["expert", "fit"]], [sets["expert", "stop"], sets["cf", "stop"]])
+            how = rating_training
+        else:
+            learner = NNEval(features=features, seed=SEED)
+            learner.fit_features(x_train[:, cols], training.labels,
+                                 (feats["expert"][val_mask][:, cols], expert.subset(val_mask)))
+            how = impostor_training
         log = learner.log_
-        print(f"{model_name}: best epoch {log.best_epoch + 1} of {len(log.loss)}, validation tau-b "
+        print(f"{model_name}: best epoch {log.best_epoch + 1} of {len(log.loss)}, validation tau "
               f"{log.validation[log.best_epoch]:.4f} [{time.time() - t1:.0f}s training]", flush=True)
-        learner.save(Path(args.out) / model_name, provenance={**provenance, "model": model_name})
+        learner.save(Path(args.out) / model_name, provenance={**script, **how, **data_and_versions, "model": model_name})
         for name in feats:
             scores[name][f"nneval(model={model_name})"] = learner.predict_features(feats[name][:, cols])
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,11 +104,17 @@ class Judgments:
 
     def split_by_group(self, fraction: float = 0.5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Boolean item masks (first, second) splitting the images at random (seeded)."""
-        names = sorted(set(self.groups))
-        rng = np.random.default_rng(seed)
-        chosen = set(np.asarray(names, dtype=object)[rng.permutation(len(names))[: round(fraction * len(names))]])
+        chosen = choose_groups(self.groups, fraction, seed)
         first = np.array([g in chosen for g in self.groups])
         return first, ~first
+
+
+def choose_groups(groups: Iterable[str], fraction: float, seed: int = 0) -> set[str]:
+    """A seeded share ``fraction`` of the distinct ``groups`` (the first part of
+    :meth:`Judgments.split_by_group`; equal group sets give equal choices)."""
+    names = sorted(set(groups))
+    rng = np.random.default_rng(seed)
+    return set(np.asarray(names, dtype=object)[rng.permutation(len(names))[: round(fraction * len(names))]])
 
 
 def _reduce(values: np.ndarray, how: str) -> float:

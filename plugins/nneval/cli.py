@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from capmetrics.errors import CapmetricsError, SpecError, UnknownComponentError
@@ -41,6 +41,43 @@ def _validation(spec: str | None, root: Path | None, fraction: float, seed: int)
     return judgments
 
 
+def _train_human_vs_machine(model, out: Path, train: Path | None, flickr8k_split: str | None,  # type: ignore[no-untyped-def]
+                            root: Path | None, system_output: Path | None, validation: str | None,
+                            validation_fraction: float, impostor_pool: int, impostor_sampling: str, seed: int) -> None:
+    """The paper's training: human vs machine (or impostor) captions, early-stopped on judgments."""
+    from capmetrics.plugins.nneval.training_data import build_training_set, load_system_output
+
+    images = _training_images(train, flickr8k_split, root)
+    machine = load_system_output(system_output) if system_output else None
+    training = build_training_set(images, system_output=machine, impostor_pool=impostor_pool,
+                                  impostor_sampling=impostor_sampling, seed=seed)
+    judged = _validation(validation, root, validation_fraction, seed)
+    typer.echo(f"training on {len(training)} candidates from {len(images)} images", err=True)
+    model.fit(training, judged)
+    model.save(out)
+
+
+def _rating_sets(fit_specs: list[str], stop_specs: list[str], root: Path | None, fraction: float,
+                 stop_share: float, seed: int) -> tuple[list[Any], list[Any], int, int]:
+    """(training, early-stopping) judgments for ``fit_ratings``: of a seeded share ``fraction`` of the
+    images judged in any of the sets (the same images in every set; the rest stays unseen), a
+    seeded ``stop_share`` early-stops on ``stop_specs``, the others train on ``fit_specs``."""
+    from capmetrics.data.judgments import choose_groups
+    from capmetrics.plugins.nneval.rating_targets import of_images, split_images
+
+    if not 0 < fraction <= 1 or not 0 < stop_share < 1:
+        raise SpecError(f"--rating-fraction must be in (0, 1] and --early-stopping-share in (0, 1), not "
+                        f"{fraction} and {stop_share}")
+    loaded = {spec: _validation(spec, root, 1.0, seed) for spec in dict.fromkeys([*fit_specs, *stop_specs])}
+    used = split_images(list(loaded.values()), fraction, seed)
+    fit = choose_groups(used, 1 - stop_share, seed)
+    stop = used - fit
+    if not fit or not stop:
+        raise SpecError(f"{len(used)} judged image(s) cannot give both training and early-stopping images")
+    return ([loaded[s].subset(of_images(loaded[s], fit)) for s in fit_specs],
+            [loaded[s].subset(of_images(loaded[s], stop)) for s in stop_specs], len(fit), len(stop))
+
+
 def build_cli() -> typer.Typer:
     """The ``nneval`` command group (added to ``capmetrics`` by the ``register_commands`` hook)."""
     group = typer.Typer(help="Train and use the NNEval learned metric.", no_args_is_help=True)
@@ -58,12 +95,16 @@ def build_cli() -> typer.Typer:
         feature: Annotated[list[str] | None, typer.Option("--feature", "-f", help="Feature metric spec; repeat. Default: the paper's set.")] = None,
         impostor_pool: Annotated[int, typer.Option(help="Draw impostors from this many nearest captions of other images (0: all).")] = 0,
         impostor_sampling: Annotated[str, typer.Option(help="Ranks of the impostors within the pool: uniform or log-rank.")] = "uniform",
+        ratings: Annotated[list[str] | None, typer.Option("--ratings", help="Fit P(human) to these human ratings instead (flickr8k-expert, flickr8k-cf or a JSONL file; repeat).")] = None,
+        rating_fraction: Annotated[float, typer.Option(help="With --ratings: use this seeded share of the judged images, the same in every set (the rest stays unseen).")] = 1.0,
+        early_stopping_share: Annotated[float, typer.Option(help="With --ratings: of those images, this seeded share early-stops, the rest trains.")] = 0.25,
+        stop_on: Annotated[list[str] | None, typer.Option("--stop-on", help="With --ratings: early-stop on these judgments (repeat); default: the --ratings sets.")] = None,
         seed: Annotated[int, typer.Option(help="Seeds the training set, the validation split and the network.")] = 0,
         cache: Annotated[Path | None, typer.Option(help="Feature cache folder.")] = DEFAULT_CACHE,
     ) -> None:
-        """Train NNEval: human vs machine captions, early-stopped on human judgments."""
+        """Train NNEval: human vs machine captions, early-stopped on human judgments; or, with
+        --ratings, fitted to human ratings."""
         from capmetrics.cli import fail
-        from capmetrics.plugins.nneval.training_data import build_training_set, load_system_output
         from capmetrics.registry.compose import compose
 
         try:
@@ -74,14 +115,20 @@ def build_cli() -> typer.Typer:
         except (SpecError, UnknownComponentError) as err:
             fail(err, 2)
         try:
-            images = _training_images(train, flickr8k_split, root)
-            machine = load_system_output(system_output) if system_output else None
-            training = build_training_set(images, system_output=machine, impostor_pool=impostor_pool,
-                                          impostor_sampling=impostor_sampling, seed=seed)
-            judged = _validation(validation, root, validation_fraction, seed)
-            typer.echo(f"training on {len(training)} candidates from {len(images)} images", err=True)
-            model.fit(training, judged)  # type: ignore[attr-defined]
-            model.save(out)  # type: ignore[attr-defined]
+            if ratings:
+                if train or flickr8k_split or system_output or validation:
+                    raise SpecError("--ratings trains on judged images: give none of --train, --flickr8k-split, "
+                                    "--system-output, --validation")
+                fit, stop, n_fit, n_stop = _rating_sets(ratings, stop_on or ratings, root, rating_fraction,
+                                                        early_stopping_share, seed)
+                typer.echo(f"fitting ratings of {n_fit} judged images, early-stopping on {n_stop}", err=True)
+                model.fit_ratings(fit, stop)  # type: ignore[attr-defined]
+                model.save(out)  # type: ignore[attr-defined]
+            else:
+                if stop_on:
+                    raise SpecError("--stop-on goes with --ratings")
+                _train_human_vs_machine(model, out, train, flickr8k_split, root, system_output, validation,
+                                        validation_fraction, impostor_pool, impostor_sampling, seed)
         except SpecError as err:
             fail(err, 2)
         except CapmetricsError as err:

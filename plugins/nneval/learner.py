@@ -2,9 +2,11 @@
 
 The learner ``nneval`` fits a ReLU MLP that tells human captions (class 1) from machine captions
 (class 0) on a feature vector of metric scores, early-stopped on the Kendall τ between P(human)
-and validation human judgments. Saved, it is the distance ``nneval(model=PATH)``: the score of
-a caption is P(human). Defaults follow the paper; the released code's choices are options
-(``scaling=none``, ``init=he-normal``, ``lr_decay=0.5``/``decay_every=3``). See docs/metrics/nneval.md.
+and validation human judgments. ``fit_ratings`` instead fits P(human) to human ratings (each
+judged item's mean rating rescaled to [0, 1], soft-target cross-entropy), early-stopped likewise.
+Saved, it is the distance ``nneval(model=PATH)``: the score of a caption is P(human). Defaults
+follow the paper; the released code's choices are options (``scaling=none``, ``init=he-normal``,
+``lr_decay=0.5``/``decay_every=3``). See docs/metrics/nneval.md.
 
 Non-finite feature values (e.g. a WMD with no shared vocabulary) follow ``nonfinite``:
 ``worst`` replaces each by the feature's worst finite training value (its minimum for a
@@ -24,11 +26,17 @@ import numpy as np
 from capmetrics import Learner
 from capmetrics.errors import MetricError, NotFittedError
 from capmetrics.plugins.nneval.features import build_feature, check_features, paper_features
-from capmetrics.plugins.nneval.model_files import MODEL_FORMAT, MODEL_JSON, WEIGHTS, model_folder, write_weights
+from capmetrics.plugins.nneval.model_files import (
+    MODEL_FORMAT,
+    MODEL_JSON,
+    WEIGHTS,
+    model_folder,
+    write_weights,
+)
 
 
 class NNEval(Learner):
-    """The NNEval learner: an MLP over metric scores trained on human-vs-machine captions.
+    """The NNEval learner: an MLP over metric scores trained on human-vs-machine captions or ratings.
 
     Args:
         features: feature metric specs; ``None`` for the paper's set (CIDEr-D, BLEU-1..4,
@@ -46,7 +54,8 @@ class NNEval(Learner):
         decay_every: see ``lr_decay`` (released code: 0.5 every 3 epochs).
         validation_rating: per validation item, the ``mode`` (paper; ties: median of the modes)
             or ``mean`` of its ratings, or ``all`` rating points.
-        kendall: τ variant for early stopping, ``b`` or ``c``.
+        kendall: τ variant for early stopping, ``b`` or ``c``; or one per validation set (a list,
+            e.g. ``[c, b]`` for Flickr8k-Expert then Flickr8k-CF, their presets' statistics).
         nonfinite: ``worst`` or ``raise`` (module docstring).
         seed: seeds initialisation and mini-batch order.
         cache_dir: folder for cached feature matrices (``None``: no cache).
@@ -59,7 +68,7 @@ class NNEval(Learner):
                  init: Literal["glorot-uniform", "he-normal"] = "glorot-uniform", l2: float = 1e-4,
                  lr: float = 1e-3, batch_size: int = 75, max_epochs: int = 500, patience: int = 20,
                  lr_decay: float = 1.0, decay_every: int = 0,
-                 validation_rating: Literal["mode", "mean", "all"] = "mode", kendall: Literal["b", "c"] = "b",
+                 validation_rating: Literal["mode", "mean", "all"] = "mode", kendall: Literal["b", "c"] | list[Literal["b", "c"]] = "b",
                  nonfinite: Literal["worst", "raise"] = "worst", seed: int = 0, cache_dir: str | None = None) -> None:
         self.features = features
         self.hidden = hidden
@@ -136,47 +145,89 @@ class NNEval(Learner):
     def fit_features(self, x: np.ndarray, labels: np.ndarray,
                      validation: tuple[np.ndarray, Any] | None = None) -> NNEval:
         """Fit on precomputed raw features; ``validation`` = (raw features per item, Judgments)."""
+        x = np.asarray(x, dtype=float)
+        labels = np.asarray(labels, dtype=int)
+        if set(np.unique(labels)) != {0, 1}:
+            raise MetricError("NNEval needs both human (1) and machine (0) training candidates")
+        self._train(x, labels, [validation] if validation is not None else [])
+        self.n_train_ = {"human": int(labels.sum()), "machine": int((labels == 0).sum())}
+        self.objective_ = "human-vs-machine"
+        return self
+
+    def fit_ratings(self, training: Sequence[Any], validation: Sequence[Any] = ()) -> NNEval:
+        """Fit P(human) to human ratings: every item of the :class:`~capmetrics.data.judgments.Judgments`
+        in ``training`` is an example whose target is its mean rating rescaled to [0, 1]
+        (:func:`~capmetrics.plugins.nneval.rating_targets.rating_targets`); early-stops on the mean
+        Kendall τ over the ``validation`` judgments."""
+        self.features_ = self.feature_specs()
+
+        def with_features(sets: Sequence[Any]) -> list[tuple[np.ndarray, Any]]:
+            return [(self.raw_features(*j.dataset.flat_pairs()[:2]), j) for j in sets]
+
+        return self.fit_rating_features(with_features(training), with_features(validation))
+
+    def fit_rating_features(self, training: Sequence[tuple[np.ndarray, Any]],
+                            validation: Sequence[tuple[np.ndarray, Any]] = ()) -> NNEval:
+        """:meth:`fit_ratings` on precomputed raw features: (raw features per item, Judgments) pairs."""
+        from capmetrics.plugins.nneval.rating_targets import rating_targets, source_name
+
+        if not training:
+            raise MetricError("NNEval: fit_ratings needs at least one set of training judgments")
+        x = np.vstack([np.asarray(f, dtype=float) for f, _ in training])
+        targets = np.concatenate([rating_targets(j) for _, j in training])
+        if x.shape[0] != targets.size:
+            raise MetricError(f"NNEval: feature rows {x.shape[0]} do not match {targets.size} judged items")
+        self._train(x, targets, list(validation))
+        self.n_train_ = {}
+        for k, (_, j) in enumerate(training):
+            name = source_name(j)
+            self.n_train_[name if name not in self.n_train_ else f"{name} ({k + 1})"] = len(j.dataset)
+        self.objective_ = "ratings"
+        return self
+
+    def _train(self, x: np.ndarray, targets: np.ndarray, validation: list[tuple[np.ndarray, Any]]) -> None:
+        """Scale, initialise and train on class labels or soft targets (``network.train``)."""
         from capmetrics.plugins.nneval.network import MLP, MinMaxScaler, train
 
         if not hasattr(self, "features_"):
             self.features_ = self.feature_specs()
-        x = np.asarray(x, dtype=float)
-        labels = np.asarray(labels, dtype=int)
-        if x.shape != (labels.size, len(self.features_)):
-            raise MetricError(f"NNEval: feature matrix {x.shape} does not match {labels.size} labels × "
+        if x.shape != (targets.size, len(self.features_)):
+            raise MetricError(f"NNEval: feature matrix {x.shape} does not match {targets.size} targets × "
                               f"{len(self.features_)} features")
-        if set(np.unique(labels)) != {0, 1}:
-            raise MetricError("NNEval needs both human (1) and machine (0) training candidates")
         self.fill_ = self._worst(x)
         x = self._clean(x, fitting=True)
         self.scaler_ = MinMaxScaler.fit(x) if self.scaling == "minmax" else None
         inputs = self.scaler_.transform(x) if self.scaler_ is not None else x
         rng = np.random.default_rng(self.seed)
         self.mlp_ = MLP.create([x.shape[1], *self.hidden, 2], self.init, rng)
-        validate = None
-        if validation is not None:
-            validate = self._validator(*validation)
-        self.log_ = train(self.mlp_, inputs, labels, lr=self.lr, batch_size=self.batch_size, l2=self.l2,
+        validate = self._validator(validation) if validation else None
+        self.log_ = train(self.mlp_, inputs, targets, lr=self.lr, batch_size=self.batch_size, l2=self.l2,
                           max_epochs=self.max_epochs, patience=self.patience, lr_decay=self.lr_decay,
                           decay_every=self.decay_every, rng=rng, validate=validate)
-        self.n_train_ = {"human": int(labels.sum()), "machine": int((labels == 0).sum())}
         if validate is not None and self.log_.best_epoch < 0:
             warnings.warn("NNEval: no epoch gave a defined validation tau (every caption scored alike); "
-                          "the initial weights were kept. Lower lr.", stacklevel=2)
-        return self
+                          "the initial weights were kept. Lower lr.", stacklevel=3)
 
-    def _validator(self, raw: np.ndarray, judgments: Any) -> Callable[[Any], float]:
+    def _validator(self, sets: list[tuple[np.ndarray, Any]]) -> Callable[[Any], float]:
+        """The early-stopping criterion: Kendall τ (``kendall``: the variant, or one per set) of
+        P(human) against each validation set's ratings (``validation_rating``), averaged over the sets."""
         from capmetrics.meta import correlations
 
-        inputs = self._inputs(raw)
-        key = f"kendall_{self.kendall}"
-        if self.validation_rating == "all":
-            index, rating = judgments.point_item, judgments.point_rating
-        else:
-            index, rating = np.arange(len(judgments.dataset)), judgments.item_rating(self.validation_rating)
+        variants = self.kendall if isinstance(self.kendall, list) else [self.kendall] * len(sets)
+        if len(variants) != len(sets) or not set(variants) <= {"b", "c"}:
+            raise MetricError(f"NNEval: kendall={self.kendall!r} must be b, c or a list of them, one per "
+                              f"validation set ({len(sets)})")
+        prepared = []
+        for (raw, judgments), variant in zip(sets, variants):
+            if self.validation_rating == "all":
+                index, rating = judgments.point_item, judgments.point_rating
+            else:
+                index, rating = np.arange(len(judgments.dataset)), judgments.item_rating(self.validation_rating)
+            prepared.append((self._inputs(raw), index, rating, f"kendall_{variant}"))
 
         def validate(model: Any) -> float:
-            value = correlations(model.predict(inputs)[index], rating)[key]
+            values = [correlations(model.predict(inputs)[index], rating)[key] for inputs, index, rating, key in prepared]
+            value = values[0] if len(values) == 1 else float(np.mean(values))
             return -np.inf if np.isnan(value) else value
 
         return validate
@@ -219,6 +270,8 @@ class NNEval(Learner):
                          "best_epoch": self.log_.best_epoch + 1, "epochs_run": len(self.log_.loss),
                          "loss": self.log_.loss, "validation_kendall": self.log_.validation},
         }
+        if getattr(self, "objective_", None) == "ratings":  # absent for human-vs-machine (older files)
+            meta["training"]["objective"] = "ratings"
         if provenance:
             meta["provenance"] = provenance
         (folder / MODEL_JSON).write_text(json.dumps(meta, indent=1), encoding="utf-8")

@@ -2,7 +2,9 @@
 
 The loss is the mean softmax cross-entropy plus ``l2 * sum(||W||^2) / 2`` over the weight
 matrices (biases are not regularised; the ½ is TensorFlow's ``l2_loss``, as in the released
-code). Class 1 is "human-written"; a caption's score is P(class 1).
+code). Class 1 is "human-written"; a caption's score is P(class 1). Targets are class labels
+(0/1) or, to learn from human ratings, soft targets: the wanted P(class 1) in [0, 1] (the
+cross-entropy against the distribution (1 - t, t); for t in {0, 1} it is the same loss).
 """
 
 from __future__ import annotations
@@ -76,13 +78,19 @@ class MLP:
         return self.forward(x)[1][:, 1]
 
     def gradients(self, x: np.ndarray, y: np.ndarray, l2: float) -> tuple[float, list[np.ndarray]]:
-        """Loss and gradients (weights first, then biases) on one mini-batch."""
+        """Loss and gradients (weights first, then biases) on one mini-batch; ``y``: integer class
+        labels, or float soft targets P(class 1) in [0, 1]."""
         acts, probs = self.forward(x)
         n = x.shape[0]
-        loss = -np.log(np.maximum(probs[np.arange(n), y], 1e-300)).mean()
+        if np.issubdtype(y.dtype, np.integer):
+            loss = -np.log(np.maximum(probs[np.arange(n), y], 1e-300)).mean()
+            delta = probs.copy()
+            delta[np.arange(n), y] -= 1.0
+        else:
+            target = np.column_stack([1.0 - y, y])
+            loss = -(target * np.log(np.maximum(probs, 1e-300))).sum(axis=1).mean()
+            delta = probs - target
         loss += 0.5 * l2 * sum(float((w * w).sum()) for w in self.weights)
-        delta = probs.copy()
-        delta[np.arange(n), y] -= 1.0
         delta /= n
         gw, gb = [], []
         for layer in range(len(self.weights) - 1, -1, -1):

@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from capmetrics import compose
+from capmetrics.data.judgments import Judgments
 from capmetrics.errors import MetricError, NotFittedError
 from capmetrics.plugins.nneval import NNEval
 from capmetrics.plugins.nneval.features import feature_matrix
 
-from tests.plugins.nneval.toys import FEATURES, Overlap, toy_judgments, toy_training
+from tests.plugins.nneval.toys import FEATURES, Overlap, toy_judgments, toy_ratings, toy_training
 
 
 def test_fit_save_load_and_score_as_a_metric(plugins, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -89,3 +90,42 @@ def test_saved_files_are_reproducible(plugins, tmp_path: Path) -> None:  # type:
     assert json.loads((tmp_path / "a" / "nneval.json").read_text())["provenance"] == {"seed": 0}
     np.testing.assert_array_equal(NNEval.load(tmp_path / "a").mlp_.weights[0],
                                   NNEval.load(tmp_path / "b").mlp_.weights[0])
+
+
+def test_rating_targets_and_image_splits() -> None:
+    from capmetrics.plugins.nneval.rating_targets import of_images, rating_targets, split_images
+
+    judged = toy_ratings(20)
+    expected = (judged.item_rating("mean") - judged.point_rating.min()) / np.ptp(judged.point_rating)
+    np.testing.assert_allclose(rating_targets(judged), expected)
+    expert_like = Judgments.from_ratings(toy_ratings(3).dataset, [[1, 1, 4], [4, 4, 4], [2, 3, 1]])
+    np.testing.assert_allclose(rating_targets(expert_like), [1 / 3, 1, 1 / 3])
+    other = toy_ratings(20, seed=1, scale=1.0)  # the same 10 images, other candidates and scale
+    images = split_images([judged, other], 0.5, seed=3)
+    first, _ = judged.split_by_group(0.5, seed=3)
+    assert len(images) == 5 and np.array_equal(of_images(judged, images), first)
+    assert np.array_equal(of_images(other, images), other.split_by_group(0.5, seed=3)[0])
+    flat = Judgments.from_ratings(judged.dataset, np.full(20, 2.0))
+    with pytest.raises(MetricError, match="toy.jsonl: every rating is 2.0"):
+        rating_targets(flat)
+
+
+def test_fit_ratings(plugins, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from capmetrics.meta import correlations
+
+    train, stop, test = toy_ratings(300, seed=0), toy_ratings(100, seed=1, source="cf.txt", scale=1.0), toy_ratings(100, seed=2)
+    learner = NNEval(features=FEATURES, hidden=[8], lr=0.01, batch_size=20, max_epochs=40, patience=10,
+                     validation_rating="all", kendall="c", seed=0)
+    learner.fit_ratings([train, stop.subset(np.arange(100) < 50)], [stop.subset(np.arange(100) >= 50)])
+    assert learner.n_train_ == {"toy.jsonl": 300, "cf.txt": 50}
+    p = learner.predict(*test.dataset.flat_pairs()[:2])
+    assert correlations(p[test.point_item], test.point_rating)["kendall_c"] > 0.6
+    assert learner.log_.validation[learner.log_.best_epoch] == max(learner.log_.validation)
+    learner.save(tmp_path / "m")
+    meta = json.loads((tmp_path / "m" / "nneval.json").read_text())
+    assert meta["training"]["objective"] == "ratings" and meta["params"]["kendall"] == "c"
+    np.testing.assert_allclose(NNEval.load(tmp_path / "m").predict(*test.dataset.flat_pairs()[:2]), p)
+    with pytest.raises(MetricError, match="at least one set of training judgments"):
+        NNEval(features=FEATURES).fit_ratings([])
+    with pytest.raises(MetricError, match=r"kendall=\['c'\] must be b, c or a list of them, one per validation set \(2\)"):
+        NNEval(features=FEATURES, kendall=["c"]).fit_ratings([train], [test, test])

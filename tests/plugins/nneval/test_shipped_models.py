@@ -49,12 +49,18 @@ def test_shipped_model_files_describe_their_training() -> None:
         meta = json.loads((SHIPPED_DIR / name / "nneval.json").read_text(encoding="utf-8"))
         assert meta["provenance"]["model"] == name and meta["provenance"]["seed"] == 0
         assert meta["provenance"]["versions"]["numpy"] and meta["params"]["hidden"] == [72, 72]
-        assert meta["training"]["examples"] == {"human": 18000, "machine": 18000}
         with np.load(SHIPPED_DIR / name / "weights.npz") as w:
             assert [w[f"w{i}"].shape[1] for i in range(3)] == [72, 72, 2]
             assert w["w0"].shape[0] == len(meta["features"])
-    paper = json.loads((SHIPPED_DIR / DEFAULT_MODEL / "nneval.json").read_text())["features"]
-    assert sorted(paper) == sorted(["cider-d", "bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "wmd"])
+    paper = json.loads((SHIPPED_DIR / DEFAULT_MODEL / "nneval.json").read_text())
+    assert sorted(paper["features"]) == sorted(["cider-d", "bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "wmd"])
+    # the paper's protocol: human vs impostor captions of the Flickr8k train split
+    assert paper["training"]["examples"] == {"human": 18000, "machine": 18000} and "objective" not in paper["training"]
+    # fitted to the Expert ratings of 375 of the 500 seen images, early-stopped on Expert and CF
+    rich = json.loads((SHIPPED_DIR / "flickr8k-embeddings" / "nneval.json").read_text())
+    assert rich["training"]["objective"] == "ratings" and rich["training"]["examples"] == {"ExpertAnnotations.txt": 2125}
+    assert rich["params"]["kendall"] == ["c", "b"] and rich["params"]["validation_rating"] == "all"
+    assert "375 judged images" in rich["provenance"]["training_set"]
 
 
 @pytest.mark.slow  # starts METEOR's JVM and loads MiniLM and GloVe: 20-100 s on 2 shared cores
