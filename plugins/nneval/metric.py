@@ -14,7 +14,8 @@ class NNEvalMetric(Distance):
 
     Args:
         model: a shipped model (``flickr8k-paper``, the default: the paper's features;
-            ``flickr8k-embeddings``: adds ROUGE-L, CIDEr, WEmbSim, MiniLM embedding cosine and BERTScore)
+            ``flickr8k-embeddings``: adds ROUGE-L, CIDEr, WEmbSim, MiniLM embedding cosine and BERTScore;
+            ``flickr8k-paper-spice``: the paper's features with SPICE, which needs ``capmetrics setup spice``)
             or the folder of a model written by ``capmetrics nneval train`` (or ``NNEval.save``).
     """
 

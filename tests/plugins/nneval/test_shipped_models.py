@@ -90,6 +90,33 @@ def test_shipped_models_score_the_sample_without_training(no_training: None) -> 
         assert (human[:n] > 0.5).mean() >= 0.8 and (human[n:] < 0.5).mean() >= 0.9, name
 
 
+def _spice_ready() -> bool:
+    from capmetrics.plugins.spice import Spice
+
+    try:
+        Spice().check_resources()
+    except MetricError:
+        return False
+    return True
+
+
+def test_spice_model_has_the_papers_features_and_protocol() -> None:
+    meta = json.loads((SHIPPED_DIR / "flickr8k-paper-spice" / "nneval.json").read_text(encoding="utf-8"))
+    assert meta["features"] == ["cider-d", "bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "wmd", "spice"]
+    assert meta["training"]["examples"] == {"human": 18000, "machine": 18000} and "objective" not in meta["training"]
+
+
+@pytest.mark.slow  # SPICE parses the sample's captions not yet cached (a CoreNLP JVM, 1-2 min once)
+@needs_java
+@pytest.mark.skipif(not _spice_ready(), reason="SPICE needs `capmetrics setup spice`")
+def test_spice_model_scores_the_sample_without_training(no_training: None) -> None:
+    dataset = load_dataset(SAMPLE)
+    results = score(dataset, ["nneval(model=flickr8k-paper-spice)", "spice", "nneval"])
+    values = results["nneval(model=flickr8k-paper-spice)"].item_values
+    assert results["nneval(model=flickr8k-paper-spice)"].signature["nneval_model"] == "flickr8k-paper-spice"
+    assert np.all((values > 0) & (values < 1)) and np.corrcoef(values, results["nneval"].item_values)[0, 1] > 0.5
+
+
 def test_model_argument_takes_a_name_or_a_path(tmp_path: Path) -> None:
     default = compose("nneval", "distance")
     sig = default.signature()
