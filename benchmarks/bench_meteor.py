@@ -16,12 +16,12 @@ import argparse
 import os
 import time
 from collections.abc import Callable
-from importlib.metadata import version
-from importlib.util import find_spec
 
 import numpy as np
 from capmetrics.data.flickr8k import load_crowdflower, load_expert
 from capmetrics.plugins.meteor import Meteor, MeteorJar
+from capmetrics.plugins.meteor._compiled import describe
+from capmetrics.plugins.meteor._resources import cache_root
 from capmetrics.plugins.meteor.native import lexicon
 from capmetrics.plugins.tokenizers import PTBTokenizer, WhitespaceTokenizer
 
@@ -50,7 +50,7 @@ def main() -> None:
     ptb = PTBTokenizer()
     cands = ptb.tokenize_joined([it.candidates[0] for it in dataset])
     refs = [ptb.tokenize_joined(list(it.references)) for it in dataset]
-    kernel = "numba " + version("numba") if find_spec("numba") else "plain Python (numba absent)"
+    kernel = describe(cache_root())
     print(f"Flickr8k-{args.data}: {len(cands)} candidates, {sum(map(len, refs))} references, "
           f"cores {len(os.sched_getaffinity(0))}, load {os.getloadavg()[0]:.1f}; native aligner: {kernel}")
     native, jar = Meteor(tokenizer=WhitespaceTokenizer()), MeteorJar(tokenizer=WhitespaceTokenizer())
