@@ -27,14 +27,13 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections import defaultdict
 
 import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import capmetrics
-from capmetrics.data.flickr8k import load_captions, load_expert
+from capmetrics.data.flickr8k import group_by_image, load_captions, load_expert
 from capmetrics.data.model import Dataset, Item
 from capmetrics.plugins.bertscore import _encoder
 
@@ -107,12 +106,7 @@ def main() -> None:
     idf_diff = max(float(np.abs(idf_ours.details[k] - r.numpy()).max()) for k, r in zip(("precision", "recall", "f1"), idf_ref))
     print(f"idf: max |d| over P, R, F = {idf_diff:.2e}")
 
-    by_image: dict[str, tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
-    for it in items:
-        group = by_image[it.id.split("#")[0]]
-        group[0].append(it.candidates[0])
-        group[1][:] = list(it.references)
-    groups = [(c[:5], r[:5]) for c, r in by_image.values() if len(c) >= 2]
+    groups = group_by_image(items, 5, min_candidates=2)
     trm = capmetrics.compose(f"trm(distance=bertscore(device={device}))", "statistic")
     embedded: list[str] = []
     enc = trm.distance.encoder()

@@ -33,14 +33,13 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections import defaultdict
 
 import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import capmetrics
-from capmetrics.data.flickr8k import load_expert
+from capmetrics.data.flickr8k import group_by_image, load_expert
 from capmetrics.plugins.mauve._divergence import histograms, mauve_scores
 from capmetrics.plugins.mauve._quantise import SplitQuantiser
 
@@ -48,13 +47,7 @@ ROOT = os.environ.get("CAPMETRICS_FLICKR8K", os.path.join(os.path.dirname(__file
 
 
 def load_items(n_items: int) -> list[tuple[list[str], list[str]]]:
-    dataset, _ = load_expert(ROOT)
-    by_image: dict[str, tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
-    for it in dataset.items:
-        group = by_image[it.id.split("#")[0]]
-        group[0].append(it.candidates[0])
-        group[1][:] = list(it.references)
-    return [(c[:5], r[:5]) for c, r in by_image.values() if len(c) >= 5 and len(r) >= 5][:n_items]
+    return group_by_image(load_expert(ROOT)[0].items, 5, min_candidates=5, min_references=5)[:n_items]
 
 
 def agreement(exact: np.ndarray, hits: np.ndarray, perms: int) -> str:

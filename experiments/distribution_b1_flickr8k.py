@@ -17,7 +17,6 @@ import argparse
 import os
 import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +24,7 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import capmetrics
-from capmetrics.data.flickr8k import load_captions, load_expert
+from capmetrics.data.flickr8k import group_by_image, load_captions, load_expert
 
 #: The paper's table (MSR-VTT human captions, 5 vs 5): method -> (log-p, samples/s).
 PAPER = {"trm(distance=cider-d)": (-1.596, 88.93), "mmd(embedder=bert)": (-1.786, 56.68),
@@ -34,13 +33,7 @@ PAPER = {"trm(distance=cider-d)": (-1.596, 88.93), "mmd(embedder=bert)": (-1.786
 
 
 def items_of(root: str, count: int) -> list[tuple[list[str], list[str]]]:
-    dataset, _ = load_expert(root)
-    by_image: dict[str, tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
-    for it in dataset.items:
-        group = by_image[it.id.split("#")[0]]
-        group[0].append(it.candidates[0])
-        group[1][:] = list(it.references)
-    return [(c[:5], r[:5]) for c, r in by_image.values() if len(c) >= 5 and len(r) >= 5][:count]
+    return group_by_image(load_expert(root)[0].items, 5, min_candidates=5, min_references=5)[:count]
 
 
 def train_fasttext(root: str, folder: Path) -> Path:

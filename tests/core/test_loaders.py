@@ -108,3 +108,14 @@ def test_empty_candidates_load_by_default_and_empty_references_never():
     assert [p.split(": ", 1)[1] for p in problems(info)] == ["item '1': duplicate id", "expected an object, got str"]
     with pytest.raises(DataError, match="empty_candidates must be 'score' or 'error'"):
         load_dataset(SAMPLE, empty_candidates="drop")
+
+
+def test_group_by_image_makes_multi_candidate_items():
+    from capmetrics.data.flickr8k import group_by_image
+    from capmetrics.data.model import Item
+
+    items = [Item("a.jpg#1", ("r1", "r2"), ("c1",)), Item("b.jpg#4", ("s1",), ("d1",)),
+             Item("a.jpg#2", ("r1", "r2"), ("c2",)), Item("a.jpg#3", ("r1", "r2"), ("c3",))]
+    assert group_by_image(items) == [(["c1", "c2", "c3"], ["r1", "r2"]), (["d1"], ["s1"])]
+    assert group_by_image(items, size=2, min_candidates=2) == [(["c1", "c2"], ["r1", "r2"])]
+    assert group_by_image(items, min_references=3) == []
