@@ -248,7 +248,7 @@ class Results:
         return buf.getvalue()
 
     def write_csv(self, handle: IO[str]) -> None:
-        """:meth:`to_csv` written metric by metric: text fields quoted by the csv module (once
+        """:meth:`to_csv` written in blocks of rows: text fields quoted by the csv module (once
         per distinct text), numbers formatted in bulk."""
         quoted = _CsvQuoter()
         handle.write("metric,level,item,candidate,value,p_value,signature\n")
@@ -264,6 +264,9 @@ class Results:
                 item = quoted(item_id)
                 lines.append(f"{name},item,{item},,{value},{p},{sig}\n")
                 lines.extend(f"{name},candidate,{item},{j},{next(cands)},,{sig}\n" for j in range(count))
+                if len(lines) >= 4096:  # in blocks: a streamed million items never sits in memory as text
+                    handle.write("".join(lines))
+                    lines.clear()
             handle.write("".join(lines))
 
     def to_table(self) -> str:
