@@ -22,7 +22,8 @@ corpus value is the mean, as in coco-caption.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -117,46 +118,46 @@ class Spice(Distance):
         joined = dict(zip([*candidates, *flat], self.tokenizer.tokenize_joined([*candidates, *flat])))
         tests = [joined[c] for c in candidates]
         refs = [tuple(joined[r] for r in rs) for rs in references]
-        entries = self.entries(list(dict.fromkeys([*tests, *(r for rs in refs for r in rs)])), tests, refs)
-        parses = {t: e["tuples"] for t, e in entries.items()}
-        synsets = _synset_table(entries.values())
-        test_graphs: dict[str, Graph] = {}
-        ref_graphs: dict[tuple[str, ...], Graph] = {}
-        rows, ties = [], []
-        for test, ref in zip(tests, refs):
-            if test not in test_graphs:
-                test_graphs[test] = build([parses[test]], synsets, self.last_in_ties)
-            if ref not in ref_graphs:
-                ref_graphs[ref] = build([parses[r] for r in ref], synsets, self.last_in_ties)
-            rows.append(evaluate(test_graphs[test], ref_graphs[ref]))
-            ties.append(test_graphs[test].ties + ref_graphs[ref].ties)
-        details: dict[str, Any] = details_arrays(np.stack(rows))
-        details["ties"] = np.array(ties, dtype=np.int64)
+        texts = list(dict.fromkeys([*tests, *(r for rs in refs for r in rs)]))
+        store = parse_cache() if self.cache else None
+        cached = store.get_many(texts) if store is not None else {}
+        todo = [t for t in texts if t not in cached]
+        items = range(len(tests))
+        if not todo:
+            results = _evaluate(cached, tests, refs, items, self.last_in_ties)
+        else:
+            # The items whose captions are all cached are scored on a thread while the JVMs parse.
+            ready = [i for i in items if tests[i] in cached and all(r in cached for r in refs[i])]
+            with ThreadPoolExecutor(1, thread_name_prefix="capmetrics-spice") as pool:
+                early = pool.submit(_evaluate, cached, tests, refs, ready, self.last_in_ties)
+                entries = {**cached, **self.parse_new(todo, store, tests, refs)}
+                results = early.result()
+            results.update(_evaluate(entries, tests, refs, [i for i in items if i not in results], self.last_in_ties))
+        details: dict[str, Any] = details_arrays(np.stack([results[i][0] for i in items]))
+        details["ties"] = np.array([results[i][1] for i in items], dtype=np.int64)
         values = details["All"]["f"].copy()
         return Scores(values, float(np.mean(values)), details)
 
-    def entries(self, texts: list[str], tests: Sequence[str], refs: Sequence[Sequence[str]]) -> dict[str, Entry]:
-        """Every text's tuples and synsets: from the parse cache, else parsed by the jar's parser
-        (and then cached, one transaction per finished shard)."""
-        store = parse_cache() if self.cache else None
-        found = store.get_many(texts) if store is not None else {}
-        todo = [t for t in texts if t not in found]
-        if todo:
-            java, corenlp = find_java(self.java), find_corenlp(self.corenlp)
+    def parse_new(self, todo: list[str], store: ParseCache | None, tests: Sequence[str],
+                  refs: Sequence[Sequence[str]]) -> dict[str, Entry]:
+        """The tuples and synsets of captions not in the parse cache, parsed by the jar's parser (and
+        cached, one transaction per finished shard)."""
+        java, corenlp = find_java(self.java), find_corenlp(self.corenlp)
+        found: dict[str, Entry] = {}
 
-            def command_for(threads: int, in_file: Path, out_file: Path) -> list[str]:
-                return parse_command(java, corenlp, self.memory, threads, in_file, out_file)
+        def command_for(threads: int, in_file: Path, out_file: Path) -> list[str]:
+            return parse_command(java, corenlp, self.memory, threads, in_file, out_file)
 
-            def keep(parsed: dict[str, Parse]) -> None:
-                fresh = {t: {"tuples": p, "synsets": _synsets_of(p)} for t, p in parsed.items()}
-                if store is not None:
-                    store.put_many(fresh)
-                found.update(fresh)
+        def keep(parsed: dict[str, Parse]) -> None:
+            fresh = {t: {"tuples": p, "synsets": _synsets_of(p)} for t, p in parsed.items()}
+            if store is not None:
+                store.put_many(fresh)
+            found.update(fresh)
 
-            try:
-                parse_captions(todo, command_for, self.jobs or default_jobs(len(todo)), self.timeout, keep)
-            except MetricError as err:
-                raise MetricError(f"{err} (in {_items_with(todo, tests, refs)})") from None
+        try:
+            parse_captions(todo, command_for, self.jobs or default_jobs(len(todo)), self.timeout, keep)
+        except MetricError as err:
+            raise MetricError(f"{err} (in {_items_with(todo, tests, refs)})") from None
         return found
 
     def signature_extra(self) -> dict[str, str]:
@@ -168,6 +169,25 @@ def _items_with(texts: Sequence[str], tests: Sequence[str], refs: Sequence[Seque
     wanted = set(texts)
     items = [i for i, (t, rs) in enumerate(zip(tests, refs)) if t in wanted or wanted.intersection(rs)]
     return f"item(s) {items[:10]}{' ...' if len(items) > 10 else ''}"
+
+
+def _evaluate(entries: dict[str, Entry], tests: Sequence[str], refs: Sequence[tuple[str, ...]],
+              items: Iterable[int], last_in_ties: bool) -> dict[int, tuple[np.ndarray, int]]:
+    """Per item of ``items``: the category counts of its candidate's scene graph matched against
+    its references' merged graph, and the merge ties met; each graph is built once."""
+    parses = {t: e["tuples"] for t, e in entries.items()}
+    synsets = _synset_table(entries.values())
+    test_graphs: dict[str, Graph] = {}
+    ref_graphs: dict[tuple[str, ...], Graph] = {}
+    results: dict[int, tuple[np.ndarray, int]] = {}
+    for i in items:
+        test, ref = tests[i], refs[i]
+        if test not in test_graphs:
+            test_graphs[test] = build([parses[test]], synsets, last_in_ties)
+        if ref not in ref_graphs:
+            ref_graphs[ref] = build([parses[r] for r in ref], synsets, last_in_ties)
+        results[i] = (evaluate(test_graphs[test], ref_graphs[ref]), test_graphs[test].ties + ref_graphs[ref].ties)
+    return results
 
 
 def _synsets_of(parse: Parse) -> dict[str, list[int]]:

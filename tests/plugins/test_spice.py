@@ -217,6 +217,35 @@ for i, t in enumerate(texts):
     assert runs.read_text() == "xxxx"  # two shards, each killed once and run again on what was left
 
 
+def test_an_interrupted_run_leaves_no_parser_running(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import signal
+    import sys
+    import time
+
+    pids = tmp_path / "pids"
+    helper = _fake_helper(tmp_path, f"open({str(pids)!r}, 'a').write(str(os.getpid()) + '\\n')\nimport time; time.sleep(60)")
+
+    def interrupt(signum, frame):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1.5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _parse.parse_captions(["a", "b"], lambda threads, i, o: [sys.executable, helper, str(i), str(o)], 2, 60,
+                                  lambda parsed: None)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 30
+    running = [int(p) for p in pids.read_text().split()]
+    assert len(running) == 2
+    for pid in running:  # both parsers were killed and reaped
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
 def test_a_parser_that_keeps_failing_names_the_caption_and_item(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import sys
 
@@ -334,3 +363,34 @@ def test_drop_in_sees_spice_without_a_javascript_engine(tmp_path, monkeypatch) -
 
     monkeypatch.setattr(spice, "find_corenlp", missing)
     assert not compat.spice_available()
+
+
+#: Captions with what CoreNLP's NER tags (names, places, dates, times, numbers, money, ordinals)
+#: and what SPICE's patterns look at (pronouns, plurals, quantities, possessives, passives).
+NER_CAPTIONS = [
+    "john and mary walk their two dogs in new york city on a sunny monday morning .",
+    "a man in a red shirt is holding 3 balloons at 5 pm on july 4th , 2010 .",
+    "the first of three boys jumps while his friend watches him .",
+    "a woman who is wearing a $ 20 hat sits on a bench in central park .",
+    "several people are being pulled by a boat on lake tahoe .",
+    "a dog named max is catching a frisbee thrown by its owner .",
+    "two young girls are playing with dozens of toys in the 1990s .",
+    "it is raining and they are standing under an umbrella near the eiffel tower .",
+]
+
+
+@needs_spice
+def test_the_helpers_quick_start_gives_the_jars_tuples(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The helper's start (no NER, no synonym tables) against the jar's own start, on one JVM each."""
+    java, corenlp = _resources.find_java(), _resources.find_corenlp()
+    found = []
+    for jar_start in (False, True):
+        found.append(_parse.parse_captions(
+            NER_CAPTIONS,
+            lambda threads, i, o, jar_start=jar_start: _parse.parse_command(java, corenlp, "3G", threads, i, o, jar_start),
+            1, 600, lambda parsed: None))
+    quick, jar = found
+    assert set(quick) == set(NER_CAPTIONS)
+    for caption in NER_CAPTIONS:
+        assert quick[caption] == jar[caption], caption
+    assert ["max", "frisbee", "catch"] in jar[NER_CAPTIONS[5]]  # real tuples, not empty lists
