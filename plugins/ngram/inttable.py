@@ -38,6 +38,11 @@ class IntTable:
             self.values[at[placed]] = values[pending[placed]]
             pending, at = pending[~placed], (at[~placed] + 1) & self.mask
 
+    def items(self) -> tuple[np.ndarray, np.ndarray]:
+        """The stored keys and their values (in slot order)."""
+        used = self.keys != EMPTY
+        return self.keys[used], self.values[used]
+
     def _home(self, keys: np.ndarray) -> np.ndarray:
         """The first slot tried for each key: the top ``bits`` bits of key x multiplier (mod 2^64)."""
         return (keys.view(np.uint64) * _MULTIPLIER >> np.uint64(64 - self.bits)).view(np.int64)

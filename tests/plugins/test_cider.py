@@ -188,3 +188,29 @@ def test_the_index_built_by_fit_looks_up_what_the_index_of_the_strings_does() ->
     assert not hasattr(parts, "_index")  # built from the strings when first needed
     assert parts.score(cands, refs + [["a"], ["b"]]).values.tobytes() == fitted.score(
         cands, refs + [["a"], ["b"]]).values.tobytes()
+
+
+def test_a_pickled_fitted_cider_d_sends_its_index_not_its_strings(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Workers get the fitted df as the exact index alone: same scores and signature, and the
+    strings, read back from the keys when asked for, equal the fitted table."""
+    import pickle
+
+    from capmetrics.plugins.ngram.cider import IndexedDf
+
+    refs = cr.random_captions(5, 300, 6)[1]
+    fitted = CiderD(tokenizer=WS).fit(refs)
+    cands = [r[0] for r in refs] + ["a zz b c"]
+    payload = pickle.dumps(fitted)
+    copy = pickle.loads(payload)
+    assert isinstance(copy.df_, IndexedDf) and copy._index[0] is copy.df_ and copy._index[1].df is None
+    four_grams = [g for g in fitted.df_ if g.count(" ") == 3]
+    assert four_grams and not any(g.encode() in payload for g in four_grams[:50])  # no n-gram string sent
+    assert copy.score(cands, refs + [["a"]]).values.tobytes() == fitted.score(cands, refs + [["a"]]).values.tobytes()
+    assert copy.df_._strings is None  # scoring never decoded the strings
+    assert copy.signature_extra() == fitted.signature_extra()
+    assert dict(copy.df_) == fitted.df_ and len(copy.df_) == len(fitted.df_) > 500
+    copy.save_df(tmp_path / "copy.json")
+    fitted.save_df(tmp_path / "fitted.json")
+    assert json.loads((tmp_path / "copy.json").read_text()) == json.loads((tmp_path / "fitted.json").read_text())
+    again = pickle.loads(pickle.dumps(copy))  # an unpickled one pickles the same way
+    assert again.score(cands, refs + [["a"]]).values.tobytes() == fitted.score(cands, refs + [["a"]]).values.tobytes()
