@@ -32,6 +32,15 @@ def jsonable(value: Any, path: str = "$") -> Any:
     if isinstance(value, np.bool_):
         return bool(value)
     if isinstance(value, np.ndarray):
+        if value.dtype.kind in "biu":  # tolist() gives Python ints and bools
+            return value.tolist()
+        if value.dtype.kind == "f":  # whole-array: non-finite floats become None
+            finite = np.isfinite(value)
+            if finite.all():
+                return value.tolist()
+            out = value.astype(object)
+            out[~finite] = None
+            return out.tolist()
         return [jsonable(v, f"{path}[{i}]") for i, v in enumerate(value.tolist())]
     if isinstance(value, Mapping):
         return {_key(k, path): jsonable(v, f"{path}.{k}") for k, v in value.items()}

@@ -126,9 +126,11 @@ class Spice(Distance):
         if not todo:
             results = _evaluate(cached, tests, refs, items, self.last_in_ties)
         else:
-            # The items whose captions are all cached are scored on a thread while the JVMs parse.
+            # While the JVMs parse, a thread loads the synonym tables (for the new captions' synsets)
+            # and scores the items whose captions are all cached.
             ready = [i for i in items if tests[i] in cached and all(r in cached for r in refs[i])]
             with ThreadPoolExecutor(1, thread_name_prefix="capmetrics-spice") as pool:
+                pool.submit(_synsets_of, [["a"]])
                 early = pool.submit(_evaluate, cached, tests, refs, ready, self.last_in_ties)
                 entries = {**cached, **self.parse_new(todo, store, tests, refs)}
                 results = early.result()
