@@ -18,14 +18,15 @@ run on all items with ``--jar-cache`` as its parse cache (fill it first, e.g. by
 ~25 min idle; ``--no-reference`` skips it and compares with the warm run instead); capmetrics is
 timed warm (its parse cache must hold every caption: one cold capmetrics run, which parses each
 distinct caption once). ``--cold`` also times a cold run on an empty parse cache of its own and
-then, in that cache, a run with every 10th candidate new (only those are parsed). Prints per-item
+then, in that cache, a run with every 10th candidate new (only those are parsed); ``--server``
+runs both through a parser server started before them (``capmetrics spice-server``). Prints per-item
 parity of every category's P/R/F, the items whose scene graphs met a merge tie, and Kendall tau-c.
 
 Usage:
 
     nice python benchmarks/bench_spice.py [--n 100] [--cf] [--jobs J] [--root /path/to/flickr8k]
     nice python benchmarks/bench_spice.py --full --jar-cache DIR
-    python benchmarks/bench_spice.py --full --no-reference --cold
+    python benchmarks/bench_spice.py --full --no-reference --cold [--server]
 """
 
 from __future__ import annotations
@@ -171,6 +172,8 @@ def main() -> None:
                         "candidate new (a word added; parsed into a copy of the parse cache)")
     parser.add_argument("--cold", action="store_true", help="with --full: also time a cold run (an empty parse "
                         "cache of its own), then a run with every 10th candidate new in that cache, against it")
+    parser.add_argument("--server", action="store_true", help="with --cold: run a parser server "
+                        "(capmetrics spice-server) for the cold and 10 %%-new runs, started before them")
     parser.add_argument("--no-reference", action="store_true", help="with --full: skip the jar; capmetrics' warm "
                         "run (the user's parse cache, checked against the jar before) is the reference")
     parser.add_argument("--cf", action="store_true", help="Flickr8k-CF instead of Flickr8k-Expert (subset mode)")
@@ -198,8 +201,16 @@ def main() -> None:
         ties = run_phase("ties", args, None)
         if args.cold:
             with tempfile.TemporaryDirectory() as cache:
-                results["cold"] = run_phase("cold", args, cache)
-                results["partial"] = run_phase("partial", args, cache)
+                server = [sys.executable, "-m", "capmetrics.cli", "spice-server"]
+                env = dict(os.environ, XDG_CACHE_HOME=cache)
+                if args.server:
+                    subprocess.run([*server, "start", "--idle", "600"], env=env, check=True)
+                try:
+                    results["cold"] = run_phase("cold", args, cache)
+                    results["partial"] = run_phase("partial", args, cache)
+                finally:
+                    if args.server:
+                        subprocess.run([*server, "stop"], env=env, check=False)
         elif args.partial:
             import shutil
 

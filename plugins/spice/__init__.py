@@ -31,6 +31,7 @@ import numpy as np
 from capmetrics import Distance, Scores, Tokenizer, hookimpl
 from capmetrics.errors import MetricError
 from capmetrics.plugins.java import check_items, find_java, java_signature
+from capmetrics.plugins.spice import _server
 from capmetrics.plugins.spice._graph import CATEGORIES, FIELDS, Graph, build, evaluate, synset_keys
 from capmetrics.plugins.spice._jar import command, details_arrays
 from capmetrics.plugins.spice._parse import default_jobs, parse_captions, parse_command
@@ -70,6 +71,9 @@ class Spice(Distance):
         jobs: parsing JVMs run side by side (default: one per two cores, as memory allows).
         last_in_ties: break scene-graph merge ties by the last candidate instead of the first
             (the jar breaks them by Java hash order; comparing both shows which items depend on it).
+        server: send new captions to the running parser server (``capmetrics spice-server
+            start``) when there is one for this parser; the run's own JVMs parse whatever it
+            does not answer.
     """
 
     name = "spice"
@@ -87,6 +91,7 @@ class Spice(Distance):
         cache: bool = True,
         jobs: int | None = None,
         last_in_ties: bool = False,
+        server: bool = True,
     ) -> None:
         if jobs is not None and jobs < 1:
             raise MetricError(f"spice: jobs must be at least 1, got {jobs}")
@@ -98,6 +103,7 @@ class Spice(Distance):
         self.cache = cache
         self.jobs = jobs
         self.last_in_ties = last_in_ties
+        self.server = server
 
     def check_resources(self) -> None:
         """Raise :class:`MetricError` naming what is missing to parse captions (pycocoevalcap's
@@ -156,10 +162,19 @@ class Spice(Distance):
                 store.put_many(fresh)
             found.update(fresh)
 
-        try:
-            parse_captions(todo, command_for, self.jobs or default_jobs(len(todo)), self.timeout, keep)
-        except MetricError as err:
-            raise MetricError(f"{err} (in {_items_with(todo, tests, refs)})") from None
+        if self.server:
+            server = _server.running(_server.server_version(PARSER_VERSION))
+            if server is not None:
+                try:
+                    _server.parse(server, todo, keep, self.timeout)
+                except _server.ServerError:
+                    pass  # parsed by this run's own JVMs below
+                todo = [t for t in todo if t not in found]
+        if todo:
+            try:
+                parse_captions(todo, command_for, self.jobs or default_jobs(len(todo)), self.timeout, keep)
+            except MetricError as err:
+                raise MetricError(f"{err} (in {_items_with(todo, tests, refs)})") from None
         return found
 
     def signature_extra(self) -> dict[str, str]:
@@ -222,6 +237,7 @@ def register_distances(register: Callable[..., None]) -> None:
 
 @hookimpl
 def register_commands(app: Any) -> None:
-    from capmetrics.plugins.spice._cli import add_setup_command
+    from capmetrics.plugins.spice._cli import add_server_commands, add_setup_command
 
     add_setup_command(app)
+    add_server_commands(app)

@@ -99,3 +99,59 @@ def add_setup_command(app: Any) -> None:
     group = setup_group(app)
     if "spice" not in command_names(group):
         group.command("spice")(setup_spice)
+
+
+server_app = typer.Typer(help="A SPICE parser that stays running between runs, so that runs with new "
+                         "captions skip the JVM's start and parse at a warmed-up JIT's speed.",
+                         no_args_is_help=True)
+
+
+@server_app.command("start")
+def start_server(
+    idle: Annotated[int, typer.Option(help="Exit after this many seconds without a client.")] = 3600,
+    threads: Annotated[int | None, typer.Option(help="CoreNLP threads (default: every core).")] = None,
+    memory: Annotated[str, typer.Option(help="The JVM's maximum heap (-Xmx).")] = "8G",
+) -> None:
+    """Start the parser server in the background (or report the one running); `spice` uses it
+    while it runs and parses with its own JVMs otherwise."""
+    import os
+
+    from capmetrics.cli import fail
+    from capmetrics.plugins.spice import PARSER_VERSION, _server
+    from capmetrics.plugins.spice._resources import find_corenlp, find_java
+
+    try:
+        info = _server.start(find_java(), find_corenlp(), memory, threads or os.cpu_count() or 1,
+                             _server.server_version(PARSER_VERSION), idle)
+    except CapmetricsError as err:
+        fail(err)
+    typer.echo(f"spice parser server running: pid {info.pid}, 127.0.0.1:{info.port} "
+               f"(exits after {idle} s without a client; `capmetrics spice-server stop` stops it)")
+
+
+@server_app.command("stop")
+def stop_server() -> None:
+    """Stop the running parser server."""
+    from capmetrics.plugins.spice import _server
+
+    typer.echo("spice parser server stopped" if _server.stop() else "no spice parser server was running")
+
+
+@server_app.command("status")
+def server_status() -> None:
+    """Whether a parser server runs, for which parser; exit code 1 when none does."""
+    from capmetrics.plugins.spice import PARSER_VERSION, _server
+
+    info = _server.read_info()
+    if info is None or not _server.ping(info):
+        typer.echo("no spice parser server is running")
+        raise typer.Exit(1)
+    usable = info.version == _server.server_version(PARSER_VERSION)
+    typer.echo(f"spice parser server: pid {info.pid}, 127.0.0.1:{info.port}, "
+               + ("used by spice" if usable else "another capmetrics version's parser: not used; stop it"))
+
+
+def add_server_commands(app: Any) -> None:
+    """Add the ``spice-server`` group (start, stop, status)."""
+    if not any(group.name == "spice-server" for group in app.registered_groups):
+        app.add_typer(server_app, name="spice-server")

@@ -62,19 +62,23 @@ def default_jobs(n_captions: int) -> int:
     return max(1, min(cores // 2, memory // JVM_BYTES, -(-n_captions // CHUNK)))
 
 
+def read_line(line: str | bytes, texts: Sequence[str]) -> tuple[str, Parse] | None:
+    """A helper's output line as (caption, tuples), or None (not a complete, valid tuple line)."""
+    try:
+        entry = json.loads(line)
+        if valid_parse(entry["t"]) and int(entry["i"]) >= 0:
+            return texts[int(entry["i"])], entry["t"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        pass  # the unfinished last line of a killed JVM, or a server's {"done": n}
+    return None
+
+
 def read_lines(out_file: Path, texts: Sequence[str]) -> dict[str, Parse]:
     """The complete lines of a (possibly killed) helper's output, as caption -> tuples."""
-    found: dict[str, Parse] = {}
     if not out_file.is_file():
-        return found
-    for line in out_file.read_text(encoding="utf-8").split("\n"):
-        try:
-            entry = json.loads(line)
-            if valid_parse(entry["t"]):
-                found[texts[int(entry["i"])]] = entry["t"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            continue  # the unfinished last line of a killed JVM
-    return found
+        return {}
+    found = (read_line(line, texts) for line in out_file.read_text(encoding="utf-8").split("\n"))
+    return dict(entry for entry in found if entry is not None)
 
 
 def _kill(runs: Sequence[tuple[object, object, subprocess.Popen[bytes], object]]) -> None:

@@ -394,3 +394,115 @@ def test_the_helpers_quick_start_gives_the_jars_tuples(tmp_path) -> None:  # typ
     for caption in NER_CAPTIONS:
         assert quick[caption] == jar[caption], caption
     assert ["max", "frisbee", "catch"] in jar[NER_CAPTIONS[5]]  # real tuples, not empty lists
+
+
+class _FakeServer:
+    """A stand-in parser server speaking the helper's protocol: each word becomes a tuple; it
+    answers ``answer`` captions of a request, then drops the connection."""
+
+    def __init__(self, version: str, answer: int = 10**9) -> None:
+        import socket
+        import threading
+
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.version, self.answer, self.requests = version, answer, []  # type: ignore[var-annotated]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            with conn, conn.makefile("rwb") as f:
+                if f.readline().strip() != b"secret":
+                    continue
+                request = f.readline().strip().decode()
+                if request == "PING":
+                    f.write(json.dumps({"version": self.version}).encode() + b"\n")
+                    continue
+                texts = json.loads(request)
+                self.requests.append(texts)
+                for i, t in enumerate(texts[: self.answer]):
+                    f.write(json.dumps({"i": i, "t": [[w] for w in t.split()]}).encode() + b"\n")
+                if self.answer >= len(texts):
+                    f.write(json.dumps({"done": len(texts)}).encode() + b"\n")
+
+    def register(self, version: str | None = None) -> None:
+        from capmetrics.plugins.spice import _server
+
+        _server.info_path().parent.mkdir(parents=True, exist_ok=True)
+        _server.info_path().write_text(json.dumps(
+            {"port": self.port, "token": "secret", "pid": os.getpid(), "version": version or self.version}))
+
+
+def test_a_running_server_parses_and_the_run_parses_what_it_did_not(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from capmetrics.plugins.spice import _server
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(spice, "_synsets_of", lambda parse: {k: [] for k in spice.synset_keys(parse)})
+    sent = _fake_parser(tmp_path, monkeypatch)
+    version = _server.server_version(spice.PARSER_VERSION)
+    cands, refs = ["a dog", "a cat", "a bird"], [["a dog runs"], ["a cat"], ["a bird flies"]]
+    alone = spice.Spice(cache=False, server=False).score(cands, refs)
+    assert len(sent) == 1
+
+    whole = _FakeServer(version)
+    whole.register()
+    assert _server.running(version) is not None
+    served = spice.Spice(cache=False).score(cands, refs)
+    assert whole.requests == [sent[0]] and len(sent) == 1  # the server parsed everything: no JVM
+    assert served.values.tobytes() == alone.values.tobytes()
+
+    part = _FakeServer(version, answer=2)  # drops the connection after two captions
+    part.register()
+    dropped = spice.Spice(cache=False).score(cands, refs)
+    assert sent[1] == sent[0][2:]  # the run's own JVM parsed the rest
+    assert dropped.values.tobytes() == alone.values.tobytes()
+
+    other = _FakeServer("another capmetrics")  # a server of another parser version is not used
+    other.register()
+    spice.Spice(cache=False).score(cands, refs)
+    assert other.requests == [] and len(sent) == 3
+    whole.register()
+    spice.Spice(cache=False, server=False).score(cands, refs)
+    assert len(whole.requests) == 1 and len(sent) == 4
+    _server.info_path().write_text('{"port": 1, "token": "x", "pid": 1, "version": "%s"}' % version)
+    spice.Spice(cache=False).score(cands, refs)  # a stale address: the run parses on its own
+    assert len(sent) == 5
+    assert not _server.stop() and not _server.info_path().exists()  # stop removes a stale file
+
+
+@needs_spice
+def test_the_parser_server_gives_the_helpers_tuples_and_stops(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    from capmetrics.plugins.spice import _server
+
+    java, corenlp = _resources.find_java(), _resources.find_corenlp()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    version = _server.server_version(spice.PARSER_VERSION)
+    info = _server.start(java, corenlp, "3G", 1, version, idle=120)
+    try:
+        assert _server.start(java, corenlp, "3G", 1, version).pid == info.pid  # the running one
+        assert (_server.info_path().stat().st_mode & 0o077) == 0  # owner-only
+        chunks: list[dict] = []
+        served = _server.parse(info, NER_CAPTIONS, chunks.append, 300)
+        direct = _parse.parse_captions(
+            NER_CAPTIONS, lambda threads, i, o: _parse.parse_command(java, corenlp, "3G", threads, i, o), 1, 600,
+            lambda parsed: None)
+        assert served == direct and sum(map(len, chunks)) == len(NER_CAPTIONS)
+    finally:
+        assert _server.stop()
+
+    def gone(pid: int) -> bool:
+        for _ in range(200):
+            if not _server.pid_alive(pid):
+                break
+            time.sleep(0.1)
+        return not _server.pid_alive(pid) and not _server.info_path().exists()
+
+    assert gone(info.pid)
+    idle = _server.start(java, corenlp, "3G", 1, version, idle=1)  # exits after 1 s without a client
+    assert gone(idle.pid)
