@@ -1,8 +1,10 @@
 """SPICE: the jar's command lines on Java 17, the per-caption parse cache, the sharded parser (a
-killed JVM retried, a failing caption named), only new captions parsed, output parsing,
-registration, and (when ``capmetrics setup spice`` has run) 40 Flickr8k-Expert items + 2 edge
-cases, parsed cold, against pycocoevalcap's own flow with the original jar
-(tests/data/spice/expert40.json), then warm without a JVM."""
+killed JVM retried, a failing caption named, an interrupted run leaving no JVM), only new
+captions parsed, the parser server (a stand-in: answered, dropped, another version, stale),
+output parsing, registration, and (when ``capmetrics setup spice`` has run) 40 Flickr8k-Expert
+items + 2 edge cases, parsed cold, against pycocoevalcap's own flow with the original jar
+(tests/data/spice/expert40.json), then warm without a JVM; the helper's quick start against the
+jar's own start; the real parser server."""
 
 from __future__ import annotations
 
