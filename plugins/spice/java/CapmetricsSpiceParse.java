@@ -13,7 +13,7 @@
 // Three things differ from the jar's own start, none of which changes a tuple:
 // - CoreNLP runs "tokenize,ssplit,parse,lemma", the jar's annotators less "ner": SpiceParser reads
 //   only the dependency graph, POS tags, words and lemmas, all made before NER runs, and loading
-//   NER's three CRF models is most of a cold start (and a third of the per-caption time);
+//   NER's three CRF models is most of a cold start (and a fifth of the per-caption time);
 // - the SpiceParser is made without its constructor, which only loads Meteor's synonym tables
 //   (used for scoring, which capmetrics does in Python; unused by the parse);
 // - the classes whose static set-up is slow (the dependency converter, the scene-graph enhancer
@@ -22,7 +22,7 @@
 // With -Dcapmetrics.spice.jar_pipeline=true the jar's own start is used instead (its constructor,
 // its annotators): experiments/spice_parser_equivalence.py compares the two on every caption.
 //
-// Built (the .class next to this file) from the repository root with
+// Built (the .class files next to this file) from the repository root with
 //   javac --release 8 -cp "<pycocoevalcap>/spice/spice-1.0.jar:<pycocoevalcap>/spice/lib/*:<CoreNLP 3.6.0 jar>" \
 //         -d plugins/spice/java plugins/spice/java/CapmetricsSpiceParse.java
 
