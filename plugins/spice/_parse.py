@@ -43,13 +43,20 @@ def helper_dir() -> Path:
     return Path(__file__).with_name("java")
 
 
+def helper_command(java: str, corenlp_jars: Sequence[Path], memory: str, args: Sequence[str],
+                   jar_start: bool = False) -> list[str]:
+    """The java command line that runs the helper class with ``args``."""
+    cp = classpath(corenlp_jars, [helper_dir()])
+    return [java, f"-Xmx{memory}", *java_options(java), *LOCALE_OPTIONS, *([JAR_START] if jar_start else []),
+            "-cp", cp, HELPER_CLASS, *args]
+
+
 def parse_command(java: str, corenlp_jars: Sequence[Path], memory: str, threads: int,
                   in_file: Path, out_file: Path, jar_start: bool = False) -> list[str]:
     """The java command line that parses the captions of ``in_file`` into ``out_file``; with
     ``jar_start`` the parser starts as the jar's own does (slower; the same tuples)."""
-    cp = classpath(corenlp_jars, [helper_dir()])
-    return [java, f"-Xmx{memory}", *java_options(java), *LOCALE_OPTIONS, *([JAR_START] if jar_start else []),
-            "-cp", cp, HELPER_CLASS, str(in_file), str(out_file), str(threads), str(CHUNK)]
+    return helper_command(java, corenlp_jars, memory, [str(in_file), str(out_file), str(threads), str(CHUNK)],
+                          jar_start)
 
 
 def default_jobs(n_captions: int) -> int:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import socket
 import subprocess
 import time
@@ -23,11 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capmetrics.errors import MetricError
-from capmetrics.plugins.java import LOCALE_OPTIONS, java_env
-from capmetrics.plugins.spice._jar import classpath
-from capmetrics.plugins.spice._parse import CHUNK, HELPER_CLASS, helper_dir, read_line
+from capmetrics.plugins.java import java_env
+from capmetrics.plugins.spice._parse import CHUNK, helper_command, helper_dir, read_line
 from capmetrics.plugins.spice._parse_cache import Parse
-from capmetrics.plugins.spice._resources import cache_root, java_options
+from capmetrics.plugins.spice._resources import cache_root
 
 #: Seconds without a client after which a server exits.
 IDLE_SECONDS = 3600
@@ -106,9 +104,7 @@ def start(java: str, corenlp_jars: Sequence[Path], memory: str, threads: int, ve
         return found
     folder = cache_root()
     folder.mkdir(parents=True, exist_ok=True)
-    cp = classpath(corenlp_jars, [helper_dir()])
-    cmd = [java, f"-Xmx{memory}", *java_options(java), *LOCALE_OPTIONS, "-cp", cp, HELPER_CLASS,
-           "--serve", str(info_path()), str(threads), str(idle), version]
+    cmd = helper_command(java, corenlp_jars, memory, ["--serve", str(info_path()), str(threads), str(idle), version])
     with open(folder / "parser-server.log", "wb") as log:
         proc = subprocess.Popen(cmd, cwd=folder, env=java_env(), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
@@ -175,16 +171,3 @@ def parse(info: ServerInfo, texts: Sequence[str], store: Callable[[dict[str, Par
         found.update(chunk)
     return found
 
-
-def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` runs (an exited one not yet reaped by its parent does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True

@@ -470,7 +470,7 @@ def test_a_running_server_parses_and_the_run_parses_what_it_did_not(tmp_path, mo
     whole.register()
     spice.Spice(cache=False, server=False).score(cands, refs)
     assert len(whole.requests) == 1 and len(sent) == 4
-    _server.info_path().write_text('{"port": 1, "token": "x", "pid": 1, "version": "%s"}' % version)
+    _server.info_path().write_text(json.dumps({"port": 1, "token": "x", "pid": 1, "version": version}))
     spice.Spice(cache=False).score(cands, refs)  # a stale address: the run parses on its own
     assert len(sent) == 5
     assert not _server.stop() and not _server.info_path().exists()  # stop removes a stale file
@@ -498,12 +498,19 @@ def test_the_parser_server_gives_the_helpers_tuples_and_stops(tmp_path, monkeypa
     finally:
         assert _server.stop()
 
+    def alive(pid: int) -> bool:  # an exited process not yet reaped by its parent (a zombie) is not
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
     def gone(pid: int) -> bool:
         for _ in range(200):
-            if not _server.pid_alive(pid):
+            if not alive(pid):
                 break
             time.sleep(0.1)
-        return not _server.pid_alive(pid) and not _server.info_path().exists()
+        return not alive(pid) and not _server.info_path().exists()
 
     assert gone(info.pid)
     idle = _server.start(java, corenlp, "3G", 1, version, idle=1)  # exits after 1 s without a client
