@@ -7,11 +7,11 @@ import hashlib
 import importlib.util
 import json
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-from capmetrics.component import Distance
+from capmetrics.component import Distance, Embedder
 from capmetrics.errors import MetricError, UnknownComponentError
 
 #: The paper's feature set without SPICE: the default does not change with what is installed
@@ -25,6 +25,9 @@ FEATURE_EXTRAS: dict[str, tuple[tuple[str, str], ...]] = {
     "wembsim": (("gensim", "embeddings"),),
     "embedding-cosine": (("torch", "torch"), ("sentence_transformers", "torch")),
     "bertscore": (("torch", "torch"), ("transformers", "bertscore")),
+    # embedders of the interaction inputs (NNEval(interaction=...))
+    "bert": (("torch", "torch"), ("sentence_transformers", "torch")),
+    "sentence-transformer": (("torch", "torch"), ("sentence_transformers", "torch")),
 }
 
 
@@ -80,6 +83,54 @@ def check_features(specs: Sequence[str], source: str) -> list[Distance]:
     return built
 
 
+def build_interaction(spec: str, source: str) -> Embedder:
+    """The sentence embedder of NNEval's interaction inputs; names a missing plugin or extra."""
+    from capmetrics.registry.compose import compose
+
+    extras = missing_extras([spec])
+    if extras:
+        raise MetricError(f"{source}: the interaction embedder {spec!r} needs capmetrics[{extras[spec]}], which is "
+                          f"not installed; pip install 'capmetrics[{extras[spec]}]'")
+    try:
+        return compose(spec, "embedder")  # type: ignore[return-value]
+    except UnknownComponentError as err:
+        raise MetricError(f"{source} needs the embedder {spec!r}, which no installed plugin provides") from err
+
+
+def interaction_inputs(embedder: Embedder, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:
+    """Per candidate ``[c ⊙ r, |c − r|]`` (2·dim columns): ``c`` its unit sentence vector, ``r`` the
+    unit mean of its references' unit vectors; each distinct text is embedded once."""
+    texts = list(dict.fromkeys([*candidates, *(r for refs in references for r in refs)]))
+    row = {t: k for k, t in enumerate(texts)}
+    vectors = np.asarray(embedder.embed_texts(texts), dtype=float)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    cand = vectors[[row[c] for c in candidates]]
+    flat = np.array([row[r] for refs in references for r in refs], dtype=np.int64)
+    counts = np.array([len(refs) for refs in references], dtype=np.int64)
+    if (counts == 0).any():
+        raise MetricError(f"NNEval interaction inputs: candidate {int(np.argmax(counts == 0))} has no references")
+    sums = np.add.reduceat(vectors[flat], np.concatenate([[0], np.cumsum(counts)[:-1]]), axis=0)
+    refs = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
+    return np.hstack([cand * refs, np.abs(cand - refs)])
+
+
+def cached_columns(key_parts: object, compute: Callable[[], np.ndarray], spec: str, digest: str,
+                   cache_dir: str | Path | None) -> np.ndarray:
+    """``compute()``'s columns, read from / written to ``<cache_dir>/<hash of key_parts>.npz``."""
+    if cache_dir is None:
+        return compute()
+    key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()[:24]
+    path = Path(cache_dir) / f"{key}.npz"
+    if path.is_file():
+        return np.load(path)["values"]
+    values = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, values=values, spec=spec, data=digest)
+    tmp.replace(path)
+    return values
+
+
 def data_hash(candidates: Sequence[str], references: Sequence[Sequence[str]]) -> str:
     """A digest of the scored pairs (order matters)."""
     h = hashlib.sha256()
@@ -96,24 +147,19 @@ def feature_column(metric: Distance, candidates: Sequence[str], references: Sequ
     The cache key is the metric's signature (spec plus versions and file checksums) and the
     digest of the data.
     """
-    if cache_dir is None:
+    def compute() -> np.ndarray:
         return np.asarray(metric.score(list(candidates), list(references)).values, dtype=float)
+
+    if cache_dir is None:
+        return compute()
     digest = digest or data_hash(candidates, references)
-    key = hashlib.sha256(json.dumps([metric.signature(), digest], sort_keys=True).encode()).hexdigest()[:24]
-    path = Path(cache_dir) / f"{key}.npz"
-    if path.is_file():
-        return np.load(path)["values"]
-    values = np.asarray(metric.score(list(candidates), list(references)).values, dtype=float)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.npz")
-    np.savez(tmp, values=values, spec=metric.spec, data=digest)
-    tmp.replace(path)
-    return values
+    return cached_columns([metric.signature(), digest], compute, metric.spec, digest, cache_dir)
 
 
 def feature_matrix(metrics: Sequence[Distance], candidates: Sequence[str], references: Sequence[Sequence[str]],
-                   cache_dir: str | Path | None = None) -> np.ndarray:
-    """One column per metric (see :func:`feature_column`)."""
+                   cache_dir: str | Path | None = None, interaction: Embedder | None = None) -> np.ndarray:
+    """One column per metric (see :func:`feature_column`), then ``interaction``'s
+    :func:`interaction_inputs` when given (cached likewise)."""
     digest = data_hash(candidates, references) if cache_dir is not None else None
     columns = []
     for metric in metrics:
@@ -121,4 +167,8 @@ def feature_matrix(metrics: Sequence[Distance], candidates: Sequence[str], refer
             columns.append(feature_column(metric, candidates, references, cache_dir, digest))
         except MetricError as err:
             raise MetricError(f"NNEval feature {metric.spec!r}: {err}") from err
+    if interaction is not None:
+        key = ["interaction", interaction.signature(), digest]
+        columns.append(cached_columns(key, lambda: interaction_inputs(interaction, candidates, references),
+                                      interaction.spec, digest or "", cache_dir))
     return np.column_stack(columns)

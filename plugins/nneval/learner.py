@@ -25,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 from capmetrics import Learner
 from capmetrics.errors import MetricError, NotFittedError
-from capmetrics.plugins.nneval.features import build_feature, check_features, paper_features
+from capmetrics.plugins.nneval.features import build_feature, build_interaction, check_features, paper_features
 from capmetrics.plugins.nneval.model_files import (
     MODEL_FORMAT,
     MODEL_JSON,
@@ -57,11 +57,19 @@ class NNEval(Learner):
         kendall: τ variant for early stopping, ``b`` or ``c``; or one per validation set (a list,
             e.g. ``[c, b]`` for Flickr8k-Expert then Flickr8k-CF, their presets' statistics).
         nonfinite: ``worst`` or ``raise`` (module docstring).
+        interaction: a sentence embedder spec (e.g. ``bert``, the bundled MiniLM): the inputs also
+            get, per candidate, ``[c ⊙ r, |c − r|]`` of its unit vector ``c`` and the unit mean ``r``
+            of its references' (scaled like the features); ``None``: metric scores only.
+        ensemble: ``none``: one network over all training examples; ``per-set``: with
+            :meth:`fit_ratings`, one network per training judgment set, each early-stopped on all
+            validation sets; a caption's score is then the logistic of the mean of their log-odds.
         seed: seeds initialisation and mini-batch order.
         cache_dir: folder for cached feature matrices (``None``: no cache).
     """
 
     name = "nneval"
+    #: Settings left out of a model file at their default, so files written before they existed stay byte-identical.
+    _DEFAULTS = {"interaction": None, "ensemble": "none"}
 
     def __init__(self, features: list[str] | None = None, hidden: list[int] = [72, 72],  # noqa: B006
                  scaling: Literal["minmax", "none"] = "minmax",
@@ -69,7 +77,10 @@ class NNEval(Learner):
                  lr: float = 1e-3, batch_size: int = 75, max_epochs: int = 500, patience: int = 20,
                  lr_decay: float = 1.0, decay_every: int = 0,
                  validation_rating: Literal["mode", "mean", "all"] = "mode", kendall: Literal["b", "c"] | list[Literal["b", "c"]] = "b",
-                 nonfinite: Literal["worst", "raise"] = "worst", seed: int = 0, cache_dir: str | None = None) -> None:
+                 nonfinite: Literal["worst", "raise"] = "worst", interaction: str | None = None,
+                 ensemble: Literal["none", "per-set"] = "none", seed: int = 0, cache_dir: str | None = None) -> None:
+        if ensemble not in ("none", "per-set"):
+            raise MetricError(f"NNEval: ensemble must be none or per-set, got {ensemble!r}")
         self.features = features
         self.hidden = hidden
         self.scaling = scaling
@@ -84,6 +95,8 @@ class NNEval(Learner):
         self.validation_rating = validation_rating
         self.kendall = kendall
         self.nonfinite = nonfinite
+        self.interaction = interaction
+        self.ensemble = ensemble
         self.seed = seed
         self.cache_dir = cache_dir
 
@@ -100,9 +113,11 @@ class NNEval(Learner):
 
         specs = self.feature_specs()
         built = self.__dict__.get("_feature_metrics")
-        if built is None or built[0] != specs:  # built once, so a JVM or an embedding model loads once
-            built = self.__dict__["_feature_metrics"] = (specs, check_features(specs, "NNEval"))
-        return feature_matrix(built[1], candidates, references, self.cache_dir)
+        if built is None or built[0] != (specs, self.interaction):  # built once: a JVM or a model loads once
+            embedder = build_interaction(self.interaction, "NNEval") if self.interaction else None
+            built = (specs, self.interaction), check_features(specs, "NNEval"), embedder
+            self.__dict__["_feature_metrics"] = built
+        return feature_matrix(built[1], candidates, references, self.cache_dir, built[2])
 
     def _clean(self, x: np.ndarray, fitting: bool) -> np.ndarray:
         bad = ~np.isfinite(x)
@@ -122,7 +137,8 @@ class NNEval(Learner):
         return np.where(bad, self.fill_[None, :], x)
 
     def _worst(self, x: np.ndarray) -> np.ndarray:
-        higher = np.array([build_feature(s).higher_is_better for s in self.features_])
+        higher = np.array([build_feature(s).higher_is_better for s in self.features_]
+                          + [True] * (x.shape[1] - len(self.features_)))
         masked = np.where(np.isfinite(x), x, np.nan)
         return np.where(higher, np.nanmin(masked, axis=0), np.nanmax(masked, axis=0))
 
@@ -177,7 +193,11 @@ class NNEval(Learner):
         targets = np.concatenate([rating_targets(j) for _, j in training])
         if x.shape[0] != targets.size:
             raise MetricError(f"NNEval: feature rows {x.shape[0]} do not match {targets.size} judged items")
-        self._train(x, targets, list(validation))
+        groups = None
+        if self.ensemble == "per-set" and len(training) > 1:
+            ends = np.cumsum([len(j.dataset) for _, j in training])
+            groups = [np.arange(end - len(j.dataset), end) for end, (_, j) in zip(ends, training)]
+        self._train(x, targets, list(validation), groups)
         self.n_train_ = {}
         for k, (_, j) in enumerate(training):
             name = source_name(j)
@@ -185,28 +205,36 @@ class NNEval(Learner):
         self.objective_ = "ratings"
         return self
 
-    def _train(self, x: np.ndarray, targets: np.ndarray, validation: list[tuple[np.ndarray, Any]]) -> None:
-        """Scale, initialise and train on class labels or soft targets (``network.train``)."""
+    def _train(self, x: np.ndarray, targets: np.ndarray, validation: list[tuple[np.ndarray, Any]],
+               groups: list[np.ndarray] | None = None) -> None:
+        """Scale, initialise and train on class labels or soft targets (``network.train``): one
+        network, or one per row group of ``groups`` (all share the scaling, fitted on all rows)."""
         from capmetrics.plugins.nneval.network import MLP, MinMaxScaler, train
 
         if not hasattr(self, "features_"):
             self.features_ = self.feature_specs()
-        if x.shape != (targets.size, len(self.features_)):
+        extra = x.shape[1] - len(self.features_)
+        if x.shape[0] != targets.size or extra < 0 or (extra > 0) != bool(self.interaction):
             raise MetricError(f"NNEval: feature matrix {x.shape} does not match {targets.size} targets × "
-                              f"{len(self.features_)} features")
+                              f"{len(self.features_)} features" + (" and the interaction inputs" if self.interaction else ""))
         self.fill_ = self._worst(x)
         x = self._clean(x, fitting=True)
         self.scaler_ = MinMaxScaler.fit(x) if self.scaling == "minmax" else None
         inputs = self.scaler_.transform(x) if self.scaler_ is not None else x
         rng = np.random.default_rng(self.seed)
-        self.mlp_ = MLP.create([x.shape[1], *self.hidden, 2], self.init, rng)
         validate = self._validator(validation) if validation else None
-        self.log_ = train(self.mlp_, inputs, targets, lr=self.lr, batch_size=self.batch_size, l2=self.l2,
-                          max_epochs=self.max_epochs, patience=self.patience, lr_decay=self.lr_decay,
-                          decay_every=self.decay_every, rng=rng, validate=validate)
-        if validate is not None and self.log_.best_epoch < 0:
-            warnings.warn("NNEval: no epoch gave a defined validation tau (every caption scored alike); "
-                          "the initial weights were kept. Lower lr.", stacklevel=3)
+        rows = [np.arange(targets.size)] if groups is None else groups
+        self.members_ = []
+        for member in rows:
+            mlp = MLP.create([x.shape[1], *self.hidden, 2], self.init, rng)
+            log = train(mlp, inputs[member], targets[member], lr=self.lr, batch_size=self.batch_size, l2=self.l2,
+                        max_epochs=self.max_epochs, patience=self.patience, lr_decay=self.lr_decay,
+                        decay_every=self.decay_every, rng=rng, validate=validate)
+            if validate is not None and log.best_epoch < 0:
+                warnings.warn("NNEval: no epoch gave a defined validation tau (every caption scored alike); "
+                              "the initial weights were kept. Lower lr.", stacklevel=3)
+            self.members_.append((mlp, log))
+        self.mlp_, self.log_ = self.members_[0]
 
     def _validator(self, sets: list[tuple[np.ndarray, Any]]) -> Callable[[Any], float]:
         """The early-stopping criterion: Kendall τ (``kendall``: the variant, or one per set) of
@@ -238,9 +266,13 @@ class NNEval(Learner):
             raise NotFittedError("NNEval is not fitted; call fit() or NNEval.load(path)")
 
     def predict_features(self, raw: np.ndarray) -> np.ndarray:
-        """P(human) from raw feature rows."""
+        """P(human) from raw feature rows (with several networks, the logistic of their mean log-odds)."""
         self._check_fitted()
-        return self.mlp_.predict(self._inputs(raw))
+        inputs = self._inputs(raw)
+        members = getattr(self, "members_", None) or [(self.mlp_, None)]
+        if len(members) == 1:
+            return self.mlp_.predict(inputs)
+        return 1.0 / (1.0 + np.exp(-np.mean([m.log_odds(inputs) for m, _ in members], axis=0)))
 
     def predict(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:
         """P(human) of each candidate against its references."""
@@ -254,8 +286,12 @@ class NNEval(Learner):
         self._check_fitted()
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
-        arrays = {f"w{i}": w for i, w in enumerate(self.mlp_.weights)}
-        arrays.update({f"b{i}": b for i, b in enumerate(self.mlp_.biases)})
+        members = getattr(self, "members_", None) or [(self.mlp_, self.log_)]
+        arrays = {}
+        for k, (mlp, _) in enumerate(members):  # the first network's arrays keep their plain names
+            prefix = f"m{k}_" if k else ""
+            arrays.update({f"{prefix}w{i}": w for i, w in enumerate(mlp.weights)})
+            arrays.update({f"{prefix}b{i}": b for i, b in enumerate(mlp.biases)})
         write_weights(folder / WEIGHTS, arrays)
         from capmetrics import __version__
 
@@ -263,15 +299,23 @@ class NNEval(Learner):
             "format": MODEL_FORMAT, "version": 1, "capmetrics": __version__,
             "features": self.features_,
             "feature_signatures": [build_feature(s).signature() for s in self.features_],
+            **({"interaction_signature": build_interaction(self.interaction, "NNEval").signature()}
+               if self.interaction else {}),
             "scaler": None if self.scaler_ is None else self.scaler_.to_json(),
             "fill": self.fill_.tolist(),
-            "params": {k: v for k, v in self.get_params().items() if k not in ("features", "cache_dir")},
+            "params": {k: v for k, v in self.get_params().items() if k not in ("features", "cache_dir")
+                       and not (k in ("interaction", "ensemble") and v == self._DEFAULTS[k])},
             "training": {"examples": self.n_train_, "nonfinite_replaced": self.nonfinite_counts_,
                          "best_epoch": self.log_.best_epoch + 1, "epochs_run": len(self.log_.loss),
                          "loss": self.log_.loss, "validation_kendall": self.log_.validation},
         }
         if getattr(self, "objective_", None) == "ratings":  # absent for human-vs-machine (older files)
             meta["training"]["objective"] = "ratings"
+        if len(members) > 1:  # one network per training set; "training" above describes the first
+            meta["training"]["members"] = [
+                {"examples": name, "best_epoch": log.best_epoch + 1, "epochs_run": len(log.loss),
+                 "loss": log.loss, "validation_kendall": log.validation}
+                for name, (_, log) in zip(self.n_train_, members)]
         if provenance:
             meta["provenance"] = provenance
         (folder / MODEL_JSON).write_text(json.dumps(meta, indent=1), encoding="utf-8")
@@ -289,11 +333,17 @@ class NNEval(Learner):
         if meta.get("format") != MODEL_FORMAT:
             raise MetricError(f"{folder / MODEL_JSON} is not a {MODEL_FORMAT} file")
         check_features(meta["features"], f"NNEval model {folder}")
+        if meta["params"].get("interaction"):
+            build_interaction(meta["params"]["interaction"], f"NNEval model {folder}")
         model = cls(features=list(meta["features"]), **meta["params"])
         model.features_ = list(meta["features"])
         with np.load(folder / WEIGHTS) as arrays:
             n = len([k for k in arrays.files if k.startswith("w")])
-            model.mlp_ = MLP([arrays[f"w{i}"] for i in range(n)], [arrays[f"b{i}"] for i in range(n)])
+            count = 1 + len(meta["training"].get("members", [None])[1:])
+            prefixes = [f"m{k}_" if k else "" for k in range(count)]
+            model.members_ = [(MLP([arrays[f"{p}w{i}"] for i in range(n)], [arrays[f"{p}b{i}"] for i in range(n)]), None)
+                              for p in prefixes]
+        model.mlp_ = model.members_[0][0]
         scaler = meta["scaler"]
         model.scaler_ = None if scaler is None else MinMaxScaler(np.array(scaler["lo"]), np.array(scaler["hi"]))
         model.fill_ = np.array(meta["fill"], dtype=float)

@@ -77,6 +77,14 @@ class MLP:
         """P(class 1) per row."""
         return self.forward(x)[1][:, 1]
 
+    def log_odds(self, x: np.ndarray) -> np.ndarray:
+        """log P(class 1) − log P(class 0) per row (the difference of the two output logits)."""
+        h = x
+        for w, b in zip(self.weights[:-1], self.biases[:-1]):
+            h = np.maximum(h @ w + b, 0.0)
+        logits = h @ self.weights[-1] + self.biases[-1]
+        return logits[:, 1] - logits[:, 0]
+
     def gradients(self, x: np.ndarray, y: np.ndarray, l2: float) -> tuple[float, list[np.ndarray]]:
         """Loss and gradients (weights first, then biases) on one mini-batch; ``y``: integer class
         labels, or float soft targets P(class 1) in [0, 1]."""

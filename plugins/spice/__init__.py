@@ -13,7 +13,8 @@ user cache folder and checks Java. The ``spice`` distance then
 3. builds SPICE's scene graphs and matches their tuples (exactly and through WordNet synsets from
    Meteor 1.5's synonym data) in Python (``_graph``), as the jar does.
 
-Per-caption values are the "All" F-scores; ``details`` holds precision, recall, F and the tuple
+Per-caption values are the "All" F-scores (``category`` and ``part`` pick another category's
+precision, recall or F); ``details`` holds precision, recall, F and the tuple
 counts of every category (All, Object, Attribute, Relation, Color, Cardinality, Size) as per-item
 arrays, the data of coco-caption's ``imgToEval``, plus ``details["ties"]``: per item, how often
 the scene-graph merging met a tie that the jar breaks by Java hash order (see ``_graph``); the
@@ -25,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from capmetrics import Distance, Scores, Tokenizer, hookimpl
@@ -46,6 +47,9 @@ from capmetrics.plugins.spice._resources import (
 from capmetrics.plugins.tokenizers import PTBTokenizer
 
 __all__ = ["CATEGORIES", "CORENLP_JARS", "FIELDS", "Spice", "cache_root", "find_corenlp", "spice_dir"]
+
+#: ``part`` -> the field of SPICE's per-category scores.
+PARTS = {"f": "f", "p": "pr", "r": "re"}
 
 #: Part of every parse-cache key: the jar and parser that produced a caption's tuples.
 PARSER_VERSION = f"spice-1.0:{SPICE_JAR_SHA256[:16]}:corenlp-3.6.0:tuples-v1"
@@ -74,6 +78,12 @@ class Spice(Distance):
         server: send new captions to the running parser server (``capmetrics spice-server
             start``) when there is one for this parser; the run's own JVMs parse whatever it
             does not answer.
+        category: whose scores are the values: ``all`` (SPICE), or the tuples of one category
+            (``object``, ``attribute``, ``relation``, ``color``, ``cardinality``, ``size``), as
+            coco-caption's per-category SPICE. A category with no tuples in the candidate or its
+            references has no precision or recall there: NaN, as the jar reports it (the corpus
+            value is then the mean over the items that have one).
+        part: ``f`` (F-score), ``p`` (precision) or ``r`` (recall).
     """
 
     name = "spice"
@@ -92,9 +102,16 @@ class Spice(Distance):
         jobs: int | None = None,
         last_in_ties: bool = False,
         server: bool = True,
+        category: str = "all",
+        part: Literal["f", "p", "r"] = "f",
     ) -> None:
         if jobs is not None and jobs < 1:
             raise MetricError(f"spice: jobs must be at least 1, got {jobs}")
+        if category.capitalize() not in CATEGORIES:
+            raise MetricError(f"spice: unknown category {category!r}; one of "
+                              f"{', '.join(c.lower() for c in CATEGORIES)}")
+        if part not in PARTS:
+            raise MetricError(f"spice: part must be f, p or r, got {part!r}")
         self.tokenizer = tokenizer
         self.corenlp = corenlp
         self.java = java
@@ -104,6 +121,8 @@ class Spice(Distance):
         self.jobs = jobs
         self.last_in_ties = last_in_ties
         self.server = server
+        self.category = category.lower()
+        self.part = part
 
     def check_resources(self) -> None:
         """Raise :class:`MetricError` naming what is missing to parse captions (pycocoevalcap's
@@ -143,8 +162,11 @@ class Spice(Distance):
             results.update(_evaluate(entries, tests, refs, [i for i in items if i not in results], self.last_in_ties))
         details: dict[str, Any] = details_arrays(np.stack([results[i][0] for i in items]))
         details["ties"] = np.array([results[i][1] for i in items], dtype=np.int64)
-        values = details["All"]["f"].copy()
-        return Scores(values, float(np.mean(values)), details)
+        values = details[self.category.capitalize()][PARTS[self.part]].copy()
+        if self.category == "all":
+            return Scores(values, float(np.mean(values)), details)
+        known = values[~np.isnan(values)]
+        return Scores(values, float(known.mean()) if known.size else float("nan"), details)
 
     def parse_new(self, todo: list[str], store: ParseCache | None, tests: Sequence[str],
                   refs: Sequence[Sequence[str]]) -> dict[str, Entry]:
