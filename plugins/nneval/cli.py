@@ -133,9 +133,11 @@ def build_cli() -> typer.Typer:
             fail(err, 2)
         except CapmetricsError as err:
             fail(err)
-        log = model.log_  # type: ignore[attr-defined]
-        best = f", validation tau {log.validation[log.best_epoch]:.4f}" if log.validation else ""
-        typer.echo(f"wrote {out} (epoch {log.best_epoch + 1} of {len(log.loss)}{best})", err=True)
+        runs = []
+        for _, log in model.members_:  # type: ignore[attr-defined]
+            best = f", validation tau {log.validation[log.best_epoch]:.4f}" if log.validation else ""
+            runs.append(f"epoch {log.best_epoch + 1} of {len(log.loss)}{best}")
+        typer.echo(f"wrote {out} ({'networks: ' if len(runs) > 1 else ''}{'; '.join(runs)})", err=True)
 
     @group.command("score")
     def score_cli(

@@ -17,7 +17,7 @@ WEIGHTS = "weights.npz"
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "models"
 #: The models shipped inside the package (trained by experiments/nneval_shipped_models.py).
-SHIPPED_MODELS = ("flickr8k-paper", "flickr8k-embeddings", "flickr8k-paper-spice")
+SHIPPED_MODELS = ("flickr8k-paper", "flickr8k-embeddings", "flickr8k-paper-spice", "flickr8k-embeddings-spice")
 #: The model of a plain ``nneval`` metric.
 DEFAULT_MODEL = "flickr8k-paper"
 

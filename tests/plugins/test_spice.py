@@ -272,6 +272,11 @@ def test_parameters_and_registration() -> None:
     from capmetrics.registry import compose
 
     assert isinstance(compose("spice"), spice.Spice)
+    assert compose("spice(category=Object, part=r)").category == "object"
+    with pytest.raises(MetricError, match="unknown category 'objects'; one of all, object, attribute"):
+        spice.Spice(category="objects")
+    with pytest.raises(MetricError, match="part must be f, p or r, got 'x'"):
+        spice.Spice(part="x")  # type: ignore[arg-type]
 
 
 def test_bad_input() -> None:
@@ -307,6 +312,14 @@ def test_expert40_equals_pycocoevalcap_and_warm_run_starts_no_jvm(tmp_path, monk
     monkeypatch.setattr(spice, "parse_captions", no_java)
     warm = spice.Spice(corenlp=corenlp).score(cands, refs)
     np.testing.assert_array_equal(warm.values, ours.values)
+    # category and part pick one category's precision, recall or F (NaN where it has no tuples)
+    for category, part, field in (("object", "p", "pr"), ("relation", "r", "re"), ("size", "f", "f"), ("all", "p", "pr")):
+        other = spice.Spice(corenlp=corenlp, category=category, part=part).score(cands, refs)
+        expected = np.array([np.nan if it["scores"][category.capitalize()][field] is None
+                             else it["scores"][category.capitalize()][field] for it in fixture["items"]], dtype=float)
+        np.testing.assert_allclose(other.values, expected, rtol=0, atol=1e-12, err_msg=f"{category}.{part}")
+        known = expected[~np.isnan(expected)]
+        assert other.corpus == pytest.approx(known.mean(), abs=1e-12) if known.size else np.isnan(other.corpus)
 
 
 def test_no_parse_cache_where_lmdbjni_has_no_native_library(monkeypatch, java17) -> None:  # type: ignore[no-untyped-def]

@@ -79,5 +79,13 @@ def test_nneval_cli_train_on_ratings(plugins, tmp_path: Path) -> None:  # type: 
                                    "--stop-on", files[3], "--rating-fraction", "0.5", *common])
     assert run.exit_code == 0, run.output
     assert json.loads((tmp_path / "m1" / "nneval.json").read_text())["training"]["examples"] == {"a.jsonl": 16}
+    # the flickr8k-embeddings-spice protocol: one network per --ratings set, interaction inputs
+    ensemble = [*common[:4], "--learner", "nneval(hidden=[4], max_epochs=3, ensemble=per-set, interaction=test-word-counts)",
+                *common[6:]]
+    run = CliRunner().invoke(app, ["nneval", "train", str(tmp_path / "m3"), *files, "--rating-fraction", "0.5", *ensemble])
+    assert run.exit_code == 0, run.output
+    assert "(networks: epoch " in run.output and run.output.count(" of 3") == 2
+    members = json.loads((tmp_path / "m3" / "nneval.json").read_text())["training"]["members"]
+    assert [m["examples"] for m in members] == ["a.jsonl", "b.jsonl"]
     both = CliRunner().invoke(app, ["nneval", "train", str(tmp_path / "m2"), *files, "--train", files[1], *common])
     assert both.exit_code == 2 and "--ratings trains on judged images" in both.output

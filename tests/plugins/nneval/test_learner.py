@@ -129,3 +129,61 @@ def test_fit_ratings(plugins, tmp_path: Path) -> None:  # type: ignore[no-untype
         NNEval(features=FEATURES).fit_ratings([])
     with pytest.raises(MetricError, match=r"kendall=\['c'\] must be b, c or a list of them, one per validation set \(2\)"):
         NNEval(features=FEATURES, kendall=["c"]).fit_ratings([train], [test, test])
+
+
+def test_interaction_inputs_and_per_set_ensemble(plugins, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from capmetrics.meta import correlations
+    from capmetrics.plugins.nneval.features import interaction_inputs
+    from tests.plugins.nneval.toys import WordCounts
+
+    # [c * r, |c - r|]: c the candidate's unit vector, r the unit mean of its references' unit vectors
+    inputs = interaction_inputs(WordCounts(), ["w1 w1", "w2 x"], [["w1", "w1 w2"], ["w3"]])
+    c = np.array([1.0, 0.0, 0.0])
+    r = np.array([1.0, 0.0, 0.0]) + np.array([1.0, 1.0, 0.0]) / np.sqrt(2)
+    r /= np.linalg.norm(r)
+    np.testing.assert_allclose(inputs[0, [1, 2, 3]], c * r)
+    np.testing.assert_allclose(inputs[0, 31 + np.array([1, 2, 3])], np.abs(c - r))
+    assert inputs.shape == (2, 62) and inputs[1, 31 + 30] == pytest.approx(1 / np.sqrt(2))
+
+    expert, cf = toy_ratings(300, seed=0), toy_ratings(300, seed=1, source="cf.txt", scale=1.0)
+    stop, test = toy_ratings(100, seed=2), toy_ratings(100, seed=3)
+    learner = NNEval(features=FEATURES, hidden=[8], lr=0.01, batch_size=20, max_epochs=40, patience=10,
+                     validation_rating="all", kendall="c", interaction="test-word-counts", ensemble="per-set",
+                     seed=0, cache_dir=str(tmp_path / "cache"))
+    learner.fit_ratings([expert, cf], [stop])
+    assert len(learner.members_) == 2 and learner.n_train_ == {"toy.jsonl": 300, "cf.txt": 300}
+    cands, refs, _ = test.dataset.flat_pairs()
+    raw = learner.raw_features(cands, refs)
+    assert raw.shape == (100, 2 + 62)
+    # the score is the logistic of the mean of the two networks' log-odds
+    x = learner._inputs(raw)
+    for mlp, _ in learner.members_:
+        np.testing.assert_allclose(1 / (1 + np.exp(-mlp.log_odds(x))), mlp.predict(x), rtol=1e-12)
+    mean = np.mean([mlp.log_odds(x) for mlp, _ in learner.members_], axis=0)
+    p = learner.predict(cands, refs)
+    np.testing.assert_allclose(p, 1 / (1 + np.exp(-mean)), rtol=1e-12)
+    assert not np.allclose(p, learner.members_[0][0].predict(x))
+    assert correlations(p[test.point_item], test.point_rating)["kendall_c"] > 0.5  # 0.59 (0.6+ without the toy inputs)
+
+    learner.save(tmp_path / "m")
+    meta = json.loads((tmp_path / "m" / "nneval.json").read_text())
+    assert meta["params"]["interaction"] == "test-word-counts" and meta["params"]["ensemble"] == "per-set"
+    assert [m["examples"] for m in meta["training"]["members"]] == ["toy.jsonl", "cf.txt"]
+    assert meta["interaction_signature"]["spec"] == "test-word-counts"
+    with np.load(tmp_path / "m" / "weights.npz") as w:
+        assert sorted(w.files) == sorted([f"{p}{k}{i}" for p in ("", "m1_") for k in "wb" for i in range(2)])
+    loaded = NNEval.load(tmp_path / "m")
+    np.testing.assert_allclose(loaded.predict(cands, refs), p, rtol=1e-12)
+    np.testing.assert_allclose(compose(f"nneval(model={json.dumps(str(tmp_path / 'm'))})", "distance")
+                               .score(cands, refs).values, p, rtol=1e-12)
+
+    # one training set: one network, and a file without the new settings when they are the defaults
+    single = NNEval(features=FEATURES, hidden=[8], max_epochs=3, ensemble="per-set").fit_ratings([expert])
+    assert len(single.members_) == 1
+    NNEval(features=FEATURES, hidden=[8], max_epochs=3).fit_ratings([expert]).save(tmp_path / "plain")
+    params = json.loads((tmp_path / "plain" / "nneval.json").read_text())["params"]
+    assert "interaction" not in params and "ensemble" not in params
+    with pytest.raises(MetricError, match="ensemble must be none or per-set, got 'mean'"):
+        NNEval(ensemble="mean")  # type: ignore[arg-type]
+    with pytest.raises(MetricError, match="needs the embedder 'no-such-embedder'"):
+        NNEval(features=FEATURES, interaction="no-such-embedder").fit_ratings([expert])

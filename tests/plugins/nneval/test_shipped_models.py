@@ -49,9 +49,11 @@ def test_shipped_model_files_describe_their_training() -> None:
         meta = json.loads((SHIPPED_DIR / name / "nneval.json").read_text(encoding="utf-8"))
         assert meta["provenance"]["model"] == name and meta["provenance"]["seed"] == 0
         assert meta["provenance"]["versions"]["numpy"] and meta["params"]["hidden"] == [72, 72]
+        interaction = 2 * 384 if meta["params"].get("interaction") == "bert" else 0  # MiniLM: 384-d
         with np.load(SHIPPED_DIR / name / "weights.npz") as w:
-            assert [w[f"w{i}"].shape[1] for i in range(3)] == [72, 72, 2]
-            assert w["w0"].shape[0] == len(meta["features"])
+            for prefix in ["", *(f"m{k}_" for k in range(1, len(meta["training"].get("members", [0]))))]:
+                assert [w[f"{prefix}w{i}"].shape[1] for i in range(3)] == [72, 72, 2]
+                assert w[f"{prefix}w0"].shape[0] == len(meta["features"]) + interaction
     paper = json.loads((SHIPPED_DIR / DEFAULT_MODEL / "nneval.json").read_text())
     assert sorted(paper["features"]) == sorted(["cider-d", "bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "wmd"])
     # the paper's protocol: human vs impostor captions of the Flickr8k train split
@@ -61,6 +63,15 @@ def test_shipped_model_files_describe_their_training() -> None:
     assert rich["training"]["objective"] == "ratings" and rich["training"]["examples"] == {"ExpertAnnotations.txt": 2125}
     assert rich["params"]["kendall"] == ["c", "b"] and rich["params"]["validation_rating"] == "all"
     assert "375 judged images" in rich["provenance"]["training_set"]
+    # two networks, fitted to the Expert and to the CF ratings of the same 375 images; MiniLM inputs
+    both = json.loads((SHIPPED_DIR / "flickr8k-embeddings-spice" / "nneval.json").read_text())
+    assert both["params"]["ensemble"] == "per-set" and both["params"]["interaction"] == "bert"
+    assert both["features"] == [*rich["features"], "spice", "spice(part=p)", "spice(part=r)", "spice(category=object)",
+                                "spice(category=object, part=p)", "spice(category=object, part=r)",
+                                "spice(category=attribute)", "spice(category=relation)"]
+    assert both["training"]["examples"] == {"ExpertAnnotations.txt": 2125, "CrowdFlowerAnnotations.txt": 18170}
+    assert [m["examples"] for m in both["training"]["members"]] == list(both["training"]["examples"])
+    assert "Flickr8k-Expert and Flickr8k-CF items of 375 judged images" in both["provenance"]["training_set"]
 
 
 @pytest.mark.slow  # starts METEOR's JVM and loads MiniLM and GloVe: 20-100 s on 2 shared cores
@@ -109,12 +120,23 @@ def test_spice_model_has_the_papers_features_and_protocol() -> None:
 @pytest.mark.slow  # SPICE parses the sample's captions not yet cached (a CoreNLP JVM, 1-2 min once)
 @needs_java
 @pytest.mark.skipif(not _spice_ready(), reason="SPICE needs `capmetrics setup spice`")
-def test_spice_model_scores_the_sample_without_training(no_training: None) -> None:
+def test_spice_models_score_the_sample_without_training(no_training: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(learner.NNEval, "fit_rating_features", lambda *a, **k: pytest.fail("trained"))
     dataset = load_dataset(SAMPLE)
-    results = score(dataset, ["nneval(model=flickr8k-paper-spice)", "spice", "nneval"])
+    both = "nneval(model=flickr8k-embeddings-spice)"
+    results = score(dataset, ["nneval(model=flickr8k-paper-spice)", "spice", "nneval", both, "embedding-cosine"])
     values = results["nneval(model=flickr8k-paper-spice)"].item_values
     assert results["nneval(model=flickr8k-paper-spice)"].signature["nneval_model"] == "flickr8k-paper-spice"
     assert np.all((values > 0) & (values < 1)) and np.corrcoef(values, results["nneval"].item_values)[0, 1] > 0.5
+    # the ratings model: the logistic of its two networks' mean log-odds, close to the sentence cosine
+    rated = results[both].item_values
+    assert results[both].signature["nneval_model"] == "flickr8k-embeddings-spice"
+    assert np.all((rated > 0) & (rated < 1)) and np.corrcoef(rated, results["embedding-cosine"].item_values)[0, 1] > 0.7
+    model = compose(both, "distance").learner()
+    raw = model.raw_features(*dataset.flat_pairs()[:2])
+    logits = [mlp.log_odds(model._inputs(raw)) for mlp, _ in model.members_]
+    np.testing.assert_allclose(np.concatenate(results[both].candidate_values),
+                               1 / (1 + np.exp(-np.mean(logits, axis=0))), rtol=1e-5)  # float32 MiniLM batches
 
 
 def test_model_argument_takes_a_name_or_a_path(tmp_path: Path) -> None:
@@ -144,6 +166,12 @@ def test_missing_extra_of_a_feature_is_named(monkeypatch: pytest.MonkeyPatch) ->
     needs = r"'embedding-cosine' needs capmetrics\[torch\].*pip install 'capmetrics\[torch\]'"
     with pytest.raises(MetricError, match=needs):
         compose("nneval(model=flickr8k-embeddings)", "distance").learner()
+    with pytest.raises(MetricError, match=needs):
+        compose("nneval(model=flickr8k-embeddings-spice)", "distance").learner()
+    from capmetrics.plugins.nneval.features import build_interaction
+
+    with pytest.raises(MetricError, match=r"interaction embedder 'bert' needs capmetrics\[torch\]"):
+        build_interaction("bert", "NNEval")
 
 
 def documented_taus() -> dict[tuple[str, str], float]:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from capmetrics import Distance, Scores, hookimpl
+from capmetrics import Distance, Embedder, Scores, hookimpl
 from capmetrics.data.judgments import Judgments
 from capmetrics.data.model import Dataset, Item
 from capmetrics.plugins.nneval.training_data import TrainingSet
@@ -46,11 +46,28 @@ class Length(Distance):
         return Scores(v, 0.0)
 
 
+class WordCounts(Embedder):
+    """Test sentence embedder: word counts over ``w0 .. w29`` (one more column for other words)."""
+
+    name = "test-word-counts"
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), 31))
+        for row, text in enumerate(texts):
+            for word in text.split():
+                out[row, int(word[1:]) if word[1:].isdigit() and int(word[1:]) < 30 else 30] += 1
+        return out
+
+
 class Features:
     @hookimpl
     def register_distances(self, register):  # type: ignore[no-untyped-def]
         register(Overlap)
         register(Length)
+
+    @hookimpl
+    def register_embedders(self, register):  # type: ignore[no-untyped-def]
+        register(WordCounts)
 
 
 
