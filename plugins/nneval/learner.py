@@ -20,12 +20,17 @@ import json
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from capmetrics import Learner
 from capmetrics.errors import MetricError, NotFittedError
-from capmetrics.plugins.nneval.features import build_feature, build_interaction, check_features, paper_features
+from capmetrics.plugins.nneval.features import (
+    build_feature,
+    build_interaction,
+    check_features,
+    paper_features,
+)
 from capmetrics.plugins.nneval.model_files import (
     MODEL_FORMAT,
     MODEL_JSON,
@@ -69,7 +74,7 @@ class NNEval(Learner):
 
     name = "nneval"
     #: Settings left out of a model file at their default, so files written before they existed stay byte-identical.
-    _DEFAULTS = {"interaction": None, "ensemble": "none"}
+    _DEFAULTS: ClassVar[dict[str, object]] = {"interaction": None, "ensemble": "none"}
 
     def __init__(self, features: list[str] | None = None, hidden: list[int] = [72, 72],  # noqa: B006
                  scaling: Literal["minmax", "none"] = "minmax",

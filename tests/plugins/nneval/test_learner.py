@@ -134,6 +134,7 @@ def test_fit_ratings(plugins, tmp_path: Path) -> None:  # type: ignore[no-untype
 def test_interaction_inputs_and_per_set_ensemble(plugins, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from capmetrics.meta import correlations
     from capmetrics.plugins.nneval.features import interaction_inputs
+
     from tests.plugins.nneval.toys import WordCounts
 
     # [c * r, |c - r|]: c the candidate's unit vector, r the unit mean of its references' unit vectors
