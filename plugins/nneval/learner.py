@@ -119,8 +119,11 @@ class NNEval(Learner):
         specs = self.feature_specs()
         built = self.__dict__.get("_feature_metrics")
         if built is None or built[0] != (specs, self.interaction):  # built once: a JVM or a model loads once
-            embedder = build_interaction(self.interaction, "NNEval") if self.interaction else None
-            built = (specs, self.interaction), check_features(specs, "NNEval"), embedder
+            metrics = check_features(specs, "NNEval")
+            # the interaction embedder of a feature metric (e.g. embedding-cosine's) is reused: loaded once
+            shared = (m.embedder for m in metrics if getattr(getattr(m, "embedder", None), "spec", None) == self.interaction)
+            embedder = (next(shared, None) or build_interaction(self.interaction, "NNEval")) if self.interaction else None
+            built = (specs, self.interaction), metrics, embedder
             self.__dict__["_feature_metrics"] = built
         return feature_matrix(built[1], candidates, references, self.cache_dir, built[2])
 

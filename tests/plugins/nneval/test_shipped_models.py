@@ -134,6 +134,8 @@ def test_spice_models_score_the_sample_without_training(no_training: None, monke
     assert np.all((rated > 0) & (rated < 1)) and np.corrcoef(rated, results["embedding-cosine"].item_values)[0, 1] > 0.7
     model = compose(both, "distance").learner()
     raw = model.raw_features(*dataset.flat_pairs()[:2])
+    metrics, embedder = model.__dict__["_feature_metrics"][1:]  # MiniLM loads once: embedding-cosine's embedder
+    assert any(getattr(m, "embedder", None) is embedder for m in metrics)
     logits = [mlp.log_odds(model._inputs(raw)) for mlp, _ in model.members_]
     np.testing.assert_allclose(np.concatenate(results[both].candidate_values),
                                1 / (1 + np.exp(-np.mean(logits, axis=0))), rtol=1e-5)  # float32 MiniLM batches
