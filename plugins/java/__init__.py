@@ -90,6 +90,14 @@ def java_signature(java: str | None) -> str:
         return "not found"
 
 
+def check_heap(memory: str, source: str) -> str:
+    """``memory`` if it is a JVM heap size that ``-Xmx`` takes (digits, then k, m, g or t); else a
+    :class:`MetricError` naming ``source``."""
+    if not re.fullmatch(r"[1-9][0-9]*[kKmMgGtT]?", str(memory)):
+        raise MetricError(f"{source}: memory must be a JVM heap size such as 2G or 512m, got {memory!r}")
+    return str(memory)
+
+
 def pycocoevalcap_folder(name: str, metric: str) -> Path:
     """The ``name`` folder of the installed pycocoevalcap, whose jars ``metric`` runs."""
     spec = importlib.util.find_spec("pycocoevalcap")

@@ -30,6 +30,7 @@ from capmetrics.errors import MetricError
 from capmetrics.plugins.java import (
     LOCALE_OPTIONS,
     LineProcess,
+    check_heap,
     check_items,
     find_java,
     java_signature,
@@ -126,7 +127,7 @@ class MeteorJar(Distance):
         self.tokenizer = tokenizer
         self.timeout = timeout
         self.java = java
-        self.memory = memory
+        self.memory = check_heap(memory, "meteor-jar")
         self.max_tokens = max_tokens
         self.jobs = jobs
 

@@ -31,7 +31,7 @@ from typing import Any, Literal
 import numpy as np
 from capmetrics import Distance, Scores, Tokenizer, hookimpl
 from capmetrics.errors import MetricError
-from capmetrics.plugins.java import check_items, find_java, java_signature
+from capmetrics.plugins.java import check_heap, check_items, find_java, java_signature
 from capmetrics.plugins.spice import _server
 from capmetrics.plugins.spice._graph import CATEGORIES, FIELDS, Graph, build, evaluate, synset_keys
 from capmetrics.plugins.spice._jar import command, details_arrays
@@ -115,7 +115,7 @@ class Spice(Distance):
         self.tokenizer = tokenizer
         self.corenlp = corenlp
         self.java = java
-        self.memory = memory
+        self.memory = check_heap(memory, "spice")
         self.timeout = timeout
         self.cache = cache
         self.jobs = jobs

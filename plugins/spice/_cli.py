@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from capmetrics.errors import CapmetricsError
+from capmetrics.errors import CapmetricsError, MetricError
 from capmetrics.plugins.spice._resources import (
     SETUP_COMMAND,
     SetupError,
@@ -117,10 +117,14 @@ def start_server(
     import os
 
     from capmetrics.cli import fail
+    from capmetrics.plugins.java import check_heap
     from capmetrics.plugins.spice import PARSER_VERSION, _server
     from capmetrics.plugins.spice._resources import find_corenlp, find_java
 
     try:
+        if threads is not None and threads < 1:
+            raise MetricError(f"spice-server: --threads must be at least 1, got {threads}")
+        check_heap(memory, "spice-server")
         info = _server.start(find_java(), find_corenlp(), memory, threads or os.cpu_count() or 1,
                              _server.server_version(PARSER_VERSION), idle)
     except CapmetricsError as err:

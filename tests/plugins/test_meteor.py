@@ -153,6 +153,8 @@ def test_clean_segment() -> None:
 def test_parameters_and_registration() -> None:
     m = MeteorJar()
     assert isinstance(m.tokenizer, PTBTokenizer)
+    with pytest.raises(MetricError, match="meteor-jar: memory must be a JVM heap size such as 2G or 512m, got '2GB'"):
+        MeteorJar(memory="2GB")
     assert m.spec == "meteor-jar" and m.distance_offset == 1.0 and m.higher_is_better
     names: list[str] = []
     meteor.register_distances(lambda cls, aliases=(): names.append(cls.name))

@@ -277,6 +277,20 @@ def test_parameters_and_registration() -> None:
         spice.Spice(category="objects")
     with pytest.raises(MetricError, match="part must be f, p or r, got 'x'"):
         spice.Spice(part="x")  # type: ignore[arg-type]
+    with pytest.raises(MetricError, match="spice: memory must be a JVM heap size such as 2G or 512m, got '8 GB'"):
+        spice.Spice(memory="8 GB")
+    assert spice.Spice(memory="512m").memory == "512m"
+
+
+def test_server_start_refuses_bad_threads_and_memory_before_starting_java(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from capmetrics.plugins.spice import _cli, _server
+    from typer.testing import CliRunner
+
+    monkeypatch.setattr(_server, "start", lambda *a, **k: pytest.fail("a server was started"))
+    for args, message in ((["--threads", "0"], "--threads must be at least 1, got 0"),
+                          (["--memory", "lots"], "spice-server: memory must be a JVM heap size such as 2G or 512m, got 'lots'")):
+        run = CliRunner().invoke(_cli.server_app, ["start", *args])
+        assert run.exit_code != 0 and message in run.output, run.output
 
 
 def test_bad_input() -> None:
