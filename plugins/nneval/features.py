@@ -64,8 +64,9 @@ def missing_extras(specs: Sequence[str]) -> dict[str, str]:
 
 
 def check_features(specs: Sequence[str], source: str) -> list[Distance]:
-    """Build every feature metric; name every one that no installed plugin provides and every
-    extra that a feature needs and that is not installed."""
+    """Build every feature metric; name every one that no installed plugin provides, every
+    extra that a feature needs and that is not installed, and the first missing resource of a
+    feature that can check them (``check_resources``: SPICE's jars and Java)."""
     built, missing = [], []
     for spec in specs:
         try:
@@ -80,6 +81,13 @@ def check_features(specs: Sequence[str], source: str) -> list[Distance]:
         needs = ", ".join(f"{spec!r} needs capmetrics[{extra}]" for spec, extra in extras.items())
         wanted = ",".join(dict.fromkeys(extras.values()))
         raise MetricError(f"{source}: {needs}, which is not installed; pip install 'capmetrics[{wanted}]'")
+    for metric in built:  # e.g. SPICE's CoreNLP jars and Java: named before any feature is computed
+        check = getattr(metric, "check_resources", None)
+        if check is not None:
+            try:
+                check()
+            except MetricError as err:
+                raise MetricError(f"{source}: feature {metric.spec!r}: {err}") from err
     return built
 
 

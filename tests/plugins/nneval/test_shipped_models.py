@@ -176,6 +176,19 @@ def test_missing_extra_of_a_feature_is_named(monkeypatch: pytest.MonkeyPatch) ->
         build_interaction("bert", "NNEval")
 
 
+def test_a_spice_model_without_spice_set_up_fails_at_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    from capmetrics.plugins.spice import Spice
+
+    def missing(self: Spice) -> None:
+        raise MetricError("spice needs Stanford CoreNLP 3.6.0; fix: run `capmetrics setup spice`")
+
+    monkeypatch.setattr(Spice, "check_resources", missing)
+    for name in ("flickr8k-paper-spice", "flickr8k-embeddings-spice"):
+        with pytest.raises(MetricError, match=f"NNEval model .*{name}: feature 'spice': spice needs Stanford CoreNLP"):
+            compose(f"nneval(model={name})", "distance").learner()  # before any feature is computed
+    assert compose("nneval(model=flickr8k-embeddings)", "distance").learner().features_[-1] == "bertscore(part=r)"
+
+
 def documented_taus() -> dict[tuple[str, str], float]:
     """(metric, 'expert'|'cf') -> tau x100 from the table in docs/metrics/nneval.md."""
     text = (ROOT / "docs" / "metrics" / "nneval.md").read_text(encoding="utf-8")
