@@ -111,6 +111,8 @@ def interaction_inputs(embedder: Embedder, candidates: Sequence[str], references
     texts = list(dict.fromkeys([*candidates, *(r for refs in references for r in refs)]))
     row = {t: k for k, t in enumerate(texts)}
     vectors = np.asarray(embedder.embed_texts(texts), dtype=float)
+    if not candidates:
+        return np.zeros((0, 2 * vectors.shape[-1]) if vectors.ndim == 2 else (0, 0))
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     cand = vectors[[row[c] for c in candidates]]
     flat = np.array([row[r] for refs in references for r in refs], dtype=np.int64)

@@ -145,6 +145,7 @@ def test_interaction_inputs_and_per_set_ensemble(plugins, tmp_path: Path) -> Non
     np.testing.assert_allclose(inputs[0, [1, 2, 3]], c * r)
     np.testing.assert_allclose(inputs[0, 31 + np.array([1, 2, 3])], np.abs(c - r))
     assert inputs.shape == (2, 62) and inputs[1, 31 + 30] == pytest.approx(1 / np.sqrt(2))
+    assert interaction_inputs(WordCounts(), [], []).shape == (0, 62)
 
     expert, cf = toy_ratings(300, seed=0), toy_ratings(300, seed=1, source="cf.txt", scale=1.0)
     stop, test = toy_ratings(100, seed=2), toy_ratings(100, seed=3)
@@ -177,6 +178,7 @@ def test_interaction_inputs_and_per_set_ensemble(plugins, tmp_path: Path) -> Non
     np.testing.assert_allclose(loaded.predict(cands, refs), p, rtol=1e-12)
     np.testing.assert_allclose(compose(f"nneval(model={json.dumps(str(tmp_path / 'm'))})", "distance")
                                .score(cands, refs).values, p, rtol=1e-12)
+    assert compose(f"nneval(model={json.dumps(str(tmp_path / 'm'))})", "distance").score([], []).values.shape == (0,)
 
     # one training set: one network, and a file without the new settings when they are the defaults
     single = NNEval(features=FEATURES, hidden=[8], max_epochs=3, ensemble="per-set").fit_ratings([expert])

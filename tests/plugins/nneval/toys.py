@@ -33,7 +33,7 @@ class Overlap(Distance):
                 for c, refs in zip(candidates, references)
             ]
         )
-        return Scores(v, float(v.mean()))
+        return Scores(v, float(v.mean()) if v.size else float("nan"))
 
 
 class Length(Distance):
