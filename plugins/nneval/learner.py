@@ -277,10 +277,9 @@ class NNEval(Learner):
         """P(human) from raw feature rows (with several networks, the logistic of their mean log-odds)."""
         self._check_fitted()
         inputs = self._inputs(raw)
-        members = getattr(self, "members_", None) or [(self.mlp_, None)]
-        if len(members) == 1:
+        if len(self.members_) == 1:
             return self.mlp_.predict(inputs)
-        return 1.0 / (1.0 + np.exp(-np.mean([m.log_odds(inputs) for m, _ in members], axis=0)))
+        return 1.0 / (1.0 + np.exp(-np.mean([m.log_odds(inputs) for m, _ in self.members_], axis=0)))
 
     def predict(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:
         """P(human) of each candidate against its references."""
@@ -294,7 +293,7 @@ class NNEval(Learner):
         self._check_fitted()
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
-        members = getattr(self, "members_", None) or [(self.mlp_, self.log_)]
+        members = self.members_
         arrays = {}
         for k, (mlp, _) in enumerate(members):  # the first network's arrays keep their plain names
             prefix = f"m{k}_" if k else ""

@@ -63,12 +63,16 @@ class MLP:
         weights = init_weights(sizes, scheme, rng)
         return cls(weights, [np.zeros(w.shape[1]) for w in weights])
 
-    def forward(self, x: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-        """Hidden activations (input first) and the softmax probabilities."""
+    def _layers(self, x: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """Hidden activations (input first) and the output logits."""
         acts = [x]
         for w, b in zip(self.weights[:-1], self.biases[:-1]):
             acts.append(np.maximum(acts[-1] @ w + b, 0.0))
-        logits = acts[-1] @ self.weights[-1] + self.biases[-1]
+        return acts, acts[-1] @ self.weights[-1] + self.biases[-1]
+
+    def forward(self, x: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """Hidden activations (input first) and the softmax probabilities."""
+        acts, logits = self._layers(x)
         logits -= logits.max(axis=1, keepdims=True)
         e = np.exp(logits)
         return acts, e / e.sum(axis=1, keepdims=True)
@@ -79,10 +83,7 @@ class MLP:
 
     def log_odds(self, x: np.ndarray) -> np.ndarray:
         """log P(class 1) − log P(class 0) per row (the difference of the two output logits)."""
-        h = x
-        for w, b in zip(self.weights[:-1], self.biases[:-1]):
-            h = np.maximum(h @ w + b, 0.0)
-        logits = h @ self.weights[-1] + self.biases[-1]
+        logits = self._layers(x)[1]
         return logits[:, 1] - logits[:, 0]
 
     def gradients(self, x: np.ndarray, y: np.ndarray, l2: float) -> tuple[float, list[np.ndarray]]:
