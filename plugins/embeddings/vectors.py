@@ -15,27 +15,24 @@ import gzip
 import hashlib
 import io
 import json
-import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, Literal
 
 import numpy as np
 from capmetrics.atomic import atomic_folder
+from capmetrics.cache import CACHE_ENV, cache_root  # noqa: F401  (CACHE_ENV: re-exported for older imports)
 from capmetrics.data.model import Problem
 from capmetrics.errors import DataError, MetricError
 
-#: Environment variable that overrides the default cache directory.
-CACHE_ENV = "CAPMETRICS_CACHE_DIR"
 CACHE_VERSION = 1
 CHUNK_ROWS = 20_000
 VectorFormat = Literal["text", "binary"]
 
 
 def default_cache_dir() -> Path:
-    """``$CAPMETRICS_CACHE_DIR`` or ``~/.cache/capmetrics``."""
-    env = os.environ.get(CACHE_ENV)
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "capmetrics"
+    """The cache root of every component: :func:`capmetrics.cache.cache_root`."""
+    return cache_root()
 
 
 def corrupt(path: Path | str, message: str, line: int | None = None) -> DataError:

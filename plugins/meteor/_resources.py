@@ -24,8 +24,8 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from capmetrics.cache import cache_root as default_cache_dir
 from capmetrics.errors import MetricError
-from capmetrics.plugins.embeddings.vectors import default_cache_dir
 from capmetrics.plugins.meteor._tables import Ragged, StringIndex, cached_arrays, release_pages
 from capmetrics.plugins.meteor.jar import meteor_files
 
@@ -208,7 +208,7 @@ def _known_digest(path: Path) -> str:
 
 
 def cache_root(cache_dir: str | None = None) -> Path:
-    """The cache folder: ``cache_dir`` or the user's (``$CAPMETRICS_CACHE_DIR``, ``~/.cache/capmetrics``)."""
+    """The cache folder: ``cache_dir`` or every component's (:func:`capmetrics.cache.cache_root`)."""
     return Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
 
 
