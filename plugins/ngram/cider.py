@@ -411,8 +411,9 @@ class CiderD(BatchDistance):
 
 
 class Cider(CiderD):
-    """Plain CIDEr (Vedantam et al. 2015): mean over orders of the tf-idf cosine, × 10; no
-    clipping, no length penalty. Same document-frequency options as ``cider-d``."""
+    """The original CIDEr (Vedantam et al. 2015): mean over orders of the tf-idf cosine, × 10; no
+    clipping, no length penalty. Same document-frequency options as ``cider-d``. (``cider`` and
+    pycocoevalcap's ``CIDEr`` name CIDEr-D, as coco-caption and caption papers use the word.)"""
 
-    name = "cider"
+    name = "cider-original"
     clipped = False

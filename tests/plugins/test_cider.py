@@ -67,7 +67,7 @@ def test_single_item_with_corpus_df_warns_and_scores_zero() -> None:
 def test_registers_both_variants() -> None:
     names: list[str] = []
     ngram.register_distances(lambda cls, aliases=(): names.append(cls.name))
-    assert names[-2:] == ["cider-d", "cider"]
+    assert names[-2:] == ["cider-d", "cider-original"]
     assert CiderD.distance_offset == Cider.distance_offset == 10.0
 
 
