@@ -2,8 +2,14 @@
 generation.
 
 >>> import capmetrics
+>>> capmetrics.compute(predictions=["a dog runs on the grass"],
+...                    references=[["a dog is running on the grass", "a dog runs"]], metrics="bleu-1")
+{'bleu-1': 0.8187307530779819}
 >>> capmetrics.compose("mean")([1.0, 2.0, 6.0])
 3.0
+
+``capmetrics.score`` takes a Dataset, a path, or ``candidates=``/``references=`` (lists or
+pycocoevalcap-style dicts) and returns :class:`Results`, a mapping from metric names to values.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from capmetrics.component import (
     Component,
     Distance,
     Embedder,
+    ImageTextModel,
     Learner,
     PregenMetric,
     ProbabilitySource,
@@ -57,6 +64,7 @@ def __getattr__(name: str):  # type: ignore[no-untyped-def]
         "Dataset": "capmetrics.data.model",
         "load_dataset": "capmetrics.data.loaders",
         "score": "capmetrics.scoring",
+        "compute": "capmetrics.scoring",
         "Results": "capmetrics.results",
         "MetricResult": "capmetrics.results",
         "load_config": "capmetrics.config",
@@ -77,6 +85,7 @@ __all__ = [
     "Dataset",
     "Distance",
     "Embedder",
+    "ImageTextModel",
     "InternalError",
     "Item",
     "Learner",
@@ -96,6 +105,7 @@ __all__ = [
     "UnknownComponentError",
     "__version__",
     "compose",
+    "compute",
     "hookimpl",
     "load_config",
     "load_dataset",

@@ -17,7 +17,7 @@ import html
 import io
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -26,6 +26,7 @@ import numpy as np
 
 from capmetrics.atomic import atomic_write
 from capmetrics.data.model import ItemId, Problem
+from capmetrics.errors import OutputError
 from capmetrics.strict_json import dumps, jsonable
 
 SCHEMA = "capmetrics.results/1"
@@ -65,6 +66,10 @@ class MetricResult:
     @property
     def signature_string(self) -> str:
         return format_signature(self.signature)
+
+    def __float__(self) -> float:
+        """The corpus value: ``float(results["cider-d"])``."""
+        return float(self.corpus)
 
     def __repr__(self) -> str:
         n_cands = sum(len(v) for v in self.candidate_values)
@@ -111,9 +116,18 @@ class MetricResult:
         }
 
 
-@dataclass
-class Results:
-    """Every metric's result on one dataset."""
+#: Metrics shown in :class:`Results`' repr before "... and N more".
+REPR_METRICS = 20
+
+
+@dataclass(eq=False)
+class Results(Mapping[str, MetricResult]):
+    """Every metric's result on one dataset: a mapping from metric name to
+    :class:`MetricResult`, in the order the metrics were given.
+
+    ``results["CIDEr"]`` finds a metric by its name, its spec or any alias of the spec,
+    case-insensitively; ``to_dict()`` gives ``{name: corpus value}`` as plain floats.
+    """
 
     source: str
     n_items: int
@@ -125,17 +139,36 @@ class Results:
     empty_candidates: list[tuple[ItemId, int]] = field(default_factory=list)
 
     def __getitem__(self, name: str) -> MetricResult:
-        for m in self.metrics:
-            if name in (m.name, m.spec):
-                return m
-        raise KeyError(f"no metric {name!r} in these results; have {', '.join(m.name for m in self.metrics)}")
+        if not isinstance(name, str):
+            raise KeyError(f"metrics are looked up by name, e.g. results[{self.metrics[0].name!r}]; got {name!r}"
+                           if self.metrics else f"no metric {name!r}: these results are empty")
+        found = find_metric(self.metrics, name)
+        if found is None:
+            raise KeyError(f"no metric {name!r} in these results; have {', '.join(m.name for m in self.metrics)}")
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([m.name for m in self.metrics])
+
+    def __len__(self) -> int:
+        return len(self.metrics)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and find_metric(self.metrics, name) is not None
+
+    def to_dict(self) -> dict[str, float]:
+        """``{metric name: corpus value}``, plain Python floats (NaN where undefined)."""
+        return {m.name: float(m.corpus) for m in self.metrics}
 
     def __repr__(self) -> str:
         lines = [f"<Results {self.source}: {self.n_items} items, {self.n_candidates} candidates"]
-        width = max((len(m.name) for m in self.metrics), default=0)
-        for m in self.metrics:
+        shown = self.metrics[:REPR_METRICS]
+        width = max((len(m.name) for m in shown), default=0)
+        for m in shown:
             p = f"  p (HMP) {_fmt(m.details['hmp'], 4)}" if "hmp" in m.details else ""
             lines.append(f"  {m.name:<{width}}  {_fmt(m.corpus, 4)}{p}")
+        if len(self.metrics) > REPR_METRICS:
+            lines.append(f"  ... and {len(self.metrics) - REPR_METRICS} more metrics")
         if self.empty_candidates:
             lines.append(f"  ({len(self.empty_candidates)} empty candidate(s) scored)")
         if self.skipped:
@@ -194,7 +227,8 @@ class Results:
             raise ValueError(f"unknown level {level!r}; use 'item' or 'candidate'")
         return pd.DataFrame(columns)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> dict[str, Any]:
+        """Everything, as written in JSON (:meth:`to_json`): header, metrics, items."""
         return {**self._header(), "metrics": [m.to_dict() for m in self.metrics]}
 
     def _header(self) -> dict[str, Any]:
@@ -212,31 +246,32 @@ class Results:
 
     def to_json(self) -> str:
         """Strict JSON (numpy values as numbers and lists, NaN/±inf as null)."""
-        return dumps(self.to_dict()) + "\n"
+        return dumps(self.to_json_dict()) + "\n"
 
     def write_json(self, handle: IO[str]) -> None:
         """:meth:`to_json` written piece by piece: the same bytes, without the whole text (or
-        the whole dict of items) in memory. The header goes through the JSON encoder with a
-        placeholder for each metric's items, which are then written in blocks by
-        :func:`_json_items` (the indenting encoder is pure Python and ~10x slower)."""
+        the whole dict of items) in memory. The header and each metric go through the JSON
+        encoder without their last key (``metrics``, ``items``), which is then written after
+        them; the items in blocks by :func:`_json_items` (the indenting encoder is pure Python
+        and ~10x slower). Nothing is marked in-band, so no id or text can be mistaken for
+        structure."""
         data = self.to_dict_without_items()
-        marks = [f"\x00items {k}\x00" for k in range(len(self.metrics))]
-        data["metrics"] = [{**m, "items": mark} for m, mark in zip(data["metrics"], marks)]
-        text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
-        for metric, mark in zip(self.metrics, marks):
-            quoted = json.dumps(mark)
-            at = text.index(quoted)
-            line_start = text.rindex("\n", 0, at) + 1
-            indent = len(text[line_start:at]) - len(text[line_start:at].lstrip(" "))
-            handle.write(text[:at])
-            for block in _json_items(metric, indent):
+        metrics = data.pop("metrics")
+        handle.write(_open_object(data, 0) + ',\n  "metrics": ')
+        if not metrics:
+            handle.write("[]\n}\n")
+            return
+        handle.write("[")
+        for k, (metric, fields) in enumerate(zip(self.metrics, metrics)):
+            del fields["items"]
+            handle.write(("," if k else "") + "\n    " + _open_object(fields, 4) + ',\n      "items": ')
+            for block in _json_items(metric, 6):
                 handle.write(block)
-            text = text[at + len(quoted):]
-        handle.write(text)
-        handle.write("\n")
+            handle.write("\n    }")
+        handle.write("\n  ]\n}\n")
 
     def to_dict_without_items(self) -> dict[str, Any]:
-        """:meth:`to_dict` (strict JSON types) with empty item lists."""
+        """:meth:`to_json_dict` (strict JSON types) with empty item lists."""
         out = jsonable(self._header())
         out["metrics"] = [jsonable(m._dict([]), m.name) for m in self.metrics]
         return out  # type: ignore[no-any-return]
@@ -301,18 +336,48 @@ class Results:
         return {"json": self.to_json, "csv": self.to_csv, "table": self.to_table}[fmt]()
 
     def write(self, path: str | Path, fmt: str | None = None) -> None:
-        """Write atomically; the format defaults to the file's suffix (json, csv, else table)."""
+        """Write to ``path`` as :func:`capmetrics.atomic.atomic_write` does (a regular file is
+        replaced atomically, a FIFO or device written into, ``-`` is stdout); the format
+        defaults to the file's suffix (json, csv, else table).
+
+        Raises:
+            OutputError: the path cannot be written, or a text cannot be encoded as UTF-8.
+        """
         path = Path(path)
         fmt = fmt or {".json": "json", ".csv": "csv"}.get(path.suffix, "table")
         if fmt not in OUTPUT_FORMATS:
             raise ValueError(f"unknown output format {fmt!r}; use one of {', '.join(OUTPUT_FORMATS)}")
-        with atomic_write(path) as handle:
-            if fmt == "json":
-                self.write_json(handle)
-            elif fmt == "csv":
-                self.write_csv(handle)
-            else:
-                handle.write(self.to_table())
+        try:
+            with atomic_write(path) as handle:
+                if fmt == "json":
+                    self.write_json(handle)
+                elif fmt == "csv":
+                    self.write_csv(handle)
+                else:
+                    handle.write(self.to_table())
+        except UnicodeEncodeError as err:  # a lone surrogate in an id given from Python
+            bad = err.object[max(0, err.start - 20):err.end + 20] if isinstance(err.object, str) else ""
+            raise OutputError(f"cannot write {path}: a text cannot be encoded as UTF-8 "
+                              f"({err.reason} near {bad!r}); the old file, if any, is kept") from err
+
+
+def find_metric(metrics: list[MetricResult], key: str) -> MetricResult | None:
+    """The metric that ``key`` names: its name or spec, case-insensitively and with ``_`` as
+    ``-`` (``Bleu_4``), else a spec that builds the same component (an alias: ``CIDEr`` for
+    ``cider-d``, ``trm(distance=cider)``); None if none does."""
+    from capmetrics.registry.spec import normalize_name
+
+    wanted = normalize_name(key.strip())
+    for m in metrics:
+        if wanted in (normalize_name(m.name), normalize_name(m.spec)):
+            return m
+    try:
+        from capmetrics.registry.compose import METRIC_KINDS, compose
+
+        spec = compose(key, METRIC_KINDS).spec
+    except Exception:  # not a spec these plugins build: simply not found
+        return None
+    return next((m for m in metrics if m.spec == spec), None)
 
 
 def _json_items(metric: MetricResult, indent: int, block: int = 2048) -> Iterator[str]:
@@ -343,6 +408,16 @@ def _json_items(metric: MetricResult, indent: int, block: int = 2048) -> Iterato
                        f'{pad2}"candidates": {listed}{p}\n{pad1}}}')
         yield "".join(out)
     yield f"\n{' ' * indent}]"
+
+
+def _open_object(fields: dict[str, Any], indent: int) -> str:
+    """``fields`` as ``json.dumps(indent=2)`` writes them at ``indent`` spaces, without the
+    closing brace, so that one more key can follow. JSON text holds no raw newline inside a
+    string, so re-indenting at every newline is safe."""
+    text = json.dumps(fields, indent=2, ensure_ascii=False, allow_nan=False)
+    if text.endswith("{}"):  # no fields: an empty object would have no line to continue
+        raise ValueError("a results object always has fields")
+    return text[: -len("\n}")].replace("\n", "\n" + " " * indent)
 
 
 def _json_numbers(values: Any) -> list[str]:

