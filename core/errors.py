@@ -47,6 +47,14 @@ class DataError(CapmetricsError, ValueError):
         super().__init__("\n".join(lines))
 
 
+class OutputError(CapmetricsError, OSError):
+    """An output cannot be written (full disk, read-only folder, a directory at the path); the
+    message names the path and the operating system's reason."""
+
+    def __str__(self) -> str:  # OSError would add nothing useful
+        return str(self.args[0]) if self.args else ""
+
+
 class MetricError(CapmetricsError, ValueError):
     """A metric cannot produce a value for the given input."""
 

