@@ -16,6 +16,12 @@ no text made, when every word is one whitespace-free token and the metric splits
 else decoded to text (the same values). References are one list of strings per candidate, or
 one per image when each image has ``k`` consecutive candidates (self-critical.pytorch's
 ``seq_per_img``).
+
+``keep_end=True`` follows self-critical.pytorch instead: a sequence is cut *after* its first
+``end_id``, so the end token is a word of every candidate and token-id reference that has one
+(and of the df, as its ``scripts/prepro_ngrams.py`` counts it); ``df`` may then be that
+script's pickle (``-words.p`` with ``vocab[end_id]`` its ``<eos>``, or ``-idxs.p``, whose
+n-grams are ids: token ids are then scored as their decimal strings, as self-critical does).
 """
 
 from __future__ import annotations
@@ -49,10 +55,11 @@ def vocab_array(vocab: Sequence[str] | Mapping[int, str] | np.ndarray) -> np.nda
     return np.asarray(list(vocab), dtype=object)
 
 
-def token_ids(sequences: Any, words: np.ndarray, end_id: int | None = 0) -> tuple[np.ndarray, np.ndarray]:
+def token_ids(sequences: Any, words: np.ndarray, end_id: int | None = 0,
+              keep_end: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Token-id sequences (a 2-D array/tensor or a list of sequences) as one flat int64 array of
-    each sequence's ids before its first ``end_id`` (None: no end token), and their lengths;
-    ids outside ``words`` are an error."""
+    each sequence's ids before its first ``end_id`` (None: no end token; ``keep_end``: up to and
+    including it), and their lengths; ids outside ``words`` are an error."""
     if _is_torch(sequences):
         sequences = sequences.detach().cpu().numpy()
     if isinstance(sequences, np.ndarray) and sequences.ndim == 2:  # a padded batch: one pass
@@ -60,7 +67,7 @@ def token_ids(sequences: Any, words: np.ndarray, end_id: int | None = 0) -> tupl
         lengths = np.full(len(ids), ids.shape[1])
         if end_id is not None:
             ends = ids == end_id
-            lengths = np.where(ends.any(axis=1), ends.argmax(axis=1), lengths)
+            lengths = np.where(ends.any(axis=1), ends.argmax(axis=1) + keep_end, lengths)
         used = np.arange(ids.shape[1]) < lengths[:, None]
         bad = used & ((ids < 0) | (ids >= len(words)))
         if bad.any():
@@ -71,7 +78,7 @@ def token_ids(sequences: Any, words: np.ndarray, end_id: int | None = 0) -> tupl
     for n, row in enumerate(np.asarray(s, dtype=np.int64).ravel() for s in sequences):
         if end_id is not None:
             stop = np.flatnonzero(row == end_id)
-            row = row[: stop[0]] if len(stop) else row
+            row = row[: stop[0] + keep_end] if len(stop) else row
         if len(row) and (row.min() < 0 or row.max() >= len(words)):
             raise MetricError(f"sequence {n} has token ids outside the vocabulary of {len(words)} words")
         rows.append(row)
@@ -79,11 +86,13 @@ def token_ids(sequences: Any, words: np.ndarray, end_id: int | None = 0) -> tupl
     return (np.concatenate(rows) if rows else np.zeros(0, np.int64)), lengths
 
 
-def decode(sequences: Any, vocab: Sequence[str] | Mapping[int, str] | np.ndarray, end_id: int | None = 0) -> list[str]:
+def decode(sequences: Any, vocab: Sequence[str] | Mapping[int, str] | np.ndarray, end_id: int | None = 0,
+           keep_end: bool = False) -> list[str]:
     """Token-id sequences (a 2-D array/tensor or a list of sequences) to space-joined words,
-    each cut at its first ``end_id`` (None: no end token)."""
+    each cut at its first ``end_id`` (None: no end token; ``keep_end``: after it, the end
+    token's word included)."""
     words = vocab_array(vocab)
-    ids, lengths = token_ids(sequences, words, end_id)
+    ids, lengths = token_ids(sequences, words, end_id, keep_end)
     tokens = words[ids].tolist()
     ends = np.cumsum(lengths).tolist()
     return [" ".join(tokens[end - k : end]) for end, k in zip(ends, lengths.tolist())]
@@ -117,10 +126,12 @@ class Reward:
         vocab: id -> word (a list or a dict) for token-id candidates.
         end_id: the id that ends a sequence (self-critical.pytorch: 0); None: none.
         tokenizer: how the metric splits text (``whitespace`` for decoded or tokenised text).
+        keep_end: cut sequences after the end token, which is then scored as a word
+            (self-critical.pytorch's convention; ``vocab`` must have a word for ``end_id``).
     """
 
     def __init__(self, metric: str | Distance, vocab: Sequence[str] | Mapping[int, str] | None = None,
-                 end_id: int | None = 0, tokenizer: str | Tokenizer = "whitespace") -> None:
+                 end_id: int | None = 0, tokenizer: str | Tokenizer = "whitespace", keep_end: bool = False) -> None:
         from capmetrics.registry.compose import compose
 
         if isinstance(metric, Distance):
@@ -129,11 +140,13 @@ class Reward:
             built = compose(metric, "distance", tokenizer=compose(tokenizer, "tokenizer"))
             assert isinstance(built, Distance)
             self.metric = built
-        self.vocab, self.end_id = vocab, end_id
+        self.vocab, self.end_id, self.keep_end = vocab, end_id, keep_end
         self._words = None if vocab is None else vocab_array(vocab)  # built once, not per batch
+        if keep_end:
+            _check_end_word(self._words, end_id)
         # token ids go to the metric as ids, with no text in between, where it reads them so
         self._reads_ids = (self._words is not None and hasattr(self.metric, "score_token_ids")
-                           and _plain_words(self._words, end_id))
+                           and _plain_words(self._words, None if keep_end else end_id))
 
     @staticmethod
     def _is_text(sequences: Any) -> bool:
@@ -145,7 +158,7 @@ class Reward:
             return list(sequences)
         if self.vocab is None:
             raise MetricError(f"{what} are token ids; pass vocab=<id -> word> to the reward")
-        return decode(sequences, self._words, self.end_id)
+        return decode(sequences, self._words, self.end_id, self.keep_end)
 
     def grouped_references(self, n: int, references: Sequence[Sequence[Any]]) -> tuple[list[list[str]], np.ndarray]:
         """The reference lists as strings, and which one each of ``n`` candidates uses:
@@ -189,7 +202,7 @@ class Reward:
         scores = None
         if self._reads_ids and not any(map(self._is_text, parts)):
             assert self._words is not None
-            ids, lengths = zip(*(token_ids(p, self._words, self.end_id) for p in parts))
+            ids, lengths = zip(*(token_ids(p, self._words, self.end_id, self.keep_end) for p in parts))
             scores = self.metric.score_token_ids(  # type: ignore[attr-defined]
                 np.concatenate(ids), np.concatenate(lengths), self._words, refs, refset)
         if scores is None:
@@ -199,6 +212,16 @@ class Reward:
             else:
                 scores = self.metric.score(texts, [refs[q] for q in refset.tolist()])
         return np.asarray(scores.values, dtype=float)
+
+
+def _check_end_word(words: np.ndarray | None, end_id: int | None) -> None:
+    """keep_end scores the end token as a word: it needs an end id and, given a vocabulary, a
+    word for it."""
+    if end_id is None:
+        raise MetricError("keep_end=True needs end_id (the token that ends a sequence, kept as a word)")
+    if words is not None and (not 0 <= end_id < len(words) or not str(words[end_id]).strip()):
+        raise MetricError(f"keep_end=True scores the end token as a word, but vocab has no word for end_id "
+                          f"{end_id} (self-critical.pytorch's prepro_ngrams calls it '<eos>': add {{{end_id}: '<eos>'}})")
 
 
 def _like(candidates: Any, values: np.ndarray) -> Any:
@@ -215,19 +238,29 @@ class CiderDReward(Reward):
 
     Args:
         df: a document-frequency file written by :meth:`save` (or ``cider-d``'s ``save_df``),
-            or None for a reward that :meth:`fit` fills in.
-        vocab, end_id, tokenizer: see :class:`Reward`.
+            a pickle written by self-critical.pytorch's ``scripts/prepro_ngrams.py`` (a path, or
+            a name read as ``data/<name>.p``; see :mod:`capmetrics.compat.cider`), or None for a
+            reward that :meth:`fit` fills in.
+        vocab, end_id, tokenizer, keep_end: see :class:`Reward`.
     """
 
     def __init__(self, df: str | Path | None = None, vocab: Sequence[str] | Mapping[int, str] | None = None,
-                 end_id: int | None = 0, tokenizer: str | Tokenizer = "whitespace") -> None:
+                 end_id: int | None = 0, tokenizer: str | Tokenizer = "whitespace", keep_end: bool = False) -> None:
         from capmetrics.registry.compose import compose
 
+        pickled = _prepro_ngrams_pickle(df)
         metric = compose("cider-d", "distance", tokenizer=compose(tokenizer, "tokenizer"),
-                         **({"df": str(df)} if df is not None else {}))
+                         **({"df": str(df)} if df is not None and pickled is None else {}))
         assert isinstance(metric, Distance)
-        super().__init__(metric, vocab, end_id, tokenizer)
-        if df is not None:
+        if pickled is not None:
+            from capmetrics.compat.cider import read_df_pickle
+
+            table, images = read_df_pickle(pickled)
+            metric.fit_states([(table, images)])  # type: ignore[attr-defined]
+            if vocab is not None and _id_grams(table):  # an -idxs pickle: the ids are its words
+                vocab = [str(i) for i in range(len(vocab_array(vocab)))]
+        super().__init__(metric, vocab, end_id, tokenizer, keep_end)
+        if pickled is None and df is not None:
             self.metric.fixed_df()  # type: ignore[attr-defined]  # read the file now: errors here, not mid-epoch
 
     @classmethod
@@ -251,11 +284,29 @@ class CiderDReward(Reward):
         return super()._values(parts, refs, refset)
 
 
+def _prepro_ngrams_pickle(df: str | Path | None) -> Path | None:
+    """The prepro_ngrams pickle that ``df`` names (a pickle file, or ``data/<df>.p``), or None
+    (capmetrics' own df files are JSON)."""
+    if df is None:
+        return None
+    path = Path(df)
+    if path.is_file():
+        with path.open("rb") as f:
+            return path if f.read(1) == b"\x80" else None  # pickle protocol >= 2
+    named = Path("data") / f"{df}.p"
+    return named if named.is_file() else None
+
+
+def _id_grams(table: Mapping[str, int]) -> bool:
+    """Whether a df table's n-grams are token ids (prepro_ngrams' ``-idxs.p``), not words."""
+    return bool(table) and all(gram.replace(" ", "").isdigit() for gram in table)
+
+
 class BleuReward(Reward):
     """BLEU-``order`` per sample (coco-caption's per-caption value), as a reward."""
 
     def __init__(self, order: int = 4, vocab: Sequence[str] | Mapping[int, str] | None = None,
-                 end_id: int | None = 0, tokenizer: str | Tokenizer = "whitespace") -> None:
+                 end_id: int | None = 0, tokenizer: str | Tokenizer = "whitespace", keep_end: bool = False) -> None:
         if order not in (1, 2, 3, 4):
             raise MetricError(f"BleuReward: order must be 1, 2, 3 or 4, got {order!r}")
-        super().__init__(f"bleu-{order}", vocab, end_id, tokenizer)
+        super().__init__(f"bleu-{order}", vocab, end_id, tokenizer, keep_end)

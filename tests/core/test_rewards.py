@@ -194,3 +194,69 @@ def test_a_padded_batch_decodes_as_its_rows_do() -> None:
     with pytest.raises(MetricError, match="sequence 1 has token ids outside the vocabulary of 6 words"):
         decode(np.array([[1, 0, 7], [1, 7, 0]]), vocab)  # the 7 after an end is never read
     assert decode(np.zeros((2, 3), dtype=np.int64), []) == ["", ""]
+
+
+# -- self-critical.pytorch's convention: keep_end=True with prepro_ngrams' df pickles ----------
+SC_FIXTURES = Path(__file__).resolve().parents[1] / "data" / "cider_compat"
+SC_NAME = "flickr8k-train300"
+
+
+@pytest.fixture
+def sc_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    """self-critical's batch (ids, its rewards) in a working directory with data/<name>-*.p."""
+    import gzip
+    import json
+    import shutil
+
+    (tmp_path / "data").mkdir()
+    for kind in ("idxs", "words"):
+        with gzip.open(SC_FIXTURES / f"{SC_NAME}-{kind}.p.gz") as f, \
+                open(tmp_path / "data" / f"{SC_NAME}-{kind}.p", "wb") as g:
+            shutil.copyfileobj(f, g)
+    monkeypatch.chdir(tmp_path)
+    batch = json.loads((SC_FIXTURES / "batch.json").read_text())
+    batch["itow"] = {int(k): w for k, w in batch["ix_to_word"].items()}
+    return batch
+
+
+def _sc_arrays(batch: dict) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    return np.array(batch["gen_result"]), np.array(batch["greedy_res"]), [np.array(g) for g in batch["gts"]]
+
+
+@pytest.mark.parametrize("kind", ["idxs", "words"])
+def test_keep_end_equals_self_critical_rewards(sc_data: dict, kind: str) -> None:
+    """get_self_critical_reward's advantages (CIDEr-D, and CIDEr-D + 0.5 BLEU-4) from the original
+    code, within 1e-12, from ids; the -idxs pickle scores ids, the -words one words with '<eos>'."""
+    import torch
+
+    vocab = sc_data["itow"] if kind == "idxs" else sc_data["itow"] | {0: "<eos>"}
+    gen, greedy, gts = _sc_arrays(sc_data)
+    reward = CiderDReward(f"{SC_NAME}-{kind}", vocab=vocab, end_id=0, keep_end=True)
+    advantage, _, _ = reward.self_critical(gen, greedy, gts)
+    expected = np.array(sc_data["rewards"]["cider"])
+    assert np.abs(advantage - expected).max() < 1e-12 and expected.std() > 0.5
+    bleu, _, _ = BleuReward(4, vocab=sc_data["itow"] | {0: "<eos>"}, keep_end=True).self_critical(gen, greedy, gts)
+    assert np.abs(advantage + 0.5 * bleu - np.array(sc_data["rewards"]["cider+bleu"])).max() < 1e-12
+    tensor = reward.self_critical(torch.from_numpy(gen), torch.from_numpy(greedy), gts)[0]
+    assert np.allclose(tensor.numpy(), expected, atol=1e-6)  # float32 on the tensor's device
+    # cutting at the end token instead (the capmetrics default) is not self-critical's number
+    cut = CiderDReward(f"{SC_NAME}-{kind}", vocab=vocab, end_id=0).self_critical(gen, greedy, gts)[0]
+    assert np.abs(cut - expected).max() > 0.05
+
+
+def test_keep_end_decodes_the_end_token(sc_data: dict) -> None:
+    words = ["<eos>", "a", "dog"]
+    assert decode([[1, 2, 0, 1, 0], [1, 2, 1]], words, 0, keep_end=True) == ["a dog <eos>", "a dog a"]
+    assert decode(np.array([[1, 2, 0, 1], [0, 0, 0, 0]]), words, 0, keep_end=True) == ["a dog <eos>", "<eos>"]
+    assert decode(np.array([[1, 2, 0, 1]]), words, 0) == ["a dog"]
+
+
+def test_keep_end_bad_input(sc_data: dict, tmp_path: Path) -> None:
+    with pytest.raises(MetricError, match="vocab has no word for end_id 0.*'<eos>'"):
+        CiderDReward(f"{SC_NAME}-words", vocab=sc_data["itow"], keep_end=True)
+    with pytest.raises(MetricError, match="keep_end=True needs end_id"):
+        BleuReward(4, vocab=["a"], end_id=None, keep_end=True)
+    broken = tmp_path / "broken.p"
+    broken.write_bytes(b"\x80\x02" + b"garbage")
+    with pytest.raises(MetricError, match="cannot read the df pickle"):
+        CiderDReward(str(broken), vocab=sc_data["itow"], keep_end=True)
