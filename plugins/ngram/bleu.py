@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 from capmetrics import Scores, Tokenizer
 from capmetrics.plugins.ngram.counts import PTB, Batch, BatchDistance, match, ngrams
+from capmetrics.plugins.ngram.pyfloat import py_exp, py_pow
 
 TINY = 1e-15
 SMALL = 1e-9
@@ -21,16 +22,22 @@ SMALL = 1e-9
 def bleu_values(
     correct: np.ndarray, guess: np.ndarray, testlen: np.ndarray, reflen: np.ndarray
 ) -> np.ndarray:
-    """BLEU-1..n from match statistics; the last axis of ``correct`` and ``guess`` is the order."""
+    """BLEU-1..n from match statistics; the last axis of ``correct`` and ``guess`` is the order.
+
+    coco-caption's operations in its order, its powers and exponentials as Python computes them
+    (C ``pow`` and ``exp``, see :mod:`~capmetrics.plugins.ngram.pyfloat`): the same bits."""
     out = np.empty(correct.shape)
     b = np.ones(correct.shape[:-1])
     for k in range(correct.shape[-1]):
         b = b * ((correct[..., k] + TINY) / (guess[..., k] + SMALL))
-        out[..., k] = b ** (1.0 / (k + 1))
-    ratio = (testlen + TINY) / (reflen + SMALL)
-    with np.errstate(divide="ignore", over="ignore"):
-        brevity = np.where(ratio < 1, np.exp(1 - 1 / ratio), 1.0)
-    return out * np.asarray(brevity)[..., None]
+        out[..., k] = b if k == 0 else py_pow(b, 1.0 / (k + 1))  # pow(x, 1.0) is x
+    ratio = np.asarray((testlen + TINY) / (reflen + SMALL))
+    short = ratio < 1
+    if short.any():
+        brevity = np.ones(ratio.shape)
+        brevity[short] = py_exp(1 - 1 / ratio[short])
+        out *= brevity[..., None]
+    return out
 
 
 def closest_reflen(batch: Batch) -> np.ndarray:

@@ -36,10 +36,20 @@ from capmetrics.plugins.ngram.counts import (
     set_frequencies,
 )
 from capmetrics.plugins.ngram.inttable import IntTable
+from capmetrics.plugins.ngram.pyfloat import py_square, sum_left_to_right
 
 DF_FORMAT = "capmetrics-cider-df"
 MAX_N = 4
 SIGMA = 6.0
+
+
+def length_penalty(delta: np.ndarray) -> np.ndarray:
+    """coco-caption's ``np.e ** (-(delta ** 2) / (2 * sigma ** 2))`` of integer length differences,
+    computed as Python computes it (C ``pow``), once per distinct difference."""
+    distinct, inverse = np.unique(delta, return_inverse=True)
+    exponents = [-(float(d) ** 2) / (2 * SIGMA**2) for d in distinct.tolist()]
+    penalties = np.fromiter(map(pow, repeat(np.e), exponents), np.float64, len(exponents))
+    return penalties[inverse].reshape(np.shape(delta))
 
 
 def _open(path: Path, mode: str) -> Any:
@@ -355,7 +365,7 @@ class CiderD(BatchDistance):
         # the tf-idf norm of every sentence at every order (MAX_N x n_sent)
         order_sent = np.concatenate([t.sent + k * n_sent for k, t in enumerate(tables)])
         tf_idf = np.concatenate([t.count * w[t.gram + off] for t, off in zip(tables, offsets)])
-        norm = np.sqrt(np.bincount(order_sent, tf_idf**2, minlength=MAX_N * n_sent)).reshape(MAX_N, n_sent)
+        norm = np.sqrt(np.bincount(order_sent, py_square(tf_idf), minlength=MAX_N * n_sent)).reshape(MAX_N, n_sent)
         # the products of the entries that some reference shares (the others add only zeros)
         e = m.matched
         w_e = w[m.gram[e]]
@@ -374,7 +384,7 @@ class CiderD(BatchDistance):
             delta = np.maximum(batch.cand_lengths[:, None] - 1, 0) - np.maximum(
                 batch.ref_lengths - 1, 0
             )
-            out = out * (np.e ** (-(delta.astype(float) ** 2) / (2 * SIGMA**2)))[..., None]
+            out = out * length_penalty(delta)[..., None]
         return out
 
     def score_batch(self, batch: Batch) -> Scores:
@@ -385,7 +395,10 @@ class CiderD(BatchDistance):
                 "always 0 (ln N = 0); fit() on a larger corpus or pass df=<file>",
                 stacklevel=3,
             )
-        values = self.order_values(batch, fixed).sum(axis=1).mean(axis=-1) / batch.n_refs * 10.0
+        # coco-caption's order of operations: the references' values added one after the other,
+        # then the mean over the orders, / references, x 10 (see capmetrics.plugins.ngram.pyfloat)
+        by_order = sum_left_to_right(self.order_values(batch, fixed), axis=1)
+        values = sum_left_to_right(by_order, axis=1) / MAX_N / batch.n_refs * 10.0
         return Scores(
             values, float(np.mean(values)), {"df": "corpus" if fixed is None else "fixed"}
         )
@@ -400,7 +413,7 @@ class CiderD(BatchDistance):
         return fixed
 
     def slot_scores(self, batch: Batch) -> np.ndarray:
-        return self.order_values(batch, self.require_fixed()).mean(axis=-1) * 10.0
+        return sum_left_to_right(self.order_values(batch, self.require_fixed()), axis=-1) / MAX_N * 10.0
 
     def pairwise_scores(
         self, candidates: Sequence[str], references: Sequence[Sequence[str]]
