@@ -43,6 +43,7 @@ from capmetrics.plugins.spice._resources import (
     cache_root,
     find_corenlp,
     spice_dir,
+    warn,
 )
 from capmetrics.plugins.tokenizers import PTBTokenizer
 
@@ -56,7 +57,8 @@ PARSER_VERSION = f"spice-1.0:{SPICE_JAR_SHA256[:16]}:corenlp-3.6.0:tuples-v1"
 
 
 def parse_cache() -> ParseCache:
-    """The user's parse cache (``~/.cache/capmetrics/spice/parses.sqlite``)."""
+    """The user's parse cache (``parses.sqlite`` in SPICE's cache folder, by default
+    ``~/.cache/capmetrics/spice``)."""
     return ParseCache(cache_root() / "parses.sqlite", PARSER_VERSION)
 
 
@@ -189,6 +191,8 @@ class Spice(Distance):
             if server is not None:
                 try:
                     _server.parse(server, todo, keep, self.timeout)
+                except _server.Impostor as err:
+                    warn(f"{err}; this run parses with its own JVMs")
                 except _server.ServerError:
                     pass  # parsed by this run's own JVMs below
                 todo = [t for t in todo if t not in found]

@@ -25,7 +25,13 @@ import numpy as np
 from capmetrics.errors import MetricError
 from capmetrics.plugins.java import LOCALE_OPTIONS, java_env
 from capmetrics.plugins.spice._graph import CATEGORIES, FIELDS
-from capmetrics.plugins.spice._resources import cache_root, java_options, runtime_jars, spice_dir
+from capmetrics.plugins.spice._resources import (
+    cache_root,
+    java_options,
+    private_folder,
+    runtime_jars,
+    spice_dir,
+)
 
 MAIN_CLASS = "edu.anu.spice.SpiceScorer"
 
@@ -65,7 +71,7 @@ def run_jar(cmd_for: Any, items: list[dict[str, Any]], timeout: float, retries: 
     A JVM killed by a signal (e.g. the out-of-memory killer) is started again, up to ``retries``
     times; any other failure is reported at once with the end of the jar's error output.
     """
-    parse_cache_dir().mkdir(parents=True, exist_ok=True)
+    private_folder(parse_cache_dir())
     with tempfile.TemporaryDirectory(prefix="capmetrics-spice-") as tmp:
         in_file, out_file = Path(tmp) / "input.json", Path(tmp) / "output.json"
         in_file.write_text(json.dumps(items), encoding="utf-8")

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
 from capmetrics.errors import MetricError
@@ -32,6 +34,8 @@ HELPER_CLASS = "CapmetricsSpiceParse"
 JAR_START = "-Dcapmetrics.spice.jar_pipeline=true"
 #: Captions per chunk: what a killed JVM can lose, and the unit written at once.
 CHUNK = 50
+#: Makes the helper exit when its stdin (a pipe from this process) ends: no JVM outlives its parent.
+PARENT_PIPE = "-Dcapmetrics.spice.parent_pipe=true"
 #: How many times the unfinished part of a shard is run again on a fresh JVM.
 RETRIES = 2
 #: Memory a CoreNLP parsing JVM needs, for choosing how many run side by side.
@@ -44,11 +48,11 @@ def helper_dir() -> Path:
 
 
 def helper_command(java: str, corenlp_jars: Sequence[Path], memory: str, args: Sequence[str],
-                   jar_start: bool = False) -> list[str]:
-    """The java command line that runs the helper class with ``args``."""
+                   jar_start: bool = False, options: Sequence[str] = ()) -> list[str]:
+    """The java command line that runs the helper class with ``args`` (and JVM ``options``)."""
     cp = classpath(corenlp_jars, [helper_dir()])
     return [java, f"-Xmx{memory}", *java_options(java), *LOCALE_OPTIONS, *([JAR_START] if jar_start else []),
-            "-cp", cp, HELPER_CLASS, *args]
+            *options, "-cp", cp, HELPER_CLASS, *args]
 
 
 def parse_command(java: str, corenlp_jars: Sequence[Path], memory: str, threads: int,
@@ -56,7 +60,7 @@ def parse_command(java: str, corenlp_jars: Sequence[Path], memory: str, threads:
     """The java command line that parses the captions of ``in_file`` into ``out_file``; with
     ``jar_start`` the parser starts as the jar's own does (slower; the same tuples)."""
     return helper_command(java, corenlp_jars, memory, [str(in_file), str(out_file), str(threads), str(CHUNK)],
-                          jar_start)
+                          jar_start, [PARENT_PIPE])
 
 
 def default_jobs(n_captions: int) -> int:
@@ -88,16 +92,51 @@ def read_lines(out_file: Path, texts: Sequence[str]) -> dict[str, Parse]:
     return dict(entry for entry in found if entry is not None)
 
 
-def _kill(runs: Sequence[tuple[object, object, subprocess.Popen[bytes], object]]) -> None:
-    for run in runs:
-        run[2].kill()
-        run[2].wait()
+TEMP_PREFIX = "capmetrics-spice-"
+
+
+def _kill(procs: Sequence[subprocess.Popen[bytes]]) -> None:
+    """Kill and reap every JVM of ``procs`` still running."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        if proc.stdin is not None:
+            proc.stdin.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_folders(root: str | None = None) -> None:
+    """Remove the temporary folders of parsing runs whose process is gone (killed by SIGKILL or
+    a power cut before it could clean up): ``capmetrics-spice-<pid>-*`` of this user."""
+    folder = Path(root or tempfile.gettempdir())
+    for path in folder.glob(f"{TEMP_PREFIX}*-*"):
+        pid = path.name[len(TEMP_PREFIX):].split("-", 1)[0]
+        try:
+            if pid.isdigit() and not _alive(int(pid)) and path.stat().st_uid == os.getuid():
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
 
 
 def parse_captions(texts: Sequence[str], command_for: Callable[[int, Path, Path], list[str]], jobs: int,
                    timeout: float, store: Callable[[dict[str, Parse]], None]) -> dict[str, Parse]:
     """Parse every caption of ``texts`` (distinct) over ``jobs`` JVMs; ``store`` gets each finished
     shard's parses at once. ``command_for(threads, in, out)`` builds a JVM's command.
+
+    Every JVM gets a pipe as stdin that is closed when it ends or when this process dies (even by
+    SIGKILL); the helper exits when it closes (see :data:`PARENT_PIPE`). On any exception
+    (Ctrl-C, SIGTERM turned into one by the CLI, a timeout) every JVM is killed and reaped and
+    the temporary folder removed before it propagates.
 
     Raises:
         MetricError: a JVM failed ``RETRIES + 1`` times (the message names the first caption left),
@@ -108,46 +147,47 @@ def parse_captions(texts: Sequence[str], command_for: Callable[[int, Path, Path]
     pending = [list(texts[j::jobs]) for j in range(jobs)]
     done: dict[str, Parse] = {}
     failures: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="capmetrics-spice-") as tmp:
-        for attempt in range(RETRIES + 1):
-            pending = [shard for shard in pending if shard]
-            if not pending:
-                break
-            runs = []
-            for j, shard in enumerate(pending):
-                in_file, out_file = Path(tmp) / f"in-{attempt}-{j}.json", Path(tmp) / f"out-{attempt}-{j}.jsonl"
-                in_file.write_text(json.dumps(shard), encoding="utf-8")
-                err = open(Path(tmp) / f"err-{attempt}-{j}.txt", "w+b")  # noqa: SIM115 (closed below)
-                try:
-                    proc = subprocess.Popen(command_for(threads, in_file, out_file), cwd=tmp, env=java_env(),
-                                            stdout=subprocess.DEVNULL, stderr=err)
-                except OSError as error:
-                    raise MetricError(f"spice: cannot start java: {error}") from None
-                runs.append((shard, out_file, proc, err))
-            deadline = time.monotonic() + timeout
-            failures, left = [], []
-            for shard, out_file, proc, err in runs:
-                try:
-                    proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    _kill(runs)
-                    raise MetricError(f"spice: parsing did not finish within {timeout:g} s") from None
-                except BaseException:  # e.g. Ctrl-C: no JVM is left parsing into a deleted folder
-                    _kill(runs)
-                    raise
-                parsed = read_lines(out_file, shard)
-                if parsed:
-                    store(parsed)
-                    done.update(parsed)
-                rest = [t for t in shard if t not in parsed]
-                if rest:
-                    err.seek(0)
-                    tail = err.read().decode("utf-8", "replace").strip().splitlines()[-6:]
-                    failures.append(f"exit code {proc.returncode}, first caption not parsed: {rest[0]!r}: "
-                                    + " | ".join(tail))
-                    left.append(rest)
-                err.close()
-            pending = left
+    remove_stale_folders()
+    procs: list[subprocess.Popen[bytes]] = []
+    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as tmp, ExitStack() as files:
+        try:
+            for attempt in range(RETRIES + 1):
+                pending = [shard for shard in pending if shard]
+                if not pending:
+                    break
+                runs = []
+                for j, shard in enumerate(pending):
+                    in_file, out_file = Path(tmp) / f"in-{attempt}-{j}.json", Path(tmp) / f"out-{attempt}-{j}.jsonl"
+                    in_file.write_text(json.dumps(shard), encoding="utf-8")
+                    err = files.enter_context(open(Path(tmp) / f"err-{attempt}-{j}.txt", "w+b"))
+                    try:
+                        proc = subprocess.Popen(command_for(threads, in_file, out_file), cwd=tmp, env=java_env(),
+                                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err)
+                    except OSError as error:
+                        raise MetricError(f"spice: cannot start java: {error}") from None
+                    procs.append(proc)
+                    runs.append((shard, out_file, proc, err))
+                deadline = time.monotonic() + timeout
+                failures, left = [], []
+                for shard, out_file, proc, err in runs:
+                    try:
+                        proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+                    except subprocess.TimeoutExpired:
+                        raise MetricError(f"spice: parsing did not finish within {timeout:g} s") from None
+                    parsed = read_lines(out_file, shard)
+                    if parsed:
+                        store(parsed)
+                        done.update(parsed)
+                    rest = [t for t in shard if t not in parsed]
+                    if rest:
+                        err.seek(0)
+                        tail = err.read().decode("utf-8", "replace").strip().splitlines()[-6:]
+                        failures.append(f"exit code {proc.returncode}, first caption not parsed: {rest[0]!r}: "
+                                        + " | ".join(tail))
+                        left.append(rest)
+                pending = left
+        finally:  # no JVM is left parsing into a deleted folder, whatever stopped this
+            _kill(procs)
     if any(pending):
         raise MetricError(f"spice: the parser failed {RETRIES + 1} times: {failures[0]}")
     return done

@@ -13,9 +13,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from capmetrics.cache import component_cache
 from capmetrics.errors import MetricError
 from capmetrics.plugins.java import find_java, java_version, pycocoevalcap_folder
 
@@ -56,9 +58,31 @@ class Problem:
 
 
 def cache_root() -> Path:
-    """SPICE's folder in the user cache: ``$XDG_CACHE_HOME/capmetrics/spice`` (default ``~/.cache``)."""
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(root) / "capmetrics" / "spice"
+    """SPICE's folder in the user cache: ``spice/`` under capmetrics' cache root
+    (``$CAPMETRICS_CACHE_DIR``, else ``$XDG_CACHE_HOME/capmetrics``, else ``~/.cache/capmetrics``)."""
+    return component_cache("spice")
+
+
+def private_cache_root() -> Path:
+    """:func:`cache_root`, created owner-only (0700; an existing folder of ours is made so): it
+    holds caption text (the parse cache) and the parser server's address and token."""
+    return private_folder(cache_root())
+
+
+def private_folder(folder: Path) -> Path:
+    """``folder``, created (with its parents) and made owner-only (0700) where we may."""
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        if folder.stat().st_mode & 0o077:
+            folder.chmod(0o700)
+    except OSError:
+        pass  # not ours to change (a shared folder the user chose): the files in it are still 0600
+    return folder
+
+
+def warn(message: str) -> None:
+    """One line on stderr: ``capmetrics: warning: <message>``."""
+    print(f"capmetrics: warning: {message}", file=sys.stderr, flush=True)
 
 
 def corenlp_home() -> Path:

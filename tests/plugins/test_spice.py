@@ -24,6 +24,8 @@ from capmetrics.plugins.spice._jar import details_arrays, scores_by_id, to_row
 from capmetrics.plugins.spice._parse_cache import ParseCache
 from capmetrics.plugins.tokenizers import PTBTokenizer
 
+from tests.plugins.spice_servers import FakeServer, words
+
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "spice" / "expert40.json"
 
 
@@ -425,47 +427,6 @@ def test_the_helpers_quick_start_gives_the_jars_tuples(tmp_path) -> None:  # typ
     assert ["max", "frisbee", "catch"] in jar[NER_CAPTIONS[5]]  # real tuples, not empty lists
 
 
-class _FakeServer:
-    """A stand-in parser server speaking the helper's protocol: each word becomes a tuple; it
-    answers ``answer`` captions of a request, then drops the connection."""
-
-    def __init__(self, version: str, answer: int = 10**9) -> None:
-        import socket
-        import threading
-
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.version, self.answer, self.requests = version, answer, []  # type: ignore[var-annotated]
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            with conn, conn.makefile("rwb") as f:
-                if f.readline().strip() != b"secret":
-                    continue
-                request = f.readline().strip().decode()
-                if request == "PING":
-                    f.write(json.dumps({"version": self.version}).encode() + b"\n")
-                    continue
-                texts = json.loads(request)
-                self.requests.append(texts)
-                for i, t in enumerate(texts[: self.answer]):
-                    f.write(json.dumps({"i": i, "t": [[w] for w in t.split()]}).encode() + b"\n")
-                if self.answer >= len(texts):
-                    f.write(json.dumps({"done": len(texts)}).encode() + b"\n")
-
-    def register(self, version: str | None = None) -> None:
-        from capmetrics.plugins.spice import _server
-
-        _server.info_path().parent.mkdir(parents=True, exist_ok=True)
-        _server.info_path().write_text(json.dumps(
-            {"port": self.port, "token": "secret", "pid": os.getpid(), "version": version or self.version}))
-
-
 def test_a_running_server_parses_and_the_run_parses_what_it_did_not(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from capmetrics.plugins.spice import _server
 
@@ -477,20 +438,20 @@ def test_a_running_server_parses_and_the_run_parses_what_it_did_not(tmp_path, mo
     alone = spice.Spice(cache=False, server=False).score(cands, refs)
     assert len(sent) == 1
 
-    whole = _FakeServer(version)
+    whole = FakeServer(version)
     whole.register()
     assert _server.running(version) is not None
     served = spice.Spice(cache=False).score(cands, refs)
     assert whole.requests == [sent[0]] and len(sent) == 1  # the server parsed everything: no JVM
     assert served.values.tobytes() == alone.values.tobytes()
 
-    part = _FakeServer(version, answer=2)  # drops the connection after two captions
+    part = FakeServer(version, answer=lambda texts: words(texts)[:2], done=False)  # drops the connection
     part.register()
     dropped = spice.Spice(cache=False).score(cands, refs)
     assert sent[1] == sent[0][2:]  # the run's own JVM parsed the rest
     assert dropped.values.tobytes() == alone.values.tobytes()
 
-    other = _FakeServer("another capmetrics")  # a server of another parser version is not used
+    other = FakeServer("another capmetrics")  # a server of another parser version is not used
     other.register()
     spice.Spice(cache=False).score(cands, refs)
     assert other.requests == [] and len(sent) == 3

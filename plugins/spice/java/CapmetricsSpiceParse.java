@@ -26,12 +26,14 @@
 //   javac --release 8 -cp "<pycocoevalcap>/spice/spice-1.0.jar:<pycocoevalcap>/spice/lib/*:<CoreNLP 3.6.0 jar>" \
 //         -d plugins/spice/java plugins/spice/java/CapmetricsSpiceParse.java
 
-import java.io.BufferedReader;
+import java.io.BufferedInputStream;
+import java.io.DataInputStream;
 import java.io.BufferedWriter;
 import java.io.FileReader;
 import java.io.FileWriter;
 import java.io.IOException;
-import java.io.InputStreamReader;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
 import java.lang.management.ManagementFactory;
@@ -45,6 +47,7 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.security.MessageDigest;
 import java.security.SecureRandom;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
@@ -53,6 +56,15 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import javax.crypto.Mac;
+import javax.crypto.spec.SecretKeySpec;
 
 import org.json.simple.JSONArray;
 import org.json.simple.JSONValue;
@@ -110,7 +122,10 @@ public final class CapmetricsSpiceParse {
     public static void main(String[] args) throws Exception {
         if (args.length == 5 && args[0].equals("--serve")) {
             serve(Paths.get(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3]), args[4]);
-            return;
+            System.exit(0);
+        }
+        if (Boolean.getBoolean(PARENT_PIPE)) {
+            watchParent();
         }
         if (args.length < 4) {
             System.err.println("usage: CapmetricsSpiceParse IN.json OUT.jsonl THREADS CHUNK [LMDB_DIR]\n"
@@ -122,6 +137,25 @@ public final class CapmetricsSpiceParse {
         try (BufferedWriter out = new BufferedWriter(new FileWriter(args[1]))) {
             tuples.write(captions, Math.max(1, Integer.parseInt(args[3])), out);
         }
+    }
+
+    /** With -Dcapmetrics.spice.parent_pipe=true, stdin is a pipe from the parent that it never writes to. */
+    static final String PARENT_PIPE = "capmetrics.spice.parent_pipe";
+
+    /** Exit at once when stdin ends: the parent closed it, or died (even by SIGKILL), so no JVM outlives it. */
+    static void watchParent() {
+        Thread watch = new Thread(() -> {
+            try {
+                while (System.in.read() >= 0) {
+                    // the parent writes nothing; wait for the end
+                }
+            } catch (IOException closed) {
+                // the same: the parent is gone
+            }
+            Runtime.getRuntime().halt(3);
+        }, "capmetrics-parent-watch");
+        watch.setDaemon(true);
+        watch.start();
     }
 
     private static List<String> captions(JSONArray input) {
@@ -164,8 +198,10 @@ public final class CapmetricsSpiceParse {
             for (int start = 0; start < captions.size(); start += chunk) {
                 List<String> part = captions.subList(start, Math.min(captions.size(), start + chunk));
                 @SuppressWarnings("unchecked")
-                Map<String, ArrayList<ArrayList<String>>> tuples =
-                        (Map<String, ArrayList<ArrayList<String>>>) loadTuples.invoke(parser, new ArrayList<String>(part));
+                Map<String, ArrayList<ArrayList<String>>> tuples;
+                synchronized (this) { // one chunk at a time on the parser (the server's clients share it)
+                    tuples = (Map<String, ArrayList<ArrayList<String>>>) loadTuples.invoke(parser, new ArrayList<String>(part));
+                }
                 for (int i = 0; i < part.size(); i++) {
                     ArrayList<ArrayList<String>> found = tuples.get(part.get(i));
                     if (found == null) {
@@ -182,83 +218,192 @@ public final class CapmetricsSpiceParse {
         }
     }
 
+    /** Seconds a client has to authenticate (the HELLO line and its proof) before it is dropped. */
+    static final int AUTH_SECONDS = 10;
+    /** Longest line read from a client before (and outside) its request body, in bytes. */
+    static final int HEADER_BYTES = 256;
+    /** Largest request body (a JSON array of captions), in bytes. */
+    static final long MAX_REQUEST = 64L << 20;
+    /** Connections served at once; more are closed at once. */
+    static final int MAX_CLIENTS = 32;
+    /** Seconds an authenticated client may stay silent while sending its request. */
+    static final int READ_SECONDS = 60;
+
     /**
      * Parse for clients on 127.0.0.1 until IDLE_SECONDS pass without one. INFO.json gets
-     * {"port", "token", "pid", "version"} (written whole, then renamed into place; readable by
-     * the owner only where the file system allows) and is deleted on exit. A client sends the
-     * token on one line, then a JSON array of captions on one line (or STOP, or PING), and reads
-     * the tuple lines, then {"done": count}. Clients are served one after the other.
+     * {"port", "token", "pid", "version"} (created owner-only, written whole, then renamed into
+     * place) and is deleted on exit. Clients are served concurrently (one thread each, at most
+     * MAX_CLIENTS; the parser itself parses one chunk at a time). The protocol, one line each:
+     *   client: HELLO <client nonce>                    (hex; at most HEADER_BYTES)
+     *   server: <server nonce> <HMAC(token, "server:" + client nonce + ":" + server nonce)>
+     *   client: <HMAC(token, "client:" + server nonce + ":" + client nonce)>
+     *   client: PING | STOP | PARSE <bytes>, then that many bytes: a JSON array of captions
+     *   server: {"version": ...} | {"stopped": true} | the tuple lines, then {"done": count}
+     * HMAC is HMAC-SHA256 in lower-case hex, keyed by the token's characters: neither side sends
+     * the token, and each proves that it knows it before the other sends anything else. A client
+     * that does not finish the first three lines within AUTH_SECONDS, or sends a longer line, is
+     * dropped without slowing the others.
      */
     static void serve(Path info, int threads, int idleSeconds, String version) throws Exception {
-        Tuples tuples = new Tuples(threads, null);
-        byte[] secret = new byte[16];
-        new SecureRandom().nextBytes(secret);
-        StringBuilder token = new StringBuilder();
-        for (byte b : secret) {
-            token.append(String.format("%02x", b & 0xff));
-        }
+        final Tuples tuples = new Tuples(threads, null);
+        final String token = hex(16);
         String pid = ManagementFactory.getRuntimeMXBean().getName().split("@")[0];
-        try (ServerSocket server = new ServerSocket(0, 16, InetAddress.getLoopbackAddress())) {
-            server.setSoTimeout(Math.max(1, idleSeconds) * 1000);
+        final AtomicBoolean running = new AtomicBoolean(true);
+        final AtomicInteger active = new AtomicInteger();
+        final AtomicLong lastSeen = new AtomicLong(System.currentTimeMillis());
+        final Semaphore slots = new Semaphore(MAX_CLIENTS);
+        ExecutorService pool = Executors.newCachedThreadPool(runnable -> {
+            Thread thread = new Thread(runnable, "capmetrics-client");
+            thread.setDaemon(true);
+            return thread;
+        });
+        try (ServerSocket server = new ServerSocket(0, 64, InetAddress.getLoopbackAddress())) {
+            server.setSoTimeout(1000);
             Map<String, Object> fields = new LinkedHashMap<String, Object>();
             fields.put("port", Integer.valueOf(server.getLocalPort()));
-            fields.put("token", token.toString());
+            fields.put("token", token);
             fields.put("pid", Long.valueOf(pid));
             fields.put("version", version);
-            Path tmp = info.resolveSibling(info.getFileName() + "." + pid + ".tmp");
-            Files.write(tmp, JSONValue.toJSONString(fields).getBytes(StandardCharsets.UTF_8));
+            writePrivate(info, info.resolveSibling(info.getFileName() + "." + pid + ".tmp"),
+                    JSONValue.toJSONString(fields).getBytes(StandardCharsets.UTF_8));
             try {
-                Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rw-------"));
-            } catch (UnsupportedOperationException notPosix) {
-                // the user's cache folder is the protection left
-            }
-            Files.move(tmp, info, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-            try {
-                boolean running = true;
-                while (running) {
-                    Socket client;
+                while (running.get()) {
+                    final Socket client;
                     try {
                         client = server.accept();
-                    } catch (SocketTimeoutException idle) {
-                        break;
+                    } catch (SocketTimeoutException tick) {
+                        if (active.get() == 0 && System.currentTimeMillis() - lastSeen.get() > idleSeconds * 1000L) {
+                            break;
+                        }
+                        continue;
                     }
-                    try (Socket open = client) {
-                        running = answer(open, tuples, token.toString(), version);
-                    } catch (Exception error) {
-                        System.err.println("capmetrics spice server: a request failed: " + error);
+                    if (!slots.tryAcquire()) {
+                        client.close();
+                        continue;
                     }
+                    active.incrementAndGet();
+                    pool.execute(() -> {
+                        try (Socket open = client) {
+                            if (!answer(open, tuples, token, version)) {
+                                running.set(false);
+                            }
+                        } catch (Throwable error) {
+                            System.err.println("capmetrics spice server: a request failed: " + error);
+                        } finally {
+                            lastSeen.set(System.currentTimeMillis());
+                            active.decrementAndGet();
+                            slots.release();
+                        }
+                    });
                 }
             } finally {
                 try {
-                    if (new String(Files.readAllBytes(info), StandardCharsets.UTF_8).contains(token.toString())) {
+                    if (new String(Files.readAllBytes(info), StandardCharsets.UTF_8).contains(token)) {
                         Files.delete(info);
                     }
                 } catch (IOException gone) {
                     // another server's file, or none
                 }
+                pool.shutdownNow();
             }
         }
     }
 
-    /** One client's request; false when it asked the server to stop. */
+    /** Write BYTES to TARGET through TMP, a file created owner-only (0600) from the start. */
+    static void writePrivate(Path target, Path tmp, byte[] bytes) throws IOException {
+        Files.deleteIfExists(tmp);
+        try {
+            Files.createFile(tmp, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        } catch (UnsupportedOperationException notPosix) {
+            Files.createFile(tmp); // the user's cache folder is the protection left
+        }
+        Files.write(tmp, bytes);
+        Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    static String hex(int bytes) {
+        byte[] secret = new byte[bytes];
+        RANDOM.nextBytes(secret);
+        StringBuilder text = new StringBuilder();
+        for (byte b : secret) {
+            text.append(String.format("%02x", b & 0xff));
+        }
+        return text.toString();
+    }
+
+    static final SecureRandom RANDOM = new SecureRandom();
+
+    static String mac(String token, String message) throws Exception {
+        Mac hmac = Mac.getInstance("HmacSHA256");
+        hmac.init(new SecretKeySpec(token.getBytes(StandardCharsets.UTF_8), "HmacSHA256"));
+        StringBuilder text = new StringBuilder();
+        for (byte b : hmac.doFinal(message.getBytes(StandardCharsets.UTF_8))) {
+            text.append(String.format("%02x", b & 0xff));
+        }
+        return text.toString();
+    }
+
+    /** One line of at most HEADER_BYTES bytes (without its newline), or null (longer, or the end). */
+    static String readLine(InputStream in, Socket client, long deadline) throws IOException {
+        byte[] line = new byte[HEADER_BYTES];
+        for (int n = 0; n < HEADER_BYTES; n++) {
+            long left = deadline - System.currentTimeMillis();
+            if (left <= 0) {
+                throw new SocketTimeoutException("too slow");
+            }
+            client.setSoTimeout((int) Math.min(left, Integer.MAX_VALUE));
+            int b = in.read();
+            if (b < 0) {
+                return null;
+            }
+            if (b == '\n') {
+                return new String(line, 0, n, StandardCharsets.UTF_8);
+            }
+            line[n] = (byte) b;
+        }
+        return null;
+    }
+
+    /** One client's connection; false when it asked the server to stop. */
     private static boolean answer(Socket client, Tuples tuples, String token, String version) throws Exception {
-        client.setSoTimeout(60000);
-        BufferedReader in = new BufferedReader(new InputStreamReader(client.getInputStream(), StandardCharsets.UTF_8));
-        Writer out = new BufferedWriter(new OutputStreamWriter(client.getOutputStream(), StandardCharsets.UTF_8));
-        if (!token.equals(in.readLine())) {
+        InputStream in = new BufferedInputStream(client.getInputStream());
+        OutputStream raw = client.getOutputStream();
+        long deadline = System.currentTimeMillis() + AUTH_SECONDS * 1000L;
+        String hello = readLine(in, client, deadline);
+        if (hello == null || !hello.matches("HELLO [0-9a-f]{32,64}")) {
             return true;
         }
-        String request = in.readLine();
+        String clientNonce = hello.substring(6);
+        String serverNonce = hex(16);
+        raw.write((serverNonce + " " + mac(token, "server:" + clientNonce + ":" + serverNonce) + "\n")
+                .getBytes(StandardCharsets.UTF_8));
+        raw.flush();
+        String proof = readLine(in, client, deadline);
+        byte[] expected = mac(token, "client:" + serverNonce + ":" + clientNonce).getBytes(StandardCharsets.UTF_8);
+        if (proof == null || !MessageDigest.isEqual(expected, proof.getBytes(StandardCharsets.UTF_8))) {
+            return true;
+        }
+        String request = readLine(in, client, System.currentTimeMillis() + READ_SECONDS * 1000L);
         if (request == null) {
             return true;
         }
+        client.setSoTimeout(READ_SECONDS * 1000);
+        Writer out = new BufferedWriter(new OutputStreamWriter(raw, StandardCharsets.UTF_8));
         if (request.equals("STOP") || request.equals("PING")) {
             out.write(request.equals("STOP") ? "{\"stopped\":true}\n" : "{\"version\":" + JSONValue.toJSONString(version) + "}\n");
             out.flush();
             return !request.equals("STOP");
         }
+        long size = request.matches("PARSE [0-9]{1,12}") ? Long.parseLong(request.substring(6)) : -1;
+        if (size < 0 || size > MAX_REQUEST) {
+            out.write("{\"error\":\"a request is PARSE <bytes> with at most " + MAX_REQUEST + " bytes\"}\n");
+            out.flush();
+            return true;
+        }
+        byte[] body = new byte[(int) size];
+        new DataInputStream(in).readFully(body);
+        List<String> captions = captions((JSONArray) new JSONParser().parse(new String(body, StandardCharsets.UTF_8)));
         client.setSoTimeout(0);
-        List<String> captions = captions((JSONArray) new JSONParser().parse(request));
         tuples.write(captions, 50, out);
         out.write("{\"done\":" + captions.size() + "}\n");
         out.flush();
