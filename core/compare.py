@@ -49,27 +49,47 @@ class PairedComparison:
     seed: int
     signature: dict[str, str] = field(default_factory=dict)
     dropped: list[tuple[ItemId, str]] = field(default_factory=list)
+    #: Significance level: a system is named better only when ``p_value < alpha``.
+    alpha: float = 0.05
 
     @property
-    def better(self) -> str:
-        """``A``, ``B`` or ``tie`` (equal means), by the metric's direction."""
+    def ahead(self) -> str:
+        """``A``, ``B`` or ``tie`` (equal means): the system with the better mean by the metric's
+        direction, significant or not."""
         if self.delta == 0:
             return "tie"
         return "A" if (self.delta > 0) == self.higher_is_better else "B"
 
+    @property
+    def significant(self) -> bool:
+        """Whether the difference is significant at ``alpha`` (``p_value < alpha``)."""
+        return bool(self.p_value < self.alpha)
+
+    @property
+    def better(self) -> str | None:
+        """``A`` or ``B`` when the difference is significant at ``alpha``, else None."""
+        return self.ahead if self.significant and self.ahead != "tie" else None
+
+    @property
+    def verdict(self) -> str:
+        """``better: A``, or ``no significant difference (p ≥ α)``."""
+        if self.better:
+            return f"better: {self.better} (p < {self.alpha:g})"
+        return f"no significant difference (p ≥ {self.alpha:g})"
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        out["better"] = self.better
+        out.update(better=self.better, ahead=self.ahead, significant=self.significant)
         out["dropped"] = [{"item": i, "problem": p} for i, p in self.dropped]
         return out
 
     def summary(self) -> str:
-        """One line: means, difference, interval and p-value."""
+        """One line: means, difference, interval, p-value and the verdict at ``alpha``."""
         pct = round(self.confidence * 100)
         return (f"{self.metric}: A {self.mean_a:.4f} [{self.ci_a[0]:.4f}, {self.ci_a[1]:.4f}]  "
                 f"B {self.mean_b:.4f} [{self.ci_b[0]:.4f}, {self.ci_b[1]:.4f}]  "
                 f"A−B {self.delta:+.4f} ({pct}% CI {self.ci_low:+.4f} … {self.ci_high:+.4f})  "
-                f"p = {self.p_value:.4g} ({self.trials} trials, {self.items} items)  better: {self.better}")
+                f"p = {self.p_value:.4g} ({self.trials} trials, {self.items} items)  {self.verdict}")
 
 
 def _batches(total: int, items: int) -> list[int]:
@@ -157,12 +177,15 @@ def item_values(component: Component, dataset: Dataset,
 def compare_systems(system_a: Dataset, system_b: Dataset, metric: str | Component, *,
                     trials: int = 10_000, resamples: int = 1_000, confidence: float = 0.95, seed: int = 0,
                     executor: Executor | None = None,
-                    definitions: Mapping[str, Spec] | None = None) -> PairedComparison:
+                    definitions: Mapping[str, Spec] | None = None, alpha: float = 0.05) -> PairedComparison:
     """Compare two systems' outputs on the same items with one metric.
 
     Items where the metric is undefined for either system (e.g. fewer than 2 candidates) are
-    left out and listed in ``dropped``.
+    left out and listed in ``dropped``. A system is named ``better`` only when the paired
+    test's p-value is below ``alpha``.
     """
+    if not 0.0 < alpha < 1.0:
+        raise MetricError(f"the significance level alpha must lie in (0, 1), got {alpha}")
     component = compose(metric, METRIC_KINDS, definitions=definitions)
     system_b = align(system_a, system_b)
     values_a, signature, reasons_a = item_values(component, system_a, executor)
@@ -180,5 +203,5 @@ def compare_systems(system_a: Dataset, system_b: Dataset, metric: str | Componen
         metric if isinstance(metric, str) else component.spec, bool(component.higher_is_better),
         int(keep.sum()), float(a.mean()), float(b.mean()), float(a.mean() - b.mean()), p,
         ci["delta"][0], ci["delta"][1], ci["a"], ci["b"], confidence, trials, resamples, seed,
-        signature, dropped,
+        signature, dropped, alpha,
     )

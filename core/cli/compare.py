@@ -55,6 +55,7 @@ def compare_cli(
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 1_000,
     confidence: Annotated[float, typer.Option(help="Confidence level of the bootstrap interval.")] = 0.95,
     seed: Annotated[int, typer.Option(help="Seed of the paired test and bootstrap.")] = 0,
+    alpha: Annotated[float, typer.Option(help="Significance level: a system is named better only when p < alpha.")] = 0.05,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Local worker processes.")] = 1,
     executor: Annotated[str | None, typer.Option(help="serial, processes or dask.")] = None,
     scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address (implies --executor dask).")] = None,
@@ -65,7 +66,8 @@ def compare_cli(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of one line per metric.")] = False,
 ) -> None:
     """Compare two systems on the same items: difference, paired approximate-randomisation
-    p-value and paired bootstrap confidence interval, for each metric."""
+    p-value and paired bootstrap confidence interval, for each metric; a system is named
+    better only when p < alpha."""
     from capmetrics.atomic import atomic_write
     from capmetrics.compare import compare_systems
     from capmetrics.config import Config, load_config
@@ -81,7 +83,8 @@ def compare_cli(
         systems = [load_system(p, references, input_format, sample_candidates, sample_references, sample_seed)
                    for p in (system_a, system_b)]
         results = [compare_systems(*systems, spec, trials=trials, resamples=resamples, confidence=confidence,
-                                   seed=seed, executor=run_on, definitions=cfg.definitions) for spec in metric]
+                                   seed=seed, executor=run_on, definitions=cfg.definitions, alpha=alpha)
+                   for spec in metric]
     except CapmetricsError as err:
         _fail(err)
         return
