@@ -113,6 +113,24 @@ class Meteor(Distance):
         return self._score_segments([segment(c) for c in candidates],
                                     [[segment(r) for r in refs] for refs in references])
 
+    def score_shard(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> tuple[Scores, np.ndarray]:
+        """:meth:`score` of one shard of a corpus and its corpus statistics (the jar's aggregate
+        row, sums of counts): summed over shards, :meth:`corpus_from_sums` gives the corpus value
+        of the whole (capmetrics.torchmetrics combines DDP ranks so)."""
+        check_items(candidates, references, "meteor")
+        _, weights = self._checked()
+        segment = self._segmenter([*candidates, *(r for refs in references for r in refs)])
+        stats = self.statistics([segment(c) for c in candidates], [[segment(r) for r in refs] for refs in references])
+        params = (self.alpha, self.beta, self.gamma, self.delta, weights)
+        sums = aggregate(stats)
+        return Scores(meteor_scores(stats, *params), float(meteor_scores(sums, *params)[0])), sums[0]
+
+    def corpus_from_sums(self, sums: np.ndarray) -> float:
+        """The corpus value of summed :meth:`score_shard` statistics."""
+        _, weights = self._checked()
+        return float(meteor_scores(np.asarray(sums, dtype=np.float64)[None, :], self.alpha, self.beta, self.gamma,
+                                   self.delta, weights)[0])
+
     def pairwise(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
         """Distances 1 − METEOR(a_i, [b_j]); every text is tokenized once."""
         self._checked()

@@ -1,0 +1,289 @@
+"""torchmetrics ``Metric`` classes for capmetrics' metrics, sharded under DDP.
+
+>>> from capmetrics.torchmetrics import CaptionMetric, CocoCaptionMetrics
+>>> cider = CaptionMetric("cider-d")                      # any capmetrics spec
+>>> cider.update(["a dog runs"], [["a dog is running", "a brown dog"]], ids=[17])
+>>> cider.compute()                                       # tensor(…, dtype=torch.float64)
+>>> coco = CocoCaptionMetrics(vocab=ix_to_word)           # BLEU-1..4, METEOR, ROUGE-L, CIDEr-D
+>>> coco.update(model_ids, reference_ids, ids=batch["index"]); coco.compute()   # {name: tensor}
+
+Each rank keeps the text of **its own** items (no torchmetrics list states: nothing is gathered as
+strings) and, at :meth:`CaptionMetric.compute`, the ranks exchange only sufficient statistics with
+``torch.distributed`` collectives:
+
+- the item ids (8 bytes each), so that an item seen by several ranks (DistributedSampler pads the
+  last batch with repeated samples) or twice by one rank is scored once, by the lowest rank that
+  has it;
+- CIDEr-D's document frequencies (any component with ``fit_state``/``fit_states`` whose state is
+  ``(n-gram -> count, images)``): each n-gram as a 64-bit key (FNV-1a of its text, mixed), summed
+  over ranks; each rank then reads the global count of the n-grams of its own items;
+- the per-item values (8 bytes each, with their ids), from which a corpus value that is the mean of
+  the item values is taken in item-id order, as one process computes it;
+- BLEU's summed n-gram counts (``score_part``), METEOR's summed fragment statistics
+  (``score_shard``/``corpus_from_sums``): the corpus value from the sums, as from one process.
+
+Values equal those of one process over the deduplicated set: bit-identical when ``ids`` are given
+(item order = id order), the corpus mean within 1 ulp-scale rounding otherwise (rank order);
+CIDEr-D's hashed n-gram keys could collide with probability about n²/2⁶⁵ (1e-8 for 500,000
+distinct n-grams). ``gathered_bytes`` reports what the last compute received.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torchmetrics import Metric
+
+from capmetrics.component import Component, Scores
+from capmetrics.errors import MetricError
+from capmetrics.rewards import decode, vocab_array
+
+__all__ = ["COCO_METRICS", "BERTScoreMetric", "CaptionMetric", "CocoCaptionMetrics", "gram_keys"]
+
+COCO_METRICS = ("bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "rouge-l", "cider-d")
+
+
+def gram_keys(grams: Sequence[str]) -> np.ndarray:
+    """A 64-bit key (int64) of each string: FNV-1a over its code points, then splitmix64's
+    finaliser; the same in every process (Python's ``hash`` is salted per process)."""
+    if not grams:
+        return np.zeros(0, np.int64)
+    codes = np.array(grams, dtype=str)
+    width = codes.dtype.itemsize // 4
+    points = codes.view(np.uint32).reshape(len(grams), width) if width else np.zeros((len(grams), 0), np.uint32)
+    h = np.full(len(grams), 0xCBF29CE484222325, np.uint64)
+    prime = np.uint64(0x100000001B3)
+    with np.errstate(over="ignore"):
+        for column in points.T.astype(np.uint64):  # padding (code point 0) leaves the key as it is
+            h = np.where(column != 0, (h ^ column) * prime, h)
+        h ^= h >> np.uint64(30)
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(27)
+        h *= np.uint64(0x94D049BB133111EB)
+        h ^= h >> np.uint64(31)
+    return h.view(np.int64)
+
+
+class _Collectives:
+    """all_gather of numpy arrays and small objects in a process group, counting received bytes."""
+
+    def __init__(self, group: Any = None) -> None:
+        self.group = group
+        self.active = dist.is_available() and dist.is_initialized()
+        self.world = dist.get_world_size(group) if self.active else 1
+        self.rank = dist.get_rank(group) if self.active else 0
+        nccl = self.active and dist.get_backend(group) == "nccl"
+        self.device = torch.device("cuda", torch.cuda.current_device()) if nccl else torch.device("cpu")
+        self.received = 0
+
+    def arrays(self, array: np.ndarray) -> list[np.ndarray]:
+        """Every rank's 1-D array (int64 or float64), in rank order."""
+        if not self.active:
+            return [array]
+        sizes = self._tensors(torch.tensor([len(array)], dtype=torch.int64, device=self.device))
+        lengths = [int(s.item()) for s in sizes]
+        padded = np.zeros(max(lengths), dtype=array.dtype)
+        padded[: len(array)] = array
+        gathered = self._tensors(torch.from_numpy(padded).to(self.device))
+        return [g.cpu().numpy()[:n] for g, n in zip(gathered, lengths)]
+
+    def objects(self, obj: Any) -> list[Any]:
+        """Every rank's (small, picklable) object, in rank order."""
+        if not self.active:
+            return [obj]
+        out: list[Any] = [None] * self.world
+        dist.all_gather_object(out, obj, group=self.group)
+        self.received += sum(len(pickle.dumps(o)) for o in out)
+        return out
+
+    def _tensors(self, tensor: torch.Tensor) -> list[torch.Tensor]:
+        out = [torch.empty_like(tensor) for _ in range(self.world)]
+        dist.all_gather(out, tensor, group=self.group)
+        self.received += tensor.element_size() * tensor.numel() * self.world
+        return out
+
+
+class CaptionMetric(Metric):
+    """One or more capmetrics metrics (specs) as a torchmetrics ``Metric``.
+
+    Args:
+        metrics: a spec (``"cider-d"``, ``"bleu-4"``, ``"meteor"``…) or a list of them; each must
+            combine across ranks (see the module doc; others are refused here).
+        vocab: id -> word (a list or dict) for token-id input; ``end_id``, ``keep_end``: where
+            sequences end (as :mod:`capmetrics.rewards` cuts them).
+        kwargs: torchmetrics' (``process_group`` …).
+
+    :meth:`compute` returns a float64 tensor for one metric, a ``{spec: tensor}`` dict for several.
+    """
+
+    is_differentiable = False
+    higher_is_better = True
+    full_state_update = False
+
+    def __init__(self, metrics: str | Sequence[str] = "cider-d", vocab: Sequence[str] | Mapping[int, str] | None = None,
+                 end_id: int | None = 0, keep_end: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        from capmetrics.registry.compose import METRIC_KINDS, compose
+
+        self.specs = [metrics] if isinstance(metrics, str) else list(metrics)
+        if not self.specs:
+            raise MetricError("CaptionMetric: no metrics given")
+        self.components: list[Component] = [compose(s, METRIC_KINDS) for s in self.specs]
+        for spec, c in zip(self.specs, self.components):
+            if not (hasattr(c, "score_shard") or (hasattr(c, "score_part") and hasattr(c, "merge_scores"))):
+                raise MetricError(f"CaptionMetric: {spec} cannot be combined across ranks (it has neither "
+                                  "score_part/merge_scores nor score_shard/corpus_from_sums)")
+        self.words = None if vocab is None else vocab_array(vocab)
+        self.end_id, self.keep_end = end_id, keep_end
+        self._items: dict[int, tuple[str, tuple[str, ...]]] = {}
+        self._unnamed: list[tuple[str, tuple[str, ...]]] = []
+        self._computed_once = False
+        self.gathered_bytes = 0
+
+    # -- input ----------------------------------------------------------------------------------
+    def _texts(self, sequences: Any, what: str) -> list[str]:
+        if isinstance(sequences, str):
+            raise MetricError(f"CaptionMetric.update: {what} must be a sequence of texts or token ids, not one string")
+        if not torch.is_tensor(sequences) and not isinstance(sequences, np.ndarray) \
+                and all(isinstance(s, str) for s in sequences):
+            return list(sequences)
+        if self.words is None:
+            raise MetricError(f"CaptionMetric.update: {what} are token ids; pass vocab=<id -> word> to CaptionMetric")
+        return decode(sequences, self.words, self.end_id, self.keep_end)
+
+    def update(self, candidates: Any, references: Sequence[Any], ids: Any = None) -> None:  # type: ignore[override]
+        """Add items: one candidate (text or token ids) per item, its references (texts, or
+        token-id sequences), and optionally each item's id (int), with which an item seen again
+        (on this or another rank) counts once."""
+        if self._computed_once:
+            raise MetricError("CaptionMetric.update after compute: call reset() first (compute combined the "
+                              "ranks' statistics; the next epoch starts from reset)")
+        cands = self._texts(candidates, "candidates")
+        if len(references) != len(cands):
+            raise MetricError(f"CaptionMetric.update: {len(cands)} candidates but {len(references)} reference lists")
+        refs = [tuple(self._texts(r, f"references of item {k}")) for k, r in enumerate(references)]
+        if ids is None:
+            self._unnamed.extend(zip(cands, refs))
+            return
+        keys = np.asarray(ids.detach().cpu().numpy() if torch.is_tensor(ids) else ids).reshape(-1)
+        if len(keys) != len(cands) or not np.issubdtype(keys.dtype, np.integer):
+            raise MetricError(f"CaptionMetric.update: ids must be {len(cands)} integers (one per candidate), "
+                              f"got {len(keys)} of dtype {keys.dtype}")
+        if self._unnamed:
+            raise MetricError("CaptionMetric.update: give ids with every update or with none")
+        for key, cand, ref in zip(keys.tolist(), cands, refs):
+            self._items.setdefault(key, (cand, ref))
+
+    def forward(self, *args: Any, **kwargs: Any) -> None:
+        """``update`` only: the values need the whole set's statistics (at :meth:`compute`)."""
+        self.update(*args, **kwargs)
+
+    def reset(self) -> None:
+        super().reset()
+        self._items, self._unnamed = {}, []
+        self._computed_once = False
+
+    # -- combining the shards -------------------------------------------------------------------
+    def _shard(self, comm: _Collectives) -> tuple[np.ndarray, list[str], list[tuple[str, ...]]]:
+        """The global order key of each of this rank's items (deduplicated across ranks), and
+        their texts."""
+        specs = comm.objects(self.specs)
+        if any(s != self.specs for s in specs):
+            raise MetricError(f"CaptionMetric.compute: ranks have different metric specs: "
+                              + "; ".join(f"rank {r}: {s}" for r, s in enumerate(specs)))
+        named = comm.objects(bool(self._items) or not self._unnamed)
+        if len(set(named)) > 1:
+            raise MetricError("CaptionMetric.compute: some ranks gave ids and others did not")
+        if named[0]:
+            keys = np.fromiter(self._items, np.int64, len(self._items))
+            every = comm.arrays(keys)
+            owner = np.concatenate([np.full(len(k), r) for r, k in enumerate(every)]) if every else np.zeros(0)
+            flat = np.concatenate(every)
+            _, first = np.unique(flat, return_index=True)  # the lowest rank holding each id
+            mine = np.sort(flat[first][owner[first] == comm.rank])
+            pairs = [self._items[k] for k in mine.tolist()]
+        else:  # no ids: rank order, nothing dropped
+            counts = [int(n[0]) for n in comm.arrays(np.array([len(self._unnamed)], np.int64))]
+            mine = sum(counts[: comm.rank]) + np.arange(len(self._unnamed), dtype=np.int64)
+            pairs = self._unnamed
+        return mine, [c for c, _ in pairs], [r for _, r in pairs]
+
+    def _fit(self, component: Component, comm: _Collectives, cands: list[str], refs: list[tuple[str, ...]]) -> None:
+        """Fix a corpus statistic (CIDEr-D's df) to the sum over ranks, read for this rank's n-grams."""
+        state = component.fit_state(refs)  # type: ignore[attr-defined]
+        if not (isinstance(state, tuple) and len(state) == 2 and isinstance(state[0], Mapping)):
+            component.fit_states(comm.objects(state))  # type: ignore[attr-defined]  # a small generic state
+            return
+        table, images = state
+        grams = list(table)
+        keys = comm.arrays(gram_keys(grams))
+        counts = comm.arrays(np.fromiter(table.values(), np.int64, len(table)))
+        total_images = int(sum(int(n[0]) for n in comm.arrays(np.array([images], np.int64))))
+        every, inverse = np.unique(np.concatenate(keys), return_inverse=True)
+        totals = np.bincount(inverse, np.concatenate(counts).astype(float), minlength=len(every)).astype(np.int64)
+        own = list(dict.fromkeys(grams + list(component.fit_state([[c] for c in cands])[0])))  # type: ignore[attr-defined]
+        where = np.searchsorted(every, gram_keys(own)) if own else np.zeros(0, np.int64)
+        where = np.minimum(where, max(len(every) - 1, 0))
+        found = (every[where] == gram_keys(own)) if len(every) else np.zeros(len(own), bool)
+        component.fit_states([({g: n for g, n, f in zip(own, totals[where].tolist(), found.tolist()) if f},  # type: ignore[attr-defined]
+                               total_images)])
+
+    def _score(self, component: Component, comm: _Collectives, order: np.ndarray, cands: list[str],
+               refs: list[tuple[str, ...]]) -> float:
+        """The corpus value of ``component`` over every rank's items."""
+        if hasattr(component, "fit_state") and hasattr(component, "fit_states"):
+            self._fit(component, comm, cands, refs)
+        empty = Scores(np.zeros(0), float("nan"))
+        if hasattr(component, "score_shard"):
+            scores, sums = component.score_shard(cands, refs) if cands else (empty, None)  # type: ignore[attr-defined]
+            total = _sum(comm.objects(sums))
+            return float(component.corpus_from_sums(total)) if total is not None else float("nan")  # type: ignore[attr-defined]
+        scores, extra = component.score_part(cands, refs) if cands else (empty, None)  # type: ignore[attr-defined]
+        extras = comm.objects(None if extra is None else np.asarray(extra))
+        if all(e is None for e in extras):  # the corpus value is the mean of the item values
+            keys, values = comm.arrays(order), comm.arrays(np.asarray(scores.values, dtype=np.float64))
+            merged = np.concatenate(values)[np.argsort(np.concatenate(keys), kind="stable")]
+            return float(np.mean(merged)) if len(merged) else float("nan")
+        total = _sum(extras)
+        corpus = float(component.merge_scores([(scores, total)]).corpus) if cands else float("nan")  # type: ignore[attr-defined]
+        values = comm.arrays(np.array([corpus]))  # the ranks with items agree; take the first
+        known = [v[0] for v in values if not np.isnan(v[0])]
+        return known[0] if known else float("nan")
+
+    def compute(self) -> torch.Tensor | dict[str, torch.Tensor]:  # type: ignore[override]
+        """The corpus value of each metric over every rank's (deduplicated) items."""
+        comm = _Collectives(getattr(self, "process_group", None))
+        order, cands, refs = self._shard(comm)
+        out = {spec: torch.tensor(self._score(c, comm, order, cands, refs), dtype=torch.float64)
+               for spec, c in zip(self.specs, self.components)}
+        self.gathered_bytes = comm.received
+        self._computed_once = True
+        return out[self.specs[0]] if len(out) == 1 else out
+
+
+def _sum(parts: Sequence[Any]) -> np.ndarray | None:
+    """The sum of the ranks' statistics vectors (None: ranks without items)."""
+    present = [np.asarray(p, dtype=np.float64) for p in parts if p is not None]
+    return np.sum(present, axis=0) if present else None
+
+
+class CocoCaptionMetrics(CaptionMetric):
+    """coco-caption's set: BLEU-1..4, METEOR, ROUGE-L and CIDEr-D (``compute`` gives a dict)."""
+
+    def __init__(self, vocab: Sequence[str] | Mapping[int, str] | None = None, end_id: int | None = 0,
+                 keep_end: bool = False, **kwargs: Any) -> None:
+        super().__init__(list(COCO_METRICS), vocab, end_id, keep_end, **kwargs)
+
+
+class BERTScoreMetric(CaptionMetric):
+    """BERTScore (capmetrics' ``bertscore`` spec, its defaults or ``spec``), one value per item
+    computed on its rank; the corpus value is their mean."""
+
+    def __init__(self, spec: str = "bertscore", vocab: Sequence[str] | Mapping[int, str] | None = None,
+                 end_id: int | None = 0, keep_end: bool = False, **kwargs: Any) -> None:
+        super().__init__(spec, vocab, end_id, keep_end, **kwargs)

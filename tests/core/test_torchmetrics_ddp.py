@@ -1,0 +1,131 @@
+"""capmetrics.torchmetrics under DDP: torch.distributed's gloo backend, 2 and 4 CPU processes
+(torch.multiprocessing spawn), DistributedSampler shards of an uneven set (its padding repeats
+samples on the last ranks; one rank also sees an item twice), strings and token ids: the values
+equal one process over the set (capmetrics.score), to the bit."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torchmetrics")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+
+import capmetrics  # noqa: E402
+from capmetrics.torchmetrics import COCO_METRICS  # noqa: E402
+from tests.plugins.coco_reference import FLICKR8K, needs_flickr8k  # noqa: E402
+
+N_ITEMS = 103  # uneven for 2 and 4 ranks
+
+
+def flickr8k_items(n: int = N_ITEMS) -> tuple[list[str], list[list[str]]]:
+    """Real captions: each image's first caption as the candidate, the other four as references."""
+    from capmetrics.data.flickr8k import load_captions
+
+    _, by_image = load_captions(FLICKR8K)
+    names = sorted(by_image)[:n]
+    return [by_image[k][0] for k in names], [by_image[k][1:] for k in names]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _worker(rank: int, world: int, port: int, specs: list[str], mode: str, out: str) -> None:
+    from torch.utils.data import DistributedSampler
+
+    from capmetrics.errors import MetricError
+    from capmetrics.torchmetrics import CaptionMetric
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        cands, refs = flickr8k_items()
+        indices = list(DistributedSampler(range(len(cands)), num_replicas=world, rank=rank, shuffle=False))
+        if rank == 0:
+            indices.append(indices[0])  # an item this rank sees twice
+        if mode == "ids":  # the model's token ids and a vocabulary (end id 0)
+            words = ["<end>"] + sorted({w for t in cands + [r for rs in refs for r in rs] for w in t.split()})
+            index = {w: i for i, w in enumerate(words)}
+            metric = CaptionMetric(specs, vocab=words, end_id=0)
+            for start in range(0, len(indices), 8):
+                batch = indices[start : start + 8]
+                ids = torch.zeros((len(batch), 40), dtype=torch.int64)
+                for row, k in enumerate(batch):
+                    ids[row, : len(cands[k].split())] = torch.tensor([index[w] for w in cands[k].split()])
+                metric.update(ids, [refs[k] for k in batch], ids=torch.tensor(batch))
+        else:
+            metric = CaptionMetric(specs if mode != "mismatch" or rank == 0 else specs[::-1])
+            for start in range(0, len(indices), 8):
+                batch = indices[start : start + 8]
+                metric.update([cands[k] for k in batch], [refs[k] for k in batch], ids=batch)
+        try:
+            values = metric.compute()
+        except MetricError as err:
+            values = {"error": str(err)}
+        if not isinstance(values, dict):
+            values = {specs[0]: values}
+        result: dict = {"values": {k: v if isinstance(v, str) else float(v) for k, v in values.items()},
+                        "bytes": metric.gathered_bytes}
+        if mode == "strings":
+            try:
+                metric.update(cands[:1], refs[:1], ids=[0])
+            except MetricError as err:
+                result["update_after_compute"] = str(err)
+        Path(out, f"rank{rank}.json").write_text(json.dumps(result))
+    finally:
+        dist.destroy_process_group()
+
+
+def run_ddp(world: int, specs: list[str], mode: str, tmp_path: Path) -> list[dict]:
+    mp.spawn(_worker, args=(world, _free_port(), specs, mode, str(tmp_path)), nprocs=world, join=True)
+    return [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(world)]
+
+
+@pytest.fixture(scope="module")
+def one_process() -> dict[str, float]:
+    cands, refs = flickr8k_items()
+    results = capmetrics.score(candidates=cands, references=refs, metrics=list(COCO_METRICS))
+    return {s: results[s].corpus for s in COCO_METRICS}
+
+
+@needs_flickr8k
+def test_two_ranks_coco_set_equal_one_process(tmp_path: Path, one_process: dict[str, float]) -> None:
+    ranks = run_ddp(2, list(COCO_METRICS), "strings", tmp_path)
+    for r in ranks:
+        assert r["values"] == one_process  # every rank, every metric, to the bit
+        assert "update after compute" in r["update_after_compute"]
+    # statistics, not strings: ids, values, df keys and counts (about 16 bytes per n-gram)
+    assert 0 < ranks[0]["bytes"] < 400_000
+
+
+@needs_flickr8k
+def test_four_ranks_token_ids_equal_one_process(tmp_path: Path, one_process: dict[str, float]) -> None:
+    specs = ["cider-d", "bleu-4", "rouge-l"]
+    for r in run_ddp(4, specs, "ids", tmp_path):
+        assert r["values"] == {s: one_process[s] for s in specs}
+
+
+@needs_flickr8k
+def test_ranks_with_different_specs_are_refused(tmp_path: Path) -> None:
+    for r in run_ddp(2, ["cider-d", "bleu-4"], "mismatch", tmp_path):
+        assert "ranks have different metric specs: rank 0: ['cider-d', 'bleu-4']; rank 1: ['bleu-4', 'cider-d']" \
+            in r["values"]["error"]
+
+
+def test_gram_keys_are_stable_and_distinct() -> None:
+    from capmetrics.torchmetrics import gram_keys
+
+    grams = ["a", "a dog", "dog a", "a dog runs", "ä dog", "a  dog"]
+    keys = gram_keys(grams)
+    assert len(set(keys.tolist())) == len(grams)
+    assert np.array_equal(gram_keys(["a dog", "a much longer gram of text"])[:1], gram_keys(["a dog"]))  # no padding effect
+    assert gram_keys(["a dog"])[0] == np.int64(-4270473979918609166)  # the same in every process and run
