@@ -24,8 +24,9 @@ PUNCTUATION = frozenset(
     ["''", "'", "``", "`", "-LRB-", "-RRB-", "-LCB-", "-RCB-", ".", "?", "!", ",", ":", "-", "--", "...", ";"]
 )
 
-_APOS = "['\u0092\u2019]"
-_APOSX = "['\u0092\u2019`\u0091\u2018\u201b]"
+# the lexer reads the HTML entity &apos; as an apostrophe wherever it takes one
+_APOS = "(?:['\u0092\u2019]|&apos;)"
+_APOSX = "(?:['\u0092\u2019`\u0091\u2018\u201b]|&apos;)"
 _ABBREV = (
     # months, days, states, companies, titles and other abbreviations that keep their period
     r"(?i:jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|mon|tues?|wed|thu|thurs|fri"
@@ -98,6 +99,8 @@ def _rules(c: CharClasses) -> list[tuple[str, str]]:
         ("dollar", r"[A-Za-z]*\$"),
         ("ldots", r"\.\.\.+"),
         ("entity", r"&(?:amp|lt|gt|quot|nbsp|#\d+);"),
+        ("apos_entity", "&apos;"),  # a lone one is a quote (removed as punctuation)
+        ("bracket_escape", "(?i:-[lr][rcs]b-)"),  # the lexer's own escapes are kept as they are
         ("hyphens", "-+"),
         ("run", r"[?!]+|\*+|#+|@+|``|''|\^_\^"),
     ]
@@ -172,6 +175,8 @@ def _normalize(kind: str, text: str) -> list[str]:
     if kind == "entity":
         norm = _ENTITIES.get(text, text)
         return [norm] if norm else []
+    if kind in ("redaux", "apos_entity"):
+        return [text.replace("&apos;", "'")]
     if kind == "thinga":
         return [text.replace("&amp;", "&")]
     if kind == "smiley":
