@@ -35,7 +35,7 @@ import numpy as np
 from capmetrics.component import Distance, Tokenizer
 from capmetrics.errors import MetricError
 
-__all__ = ["BleuReward", "CiderDReward", "Reward", "decode", "self_critical", "token_ids", "vocab_array"]
+__all__ = ["BleuReward", "CiderDReward", "Reward", "check_end_word", "decode", "self_critical", "token_ids", "vocab_array"]
 
 
 def _is_torch(x: Any) -> bool:
@@ -143,7 +143,7 @@ class Reward:
         self.vocab, self.end_id, self.keep_end = vocab, end_id, keep_end
         self._words = None if vocab is None else vocab_array(vocab)  # built once, not per batch
         if keep_end:
-            _check_end_word(self._words, end_id)
+            check_end_word(self._words, end_id)
         # token ids go to the metric as ids, with no text in between, where it reads them so
         self._reads_ids = (self._words is not None and hasattr(self.metric, "score_token_ids")
                            and _plain_words(self._words, None if keep_end else end_id))
@@ -214,7 +214,7 @@ class Reward:
         return np.asarray(scores.values, dtype=float)
 
 
-def _check_end_word(words: np.ndarray | None, end_id: int | None) -> None:
+def check_end_word(words: np.ndarray | None, end_id: int | None) -> None:
     """keep_end scores the end token as a word: it needs an end id and, given a vocabulary, a
     word for it."""
     if end_id is None:

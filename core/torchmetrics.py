@@ -41,9 +41,9 @@ from torchmetrics import Metric
 
 from capmetrics.component import Component, Scores
 from capmetrics.errors import MetricError
-from capmetrics.rewards import decode, vocab_array
+from capmetrics.rewards import check_end_word, decode, vocab_array
 
-__all__ = ["COCO_METRICS", "BERTScoreMetric", "CaptionMetric", "CocoCaptionMetrics", "gram_keys"]
+__all__ = ["COCO_METRICS", "CaptionMetric", "CocoCaptionMetrics", "gram_keys"]
 
 COCO_METRICS = ("bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "rouge-l", "cider-d")
 
@@ -140,6 +140,8 @@ class CaptionMetric(Metric):
                                   "score_part/merge_scores nor score_shard/corpus_from_sums)")
         self.words = None if vocab is None else vocab_array(vocab)
         self.end_id, self.keep_end = end_id, keep_end
+        if keep_end:
+            check_end_word(self.words, end_id)
         self._items: dict[int, tuple[str, tuple[str, ...]]] = {}
         self._unnamed: list[tuple[str, tuple[str, ...]]] = []
         self._computed_once = False
@@ -278,12 +280,3 @@ class CocoCaptionMetrics(CaptionMetric):
     def __init__(self, vocab: Sequence[str] | Mapping[int, str] | None = None, end_id: int | None = 0,
                  keep_end: bool = False, **kwargs: Any) -> None:
         super().__init__(list(COCO_METRICS), vocab, end_id, keep_end, **kwargs)
-
-
-class BERTScoreMetric(CaptionMetric):
-    """BERTScore (capmetrics' ``bertscore`` spec, its defaults or ``spec``), one value per item
-    computed on its rank; the corpus value is their mean."""
-
-    def __init__(self, spec: str = "bertscore", vocab: Sequence[str] | Mapping[int, str] | None = None,
-                 end_id: int | None = 0, keep_end: bool = False, **kwargs: Any) -> None:
-        super().__init__(spec, vocab, end_id, keep_end, **kwargs)

@@ -1,0 +1,77 @@
+"""capmetrics.torchmetrics in one process: the values of capmetrics.score on real Flickr8k
+captions, strings and token ids, duplicates counted once, bad input (DDP: test_torchmetrics_ddp)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torchmetrics")
+
+import torch  # noqa: E402
+from torchmetrics import Metric  # noqa: E402
+
+import capmetrics  # noqa: E402
+from capmetrics.errors import MetricError  # noqa: E402
+from capmetrics.torchmetrics import COCO_METRICS, CaptionMetric, CocoCaptionMetrics  # noqa: E402
+from tests.core.test_torchmetrics_ddp import flickr8k_items  # noqa: E402
+from tests.plugins.coco_reference import needs_flickr8k  # noqa: E402
+
+pytestmark = needs_flickr8k
+
+
+@pytest.fixture(scope="module")
+def items() -> tuple[list[str], list[list[str]]]:
+    return flickr8k_items(60)
+
+
+def test_coco_set_equals_score(items: tuple[list[str], list[list[str]]]) -> None:
+    cands, refs = items
+    metric = CocoCaptionMetrics()
+    assert isinstance(metric, Metric)
+    for start in range(0, 60, 16):  # batches, with ids
+        metric.update(cands[start : start + 16], refs[start : start + 16], ids=torch.arange(start, min(start + 16, 60)))
+    metric.update(cands[:3], refs[:3], ids=[0, 1, 2])  # seen again: counted once
+    values = metric.compute()
+    expected = capmetrics.score(candidates=cands, references=refs, metrics=list(COCO_METRICS))
+    assert set(values) == set(COCO_METRICS)
+    for spec in COCO_METRICS:
+        assert values[spec].dtype == torch.float64 and float(values[spec]) == expected[spec].corpus
+    metric.reset()
+    metric(cands[:10], refs[:10])  # forward accumulates (no ids: nothing is deduplicated)
+    metric.update(cands[10:], refs[10:])
+    assert float(metric.compute()["cider-d"]) == expected["cider-d"].corpus
+
+
+def test_token_ids_and_a_vocabulary(items: tuple[list[str], list[list[str]]]) -> None:
+    cands, refs = items
+    words = ["<end>"] + sorted({w for t in cands + [r for rs in refs for r in rs] for w in t.split()})
+    index = {w: i for i, w in enumerate(words)}
+    as_ids = lambda t: [index[w] for w in t.split()] + [0, 0]  # noqa: E731
+    metric = CaptionMetric("cider-d", vocab=words, end_id=0)
+    metric.update([np.array(as_ids(c)) for c in cands], [[as_ids(r) for r in rs] for rs in refs])
+    expected = capmetrics.score(candidates=cands, references=refs, metrics="cider-d")["cider-d"].corpus
+    assert float(metric.compute()) == expected
+
+
+def test_bad_input(items: tuple[list[str], list[list[str]]]) -> None:
+    cands, refs = items
+    metric = CaptionMetric("bleu-4")
+    with pytest.raises(MetricError, match="3 candidates but 2 reference lists"):
+        metric.update(cands[:3], refs[:2])
+    with pytest.raises(MetricError, match="token ids; pass vocab="):
+        metric.update(torch.ones((2, 3), dtype=torch.int64), refs[:2])
+    with pytest.raises(MetricError, match="ids must be 2 integers"):
+        metric.update(cands[:2], refs[:2], ids=[0.5, 1.5])
+    with pytest.raises(MetricError, match="meteor-jar cannot be combined across ranks"):
+        CaptionMetric("meteor-jar")
+    metric.update(cands[:2], refs[:2], ids=[0, 1])
+    mixed = CaptionMetric("bleu-4")
+    mixed.update(cands[:1], refs[:1])
+    with pytest.raises(MetricError, match="ids with every update or with none"):
+        mixed.update(cands[1:2], refs[1:2], ids=[1])
+    metric.compute()
+    with pytest.raises(MetricError, match="update after compute: call reset"):
+        metric.update(cands[2:3], refs[2:3], ids=[2])
+    with pytest.raises(MetricError, match="vocab has no word for end_id 0"):
+        CaptionMetric("bleu-4", vocab={1: "a", 2: "dog"}, end_id=0, keep_end=True)
