@@ -158,6 +158,69 @@ def check_pickle(spec: str, ctx: CheckContext) -> None:
         raise _fail("check_pickle", spec, "the unpickled component gives other values")
 
 
+#: A value no choice parameter accepts.
+NOT_A_CHOICE = "not-a-choice"
+
+
+def choice_parameters(cls: type[Component]) -> dict[str, tuple[Any, ...]]:
+    """The constructor parameters of ``cls`` annotated with a ``Literal`` or an ``Enum`` (alone
+    or in a union), each with the values it accepts."""
+    import enum
+    import typing
+
+    from capmetrics.registry.compose import _hints, _union_args
+
+    hints = _hints(cls)
+    out: dict[str, tuple[Any, ...]] = {}
+    for key in cls.constructor_parameters():
+        allowed: list[Any] = []
+        for option in _union_args(hints.get(key, Any)):
+            if typing.get_origin(option) is typing.Literal:
+                allowed += typing.get_args(option)
+            elif isinstance(option, type) and issubclass(option, enum.Enum):
+                allowed += [m.value for m in option]
+        if allowed:
+            out[key] = tuple(allowed)
+    return out
+
+
+@_check()
+def check_choice_parameters(spec: str, ctx: CheckContext) -> None:
+    """Every ``Literal``/``Enum`` parameter refuses a value outside its choices with a
+    ``SpecError`` naming the parameter, and builds (or refuses with a capmetrics error) each
+    of its choices. ``compose`` does this for every component; the check catches an
+    annotation it cannot read (e.g. a forward reference that does not resolve)."""
+    from capmetrics.errors import SpecError
+    from capmetrics.registry.compose import compose
+    from capmetrics.registry.spec import Spec, parse
+
+    c = ctx.build(spec)
+    base = parse(c.spec)
+    for key, allowed in choice_parameters(type(c)).items():
+        args = tuple(a for a in base.args if a[0] != key)
+        try:
+            compose(Spec(base.name, (*args, (key, NOT_A_CHOICE)), called=True))
+        except SpecError as err:
+            if key not in str(err):
+                raise _fail("check_choice_parameters", spec, f"the error for {key}={NOT_A_CHOICE} does not "
+                            f"name the parameter: {err}") from err
+        else:
+            raise _fail("check_choice_parameters", spec, f"{key}={NOT_A_CHOICE} is accepted though {key} "
+                        f"takes only {', '.join(map(repr, allowed))}; annotate it with a Literal that "
+                        "typing.get_type_hints can resolve")
+        for value in allowed:
+            try:
+                built = compose(Spec(base.name, (*args, (key, value)), called=True))
+            except CapmetricsError:
+                continue  # a choice that needs something missing here (a file, an extra) may say so
+            except Exception as err:  # noqa: BLE001 - any other exception is what the check reports
+                raise _fail("check_choice_parameters", spec, f"{key}={value!r} raises {type(err).__name__}: "
+                            f"{err}; raise a SpecError for a combination that is not allowed") from err
+            stored = getattr(built, key)
+            if stored != value and getattr(stored, "value", None) != value:
+                raise _fail("check_choice_parameters", spec, f"{key}={value!r} is stored as {stored!r}")
+
+
 @_check(*METRIC_KINDS)
 def check_results_formats(spec: str, ctx: CheckContext) -> None:
     """JSON is strict and loads back equal; CSV has one row per value; the table renders."""

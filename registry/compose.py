@@ -5,6 +5,7 @@ looked up among that kind, the same word given to a ``str`` or ``Literal`` param
 
 from __future__ import annotations
 
+import enum
 import types
 import typing
 from collections.abc import Mapping
@@ -14,7 +15,7 @@ from typing import Any, Literal, Union
 from capmetrics.component import KIND_BASES, Component
 from capmetrics.errors import SpecError, UnknownComponentError, did_you_mean
 from capmetrics.registry.manager import Registry, get_registry
-from capmetrics.registry.spec import Spec, format_value, normalize_name, parse
+from capmetrics.registry.spec import MAX_DEPTH, Spec, format_value, normalize_name, parse
 
 #: Kinds that ``capmetrics score --metric`` accepts.
 METRIC_KINDS = ("distance", "statistic")
@@ -90,12 +91,22 @@ class _Builder:
         self.definitions = {normalize_name(k): v for k, v in definitions.items()}
         self.text = text
         self._expanding: list[str] = []
+        self._depth = 0
 
     @property
     def context(self) -> str:
         return f" in spec {self.text!r}"
 
     def build(self, spec: Spec, kinds: tuple[str, ...] | None) -> Component:
+        if self._depth >= MAX_DEPTH:  # Spec objects and config definitions can nest without the parser
+            raise SpecError(f"components nest at most {MAX_DEPTH} levels deep{self.context}")
+        self._depth += 1
+        try:
+            return self._build(spec, kinds)
+        finally:
+            self._depth -= 1
+
+    def _build(self, spec: Spec, kinds: tuple[str, ...] | None) -> Component:
         definition = self.definitions.get(spec.key)
         if definition is not None:
             if spec.key in self._expanding:
@@ -149,6 +160,8 @@ class _Builder:
         if kinds:
             if isinstance(value, Component):
                 return value
+            if isinstance(value, str) and str in options:  # a quoted value (a path) stays text
+                return value
             if isinstance(value, str):
                 value = parse(value)
             if isinstance(value, Spec):
@@ -169,6 +182,10 @@ class _Builder:
         origin = typing.get_origin(tp)
         if tp is Any:
             return word if word is not None else value
+        if tp is type(None):  # none itself was taken by convert(); any other value is wrong here
+            raise SpecError(f"{where} must be none, got {format_value(word or value)}")
+        if isinstance(tp, type) and issubclass(tp, enum.Enum):
+            return _enum_member(tp, word if word is not None else value, where)
         if origin is Literal:
             allowed = typing.get_args(tp)
             candidate = word if word is not None else value
@@ -201,3 +218,15 @@ class _Builder:
         else:
             return word if word is not None else value
         raise SpecError(f"{where} must be {_type_name(tp)}, got {format_value(word or value)}")
+
+
+def _enum_member(tp: type[enum.Enum], value: Any, where: str) -> enum.Enum:
+    """The member of ``tp`` that ``value`` is, or whose value or name it is."""
+    if isinstance(value, tp):
+        return value
+    for member in tp:
+        if value == member.value or (isinstance(value, str) and value == member.name):
+            return member
+    names = [str(m.value) for m in tp]
+    raise SpecError(f"{where} must be one of {', '.join(names)}, got {format_value(value)}."
+                    f"{did_you_mean(str(value), names)}")

@@ -32,6 +32,9 @@ NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _NUMBER_RE = re.compile(r"[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?")
 _KEYWORDS = {"true": True, "false": False, "none": None}
 _ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "'": "'"}
+#: How deep specs and lists may nest (real specs need 3 or 4 levels; the bound keeps a
+#: crafted spec from exhausting Python's recursion limit).
+MAX_DEPTH = 32
 
 
 def normalize_name(name: str) -> str:
@@ -69,6 +72,13 @@ class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
+        self.depth = 0
+
+    def enter(self) -> None:
+        """One level deeper (a spec's arguments or a list); past :data:`MAX_DEPTH` an error."""
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.error(f"specs nest at most {MAX_DEPTH} levels deep")
 
     def error(self, message: str, pos: int | None = None) -> SpecSyntaxError:
         at = self.pos if pos is None else pos
@@ -101,6 +111,7 @@ class _Parser:
         name = self.name()
         if self.peek() != "(":
             return Spec(name)
+        self.enter()
         self.pos += 1
         args: list[tuple[str | None, Value]] = []
         seen: set[str] = set()
@@ -121,6 +132,7 @@ class _Parser:
                     continue
                 break
         self.expect(")")
+        self.depth -= 1
         return Spec(name, tuple(args), called=True)
 
     def arg(self) -> tuple[str | None, Value]:
@@ -142,6 +154,7 @@ class _Parser:
         if c in "\"'":
             return self.string()
         if c == "[":
+            self.enter()
             self.pos += 1
             items: list[Value] = []
             if self.peek() != "]":
@@ -152,6 +165,7 @@ class _Parser:
                         continue
                     break
             self.expect("]")
+            self.depth -= 1
             return items
         m = _NUMBER_RE.match(self.text, self.pos)
         if m and not NAME_RE.match(self.text, m.end()):

@@ -100,7 +100,8 @@ IN_PROCESS = [c for c in CHECKS if c != "check_signature_fresh_process"]  # toys
 
 def test_a_well_behaved_component_passes(kit_plugin):
     ran = check_component("kit-overlap(scale=2.0)", checks=IN_PROCESS)
-    assert ran == ["check_spec_round_trip", "check_pickle", "check_results_formats", "check_item_permutation",
+    assert ran == ["check_spec_round_trip", "check_pickle", "check_choice_parameters", "check_results_formats",
+                   "check_item_permutation",
                    "check_determinism", "check_edge_inputs"]
 
 
@@ -127,7 +128,7 @@ def test_checks_by_kind():
     assert "check_executors" in checks_for("trm(distance=bleu-4)")
     assert "check_executors" not in checks_for("bleu-4")
     assert checks_for("mean") == ["check_spec_round_trip", "check_signature_fresh_process", "check_pickle",
-                                  "check_aggregator_groups"]
+                                  "check_choice_parameters", "check_aggregator_groups"]
 
 
 def test_unknown_check_name():
