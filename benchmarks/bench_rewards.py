@@ -7,6 +7,15 @@ algorithm is CiderScorer's with a precomputed df), values checked equal.
 Also timed: token-id candidates (the model's padded ids with its vocabulary), the samples and
 their 50 greedy baselines scored by two calls or by one ``self_critical`` call, and BLEU-4.
 Target (issue 13): <= 5 ms per batch. Run: ``python benchmarks/bench_rewards.py [--repeat 50]``.
+
+With ``--cider`` (a checkout of ruotianluo/cider at e9b736d, the commit self-critical.pytorch's
+submodule pins), ``--self-critical`` (a checkout of self-critical.pytorch) and ``--six`` (a folder
+with six.py), also times self-critical.pytorch's own ``get_self_critical_reward`` on its batch of
+tests/data/cider_compat (50 images x 5 samples + 50 greedy, label ids, its prepro_ngrams df;
+``--sc-df`` a full one made by experiments/make_cider_compat_fixtures.py --full-out) three ways in
+one run: with the original ``CiderD``, with ``capmetrics.compat.cider.CiderD`` swapped in (the
+import swap: the rest of the function unchanged), and ``CiderDReward(keep_end=True).self_critical``
+on the ids. Target (issue 29): equal within 1e-12, >= 20x faster per step.
 """
 
 from __future__ import annotations
@@ -65,12 +74,88 @@ def coco_fixed_df(train: list[list[str]]):  # type: ignore[no-untyped-def]
     return score
 
 
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "data" / "cider_compat"
+
+
+def self_critical_step(args: argparse.Namespace) -> None:
+    """self-critical.pytorch's get_self_critical_reward: original CiderD, the compat CiderD
+    swapped in, and CiderDReward(keep_end=True), on its Flickr8k batch, in this run."""
+    import contextlib
+    import gzip
+    import json
+    import os
+    import shutil
+    import sys
+    import tempfile
+    import types
+
+    import torch
+
+    from capmetrics.compat.cider import CiderD as CompatCiderD
+
+    sys.path[:0] = [str(args.six), str(args.cider), str(args.self_critical)]
+    from captioning.utils import rewards  # type: ignore[import-not-found]
+    from pyciderevalcap.ciderD.ciderD import CiderD  # type: ignore[import-not-found]
+
+    batch = json.loads((FIXTURES / "batch.json").read_text())
+    work = Path(tempfile.mkdtemp(prefix="bench-rewards-"))
+    (work / "data").mkdir()
+    if args.sc_df is not None:
+        shutil.copy(args.sc_df, work / "data" / "sc.p")
+    else:
+        with gzip.open(FIXTURES / f"{batch['df']}-idxs.p.gz") as f, open(work / "data" / "sc.p", "wb") as g:
+            shutil.copyfileobj(f, g)
+    gen, greedy = torch.tensor(batch["gen_result"]), torch.tensor(batch["greedy_res"])
+    gts = [np.array(g) for g in batch["gts"]]
+    opt = types.SimpleNamespace(cider_reward_weight=1.0, bleu_reward_weight=0.0)
+    itow = {int(k): w for k, w in batch["ix_to_word"].items()}
+    old_cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        original, swapped = CiderD(df="sc"), CompatCiderD(df="sc")
+        reward = CiderDReward("sc", vocab=itow, end_id=0, keep_end=True)
+        with contextlib.redirect_stdout(None):  # the function prints its mean CIDEr-D every call
+
+            def step(scorer):  # type: ignore[no-untyped-def]
+                rewards.CiderD_scorer = scorer
+                return lambda: rewards.get_self_critical_reward(greedy, gts, gen, opt)[:, 0]
+
+            repeat = max(3, args.repeat // 10)
+            orig_best, orig_med, orig = timed(repeat, step(original))
+            swap_best, swap_med, swap = timed(args.repeat, step(swapped))
+            ids_best, ids_med, (adv, _, _) = timed(args.repeat, lambda: reward.self_critical(gen.numpy(), greedy.numpy(), gts))
+    finally:
+        os.chdir(old_cwd)
+        shutil.rmtree(work)
+    df_images = "6,000" if args.sc_df is not None else "300"
+    print(f"\nself-critical.pytorch get_self_critical_reward, 50 images x 5 samples + 50 greedy (label ids), "
+          f"prepro_ngrams df of {df_images} Flickr8k training images; one core")
+    print(f"original ruotianluo/cider CiderD      : best {orig_best * 1e3:7.2f} ms  median {orig_med * 1e3:7.2f} ms")
+    print(f"import swap: capmetrics.compat CiderD : best {swap_best * 1e3:7.2f} ms  median {swap_med * 1e3:7.2f} ms  "
+          f"({orig_best / swap_best:.0f}x, max abs difference {np.abs(np.asarray(swap) - orig).max():.2g})")
+    print(f"CiderDReward(keep_end=True), numpy ids: best {ids_best * 1e3:7.2f} ms  median {ids_med * 1e3:7.2f} ms  "
+          f"({orig_best / ids_best:.0f}x, max abs difference {np.abs(adv - orig).max():.2g})")
+    print("target (issue 29): within 1e-12, >= 20x per step")
+    assert np.abs(np.asarray(swap) - orig).max() < 1e-12 and np.abs(adv - orig).max() < 1e-12
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, default=DEFAULT)
     parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--cider", type=Path, help="ruotianluo/cider checkout (e9b736d)")
+    parser.add_argument("--self-critical", type=Path, help="self-critical.pytorch checkout")
+    parser.add_argument("--six", type=Path, help="a folder with six.py (ruotianluo/cider imports it)")
+    parser.add_argument("--sc-df", type=Path, help="a prepro_ngrams -idxs.p of the same vocabulary")
+    parser.add_argument("--only-self-critical", action="store_true")
     args = parser.parse_args()
     threadpoolctl.threadpool_limits(1)
+    if args.cider is not None and args.self_critical is not None and args.six is not None:
+        self_critical_step(args)
+        if args.only_self_critical:
+            return
+    else:
+        print("(--cider, --self-critical and --six not given: self-critical.pytorch's step is not timed)")
     _, by_image = load_captions(args.data)
     names = lambda f: [n.split(".")[0] for n in (args.data / f).read_text().split()]  # noqa: E731
     ptb = capmetrics.compose("ptb")
