@@ -157,6 +157,12 @@ def score_cli(
             raise SpecError(f"unknown output format {fmt!r}; use one of {', '.join(OUTPUT_FORMATS)}")
         if empty_candidates not in ("score", "error"):
             raise SpecError(f"unknown --empty-candidates {empty_candidates!r}; use score or error")
+        check_run_options(data=data, results=results, input_format=input_format, jobs=jobs, executor=executor,
+                          scheduler=scheduler, chunk_size=chunk_size, sample_candidates=sample_candidates,
+                          sample_references=sample_references)
+        from capmetrics.atomic import check_output
+
+        check_output(out, (data, results, config))
         # Build every metric before loading data, so a typo fails fast.
         from capmetrics.registry.compose import METRIC_KINDS, compose
 
@@ -179,6 +185,39 @@ def score_cli(
                executor, scheduler, chunk_size, sample_candidates, sample_references, sample_seed)
 
 
+def check_run_options(*, data: Path | None = None, results: Path | None = None, input_format: str = "auto",
+                      jobs: int = 1, executor: str | None = None, scheduler: str | None = None,
+                      chunk_size: int | None = None, sample_candidates: int | None = None,
+                      sample_references: int | None = None) -> None:
+    """Refuse, before any work, an option out of its range or one that this combination of
+    options would silently ignore (a usage error: exit 2).
+
+    Raises:
+        SpecError: naming the option and why.
+    """
+    from capmetrics.data.loaders import FORMATS
+    from capmetrics.parallel import EXECUTORS
+
+    if input_format not in FORMATS:
+        raise SpecError(f"unknown --input-format {input_format!r}; use one of {', '.join(FORMATS)}")
+    if executor is not None and executor not in EXECUTORS:
+        raise SpecError(f"unknown --executor {executor!r}; use one of {', '.join(EXECUTORS)}")
+    for option, value in (("--jobs", jobs), ("--chunk-size", chunk_size),
+                          ("--sample-candidates", sample_candidates), ("--sample-references", sample_references)):
+        if value is not None and value < 1:
+            raise SpecError(f"{option} must be at least 1, got {value}")
+    if scheduler is not None and executor not in (None, "dask"):
+        raise SpecError(f"--scheduler names a Dask scheduler; it cannot be used with --executor {executor}")
+    if jobs > 1 and executor == "serial":
+        raise SpecError(f"--jobs {jobs} starts worker processes; --executor serial runs none (drop one of them)")
+    jsonl = data is not None and (input_format == "jsonl" or (input_format == "auto" and data.suffix == ".jsonl"))
+    if chunk_size is not None and data is not None and not jsonl:
+        raise SpecError(f"--chunk-size streams JSONL files only; {data} is not JSONL (--input-format jsonl)")
+    if results is not None and (jsonl or input_format == "vdtk"):
+        raise SpecError(f"--results goes with COCO annotations or a gts object; {data} is "
+                        f"{'JSONL' if jsonl else 'vdtk JSON'}, which holds its own candidates")
+
+
 def _score(data: Path, specs: list[str], cfg: Config, results: Path | None, input_format: str, out: Path | None,
            fmt: str, skip_invalid: bool, empty_candidates: str, quiet: bool, jobs: int, executor: str | None,
            scheduler: str | None, chunk_size: int | None, sample_candidates: int | None,
@@ -193,7 +232,7 @@ def _score(data: Path, specs: list[str], cfg: Config, results: Path | None, inpu
         from capmetrics.streaming import score_file, should_stream
 
         if results is None and should_stream(data, input_format, chunk_size):
-            if sample_candidates or sample_references:
+            if sample_candidates is not None or sample_references is not None:
                 raise SpecError("--sample-candidates/--sample-references need the whole dataset; "
                                 "they cannot be combined with streaming (--chunk-size or a JSONL over 256 MiB)")
             with _progress(quiet) as progress:
@@ -204,7 +243,7 @@ def _score(data: Path, specs: list[str], cfg: Config, results: Path | None, inpu
             return
         dataset = load_dataset(data, results, input_format, "skip" if skip_invalid else "raise",
                                empty_candidates)  # type: ignore[arg-type]
-        if sample_candidates or sample_references:
+        if sample_candidates is not None or sample_references is not None:
             dataset = sample_dataset(dataset, sample_candidates, sample_references, sample_seed)
         with _progress(quiet) as progress:
             res = score(dataset, specs, definitions=cfg.definitions, progress=progress, executor=run_on,
@@ -221,8 +260,11 @@ def _score(data: Path, specs: list[str], cfg: Config, results: Path | None, inpu
 def _emit(res: Results, out: Path | None, fmt: str, quiet: bool) -> None:
     """Write the results to ``out`` (atomically, piece by piece) or print them."""
     if out:
-        res.write(out, fmt)
-        if not quiet:
+        try:
+            res.write(out, fmt)
+        except CapmetricsError as err:  # full disk, read-only folder: the OS's reason, exit 1
+            fail(err)
+        if not quiet and str(out) != "-":
             typer.echo(f"wrote {out}", err=True)
     else:
         typer.echo(res.render(fmt), nl=False)
@@ -274,9 +316,22 @@ def get_app() -> typer.Typer:
 
 def main() -> None:
     """Entry point of the ``capmetrics`` script: no raw traceback reaches the user unless
-    ``--debug`` or ``CAPMETRICS_DEBUG`` asks for it."""
+    ``--debug`` or ``CAPMETRICS_DEBUG`` asks for it. SIGTERM and SIGHUP clean up as Ctrl-C
+    does (child processes, workers, temporary files; :mod:`capmetrics.interrupts`) and exit
+    with 128 + the signal's number."""
+    from capmetrics.interrupts import interrupt_on_signals, received
+
+    interrupt_on_signals()
     try:
         get_app()(prog_name="capmetrics", standalone_mode=True)
+    except SystemExit:
+        signum = received()
+        if signum is not None:
+            import signal
+
+            typer.echo(f"Error: interrupted by {signal.Signals(signum).name}", err=True)
+            raise SystemExit(128 + signum) from None
+        raise
     except Exception as err:  # an error no command caught: a bug, reported as one line
         if _state["debug"] or os.environ.get("CAPMETRICS_DEBUG", "") not in ("", "0"):
             raise
