@@ -111,18 +111,39 @@ def in_halving_batches(run: Callable[[Sequence[T], int], np.ndarray], items: Seq
     is out of memory, with one warning per halving; rows are stacked in order.
 
     ``run`` must give the same rows whatever the batch size it is called with (batching
-    changes padding only)."""
+    changes padding only). Long inputs run in blocks of ``PROGRESS_BLOCK`` items, each
+    reported to :func:`capmetrics.progress.work` as sentences embedded."""
+    from capmetrics.progress import work
+
     size = max(1, batch_size)
+    if len(items) <= PROGRESS_BLOCK:
+        return _halving(run, items, [size], what)
+    sizes, parts = [size], []
+    with work(len(items), "sentences") as advance:
+        for start in range(0, len(items), PROGRESS_BLOCK):
+            block = items[start:start + PROGRESS_BLOCK]
+            parts.append(_halving(run, block, sizes, what))
+            advance(len(block))
+    return np.concatenate(parts)
+
+
+#: Items per block of :func:`in_halving_batches` (one progress report per block).
+PROGRESS_BLOCK = 4096
+
+
+def _halving(run: Callable[[Sequence[T], int], np.ndarray], items: Sequence[T], sizes: list[int],
+             what: str) -> np.ndarray:
+    """``run(items, sizes[0])``, halving ``sizes[0]`` (kept for the next block) while out of GPU memory."""
     while True:
         try:
-            return run(items, size)
+            return run(items, sizes[0])
         except Exception as err:
-            if not is_out_of_memory(err) or size == 1:
+            if not is_out_of_memory(err) or sizes[0] == 1:
                 raise
             _empty_cache()
-            size = max(1, size // 2)
-            warnings.warn(f"{what}: out of GPU memory; retrying with batch_size={size}", ResourceWarning,
-                          stacklevel=2)
+            sizes[0] = max(1, sizes[0] // 2)
+            warnings.warn(f"{what}: out of GPU memory; retrying with batch_size={sizes[0]}", ResourceWarning,
+                          stacklevel=3)
 
 
 def _empty_cache() -> None:

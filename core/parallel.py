@@ -436,7 +436,8 @@ def compare_items(statistic: Statistic, items: Sequence[tuple[Sequence[str], Seq
     if isinstance(statistic, PermutationStatistic) and statistic.tests_in_parent:
         fit_statistic(statistic, [r for _, r in lists], executor)
         with single_threaded_blas():
-            return [r for _, chunk in pooled_chunks(statistic, lists, executor) for r in statistic.compare_pooled(chunk)]
+            return _counted((statistic.compare_pooled(chunk) for _, chunk in pooled_chunks(statistic, lists, executor)),
+                            len(lists))
     if not lists:
         return []
     with started(executor) as ready:  # a LocalCluster starts while this process fits and embeds
@@ -444,9 +445,29 @@ def compare_items(statistic: Statistic, items: Sequence[tuple[Sequence[str], Seq
         if isinstance(statistic, PermutationStatistic) and statistic.pooled_in_parent:
             chunks = pooled_chunks(statistic, lists, executor)
             first = next(chunks)  # the first block's matrices (embeddings) while the cluster starts
-            return map_stream(_compare_pooled_chunk, statistic.for_workers(), itertools.chain([first], chunks),
-                              ready())
-        return map_chunks(_compare_chunk, statistic, lists, ready())
+            return _counted(iter_stream(_compare_pooled_chunk, statistic.for_workers(),
+                                        itertools.chain([first], chunks), ready()), len(lists))
+        running = ready()
+        spans = ((r, [lists[i] for i in r]) for r in running.chunks(len(lists)))
+        return _counted(iter_stream(_compare_chunk, statistic, spans, running), len(lists))
+
+
+def _counted(parts: Iterator[list[R]], total: int) -> list[R]:
+    """The parts' results joined in order, each part reported to :func:`capmetrics.progress.work`
+    as ``total`` items (from the first part on: the work before it, embedding, reports itself)."""
+    from capmetrics.progress import work
+
+    out: list[R] = []
+    first = next(parts, None)  # embeddings and fits report their own work before the items'
+    if first is None:
+        return out
+    out.extend(first)
+    with work(total, "items") as advance:
+        advance(len(first))
+        for part in parts:
+            out.extend(part)
+            advance(len(part))
+    return out
 
 
 def evaluate_statistic(component: Statistic, dataset: Dataset, name: str | None = None,

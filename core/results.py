@@ -304,36 +304,63 @@ class Results(Mapping[str, MetricResult]):
                     lines.clear()
             handle.write("".join(lines))
 
-    def to_table(self) -> str:
-        """A plain-text table of corpus values with signatures (rich renders it on terminals)."""
+    def to_table(self, width: int | None = None, signatures: bool = False) -> str:
+        """A plain-text table: metric, value (and p (HMP) for statistics), and each row's
+        signature shortened to what tells the rows apart (the spec, when the name differs from
+        it, and the entries that differ between rows); the entries shared by every row follow.
+
+        Args:
+            width: the columns to fit in (a terminal's width); None: as wide as the content.
+            signatures: list every full signature under the table (they are always in
+                JSON and CSV).
+        """
         from rich.console import Console
         from rich.table import Table
 
-        table = Table()
-        table.add_column("metric")
-        table.add_column("corpus", justify="right")
+        short = short_signatures([m.signature for m in self.metrics], [m.name for m in self.metrics])
         with_p = any("hmp" in m.details for m in self.metrics)
-        if with_p:
-            table.add_column("p (HMP)", justify="right")
-        table.add_column("signature", overflow="fold")
-        for m in self.metrics:
-            p = [_fmt(m.details["hmp"], 4) if "hmp" in m.details else ""] if with_p else []
-            table.add_row(m.name, _fmt(m.corpus, 4), *p, m.signature_string)
-        console = Console(file=io.StringIO(), width=120, color_system=None)
-        console.print(f"{self.source}: {self.n_items} items, {self.n_candidates} candidates", soft_wrap=True)
+        rows = [[m.name, _fmt(m.corpus, 4), *([_fmt(m.details["hmp"], 4) if "hmp" in m.details else ""]
+                                              if with_p else [])] for m in self.metrics]
+        header = ["metric", "value", *(["p (HMP)"] if with_p else [])]
+        widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h) for k, h in enumerate(header)]
+        widths[0] = min(widths[0], 32)  # longer names fold inside their cell
+        room = (width - 1 - sum(w + 3 for w in widths) - 3) if width else None  # borders and padding
+        with_sig = any(short) and (room is None or room >= 12)
+        table = Table()
+        table.add_column("metric", overflow="fold", min_width=widths[0])
+        for h in header[1:]:
+            table.add_column(h, justify="right", no_wrap=True)
+        if with_sig:
+            table.add_column("signature", no_wrap=True, overflow="ellipsis")
+        for row, sig in zip(rows, short):
+            if room is not None and len(sig) > room:
+                sig = sig[: room - 1] + "…"
+            table.add_row(*row, *([sig] if with_sig else []))
+        console = Console(file=io.StringIO(), width=width or 10_000, color_system=None, emoji=False,
+                          highlight=False)
+        line = {"overflow": "ellipsis", "no_wrap": True, "crop": True}
+        console.print(f"{self.source}: {self.n_items} items, {self.n_candidates} candidates", **line)
         console.print(table)
+        common = common_signature([m.signature for m in self.metrics])
+        if signatures:
+            console.print("signatures:")
+            for m in self.metrics:
+                console.print(f"  {m.name}: {m.signature_string}", soft_wrap=True)
+        elif common:
+            console.print(f"same for all: {common} (full signatures: --signatures)", **line)
         if self.empty_candidates:
-            console.print(f"{len(self.empty_candidates)} empty candidate(s) scored (data.empty_candidates in JSON)")
+            console.print(f"{len(self.empty_candidates)} empty candidate(s) scored (data.empty_candidates in JSON)",
+                          **line)
         if self.skipped:
             console.print(f"skipped {len(self.skipped)} problem(s):")
             for p in self.skipped:
-                console.print(f"  {p}")
-        return console.file.getvalue()  # type: ignore[attr-defined]
+                console.print(f"  {p}", soft_wrap=True)
+        return "\n".join(text.rstrip() for text in console.file.getvalue().split("\n"))  # type: ignore[attr-defined]
 
     def render(self, fmt: str) -> str:
         if fmt not in OUTPUT_FORMATS:
             raise ValueError(f"unknown output format {fmt!r}; use one of {', '.join(OUTPUT_FORMATS)}")
-        return {"json": self.to_json, "csv": self.to_csv, "table": self.to_table}[fmt]()
+        return {"json": self.to_json, "csv": self.to_csv, "table": self.to_table}[fmt]()  # type: ignore[operator]
 
     def write(self, path: str | Path, fmt: str | None = None) -> None:
         """Write to ``path`` as :func:`capmetrics.atomic.atomic_write` does (a regular file is
@@ -359,6 +386,33 @@ class Results(Mapping[str, MetricResult]):
             bad = err.object[max(0, err.start - 20):err.end + 20] if isinstance(err.object, str) else ""
             raise OutputError(f"cannot write {path}: a text cannot be encoded as UTF-8 "
                               f"({err.reason} near {bad!r}); the old file, if any, is kept") from err
+
+
+def _differing(signatures: list[dict[str, str]]) -> set[str]:
+    keys = {k for sig in signatures for k in sig if k != "spec"}
+    return {k for k in keys if len({sig.get(k) for sig in signatures}) > 1}
+
+
+def short_signatures(signatures: list[dict[str, str]], names: list[str]) -> list[str]:
+    """Each signature cut to what distinguishes it from the others: its spec where the name
+    differs from it, and the entries whose values differ between the signatures."""
+    differing = _differing(signatures)
+    out = []
+    for sig, name in zip(signatures, names):
+        parts = [sig["spec"]] if sig.get("spec", name) != name else []
+        parts += [f"{k}:{v}" for k, v in sig.items() if k in differing]
+        out.append("|".join(parts))
+    return out
+
+
+def common_signature(signatures: list[dict[str, str]]) -> str:
+    """The entries (other than the spec) that every signature has with the same value."""
+    if not signatures:
+        return ""
+    differing = _differing(signatures)
+    shared = [(k, v) for k, v in signatures[0].items()
+              if k != "spec" and k not in differing and all(k in sig for sig in signatures)]
+    return "|".join(f"{k}:{v}" for k, v in shared)
 
 
 def find_metric(metrics: list[MetricResult], key: str) -> MetricResult | None:

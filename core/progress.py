@@ -1,0 +1,203 @@
+"""Progress of a run, counted in work (items scored, sentences embedded, captions parsed)
+rather than in metrics.
+
+Components report work through :func:`work`, which does nothing unless a front end (the CLI)
+listens with :func:`reporting`::
+
+    from capmetrics.progress import work
+
+    with work(len(texts), "sentences") as advance:
+        for block in blocks:
+            ...
+            advance(len(block))
+
+Work blocks nest: the innermost one running is what a progress bar shows (a statistic's
+"items" while it tests them, the "sentences" of its embedder while that runs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from typing import IO, Any, Protocol
+
+
+class Reporter(Protocol):
+    """What listens to :func:`work`: told when a block of work starts, advances and ends."""
+
+    def start(self, total: int, unit: str) -> None: ...
+
+    def advance(self, n: int) -> None: ...
+
+    def end(self) -> None: ...
+
+
+_reporter: ContextVar[Reporter | None] = ContextVar("capmetrics_progress", default=None)
+
+
+@contextlib.contextmanager
+def work(total: int, unit: str) -> Iterator[Callable[[int], None]]:
+    """Announce ``total`` units of work (``unit``: "items", "sentences", "captions"); yields
+    ``advance(n)``. Costs nothing when nobody listens."""
+    reporter = _reporter.get()
+    if reporter is None:
+        yield _ignore
+        return
+    reporter.start(total, unit)
+    try:
+        yield reporter.advance
+    finally:
+        reporter.end()
+
+
+def _ignore(n: int = 1) -> None:
+    return None
+
+
+@contextlib.contextmanager
+def reporting(reporter: Reporter | None) -> Iterator[None]:
+    """Send the :func:`work` of this context (this thread, this process) to ``reporter``."""
+    token = _reporter.set(reporter)
+    try:
+        yield
+    finally:
+        _reporter.reset(token)
+
+
+#: Environment variables that keep third-party progress bars and chatter off stderr
+#: (huggingface_hub and transformers' tqdm bars, "Loading weights", any tqdm).
+QUIET_THIRD_PARTY = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABLE": "1", "TRANSFORMERS_VERBOSITY": "error",
+                     "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def silence_third_party() -> None:
+    """Keep other libraries' progress bars off the terminal (the run has its own bar); set in
+    the environment, so worker processes inherit it, and applied to libraries already imported."""
+    for key, value in QUIET_THIRD_PARTY.items():
+        os.environ.setdefault(key, value)
+    if "transformers" in sys.modules:
+        with contextlib.suppress(Exception):
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+            hf_logging.set_verbosity_error()
+    if "huggingface_hub" in sys.modules:
+        with contextlib.suppress(Exception):
+            from huggingface_hub.utils import disable_progress_bars
+
+            disable_progress_bars()
+
+
+class RunProgress:
+    """One progress line for a whole run on ``stream``: which metric runs (k/N) and the work of
+    the innermost :func:`work` block, with its rate and time left.
+
+    On a terminal it is a live bar (rich); elsewhere (``plain=True``) a line at most every
+    ``every`` seconds and at the end of each metric.
+    """
+
+    def __init__(self, stream: IO[str], items: int | None = None, plain: bool = False, every: float = 10.0) -> None:
+        self.stream, self.items, self.plain, self.every = stream, items, plain, every
+        self.label = "scoring"
+        self.stack: list[list[Any]] = []  # [total, unit, done, started]
+        self.last_print = 0.0
+        self.bar: Any = None
+        self.task: Any = None
+
+    # the ``progress(name, done, total)`` callback of capmetrics.score ------------------------
+    def __call__(self, name: str, done: int, total: int) -> None:
+        if self.stack:  # the previous metric's own block
+            self._finish_metric()
+        if not name:
+            return
+        self.label = f"{name} ({done + 1}/{total})" if total > 1 else name
+        if self.items:
+            self.start(self.items, "items")
+        else:
+            self._show()
+
+    def _finish_metric(self) -> None:
+        while self.stack:
+            self.stack[-1][2] = self.stack[-1][0]
+            self._show(force=True)
+            self.stack.pop()
+
+    # Reporter ---------------------------------------------------------------------------------
+    def start(self, total: int, unit: str) -> None:
+        self.stack.append([max(int(total), 0), unit, 0, time.perf_counter()])
+        self._show(force=not self.plain)
+
+    def advance(self, n: int) -> None:
+        if self.stack:
+            self.stack[-1][2] += n
+            self._show()
+
+    def end(self) -> None:
+        if self.stack:
+            self.stack.pop()
+            self._show(force=not self.plain)
+
+    # display ------------------------------------------------------------------------------------
+    def _show(self, force: bool = False) -> None:
+        total, unit, done, started = self.stack[-1] if self.stack else (None, "", 0, time.perf_counter())
+        if self.bar is not None:
+            self.bar.reset(self.task, total=total, completed=done, description=self.label, unit=unit) \
+                if force else self.bar.update(self.task, completed=done, description=self.label, unit=unit)
+            return
+        now = time.perf_counter()
+        if self.plain and (force or now - self.last_print >= self.every) and total is not None:
+            self.last_print = now
+            rate = done / (now - started) if now > started else 0.0
+            print(f"capmetrics: {self.label}: {done:,}/{total:,} {unit} ({rate:,.0f} {unit}/s)", file=self.stream,
+                  flush=True)
+
+    def __enter__(self) -> RunProgress:
+        if not self.plain:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(bar_width=24), MofNCompleteColumn(),
+                                TextColumn("{task.fields[unit]}"), _rate_column(), TimeRemainingColumn(),
+                                console=Console(file=self.stream), transient=True)
+            self.bar.__enter__()
+            self.task = self.bar.add_task(self.label, total=None, unit="")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
+
+
+def _rate_column() -> Any:
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        """Units per second of the running block."""
+
+        def render(self, task: Any) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text("" if speed is None else f"{speed:,.0f} {task.fields.get('unit', '')}/s")
+
+    return RateColumn()
+
+
+
+@contextlib.contextmanager
+def run_progress(show: bool | None, items: int | None = None,
+                 stream: IO[str] | None = None) -> Iterator[RunProgress | None]:
+    """The progress of one CLI run on ``stream`` (stderr): a live bar on a terminal, plain
+    lines elsewhere when ``show`` is True, nothing when ``show`` is False or (``None``) when
+    ``stream`` is not a terminal. Third-party bars are silenced either way."""
+    silence_third_party()
+    stream = stream or sys.stderr
+    terminal = stream.isatty()
+    if show is False or (show is None and not terminal):
+        yield None
+        return
+    with RunProgress(stream, items, plain=not terminal) as progress, reporting(progress):
+        yield progress
