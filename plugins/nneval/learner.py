@@ -35,6 +35,7 @@ from capmetrics.plugins.nneval.model_files import (
     MODEL_FORMAT,
     MODEL_JSON,
     WEIGHTS,
+    confine_model_specs,
     model_folder,
     write_weights,
 )
@@ -339,6 +340,7 @@ class NNEval(Learner):
         meta = json.loads((folder / MODEL_JSON).read_text(encoding="utf-8"))
         if meta.get("format") != MODEL_FORMAT:
             raise MetricError(f"{folder / MODEL_JSON} is not a {MODEL_FORMAT} file")
+        confine_model_specs(meta, folder)
         check_features(meta["features"], f"NNEval model {folder}")
         if meta["params"].get("interaction"):
             build_interaction(meta["params"]["interaction"], f"NNEval model {folder}")

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from capmetrics.errors import MetricError
@@ -62,3 +65,59 @@ def model_digest(path: str | Path) -> str:
         file = folder / name
         h.update(file.read_bytes() if file.is_file() else b"")
     return h.hexdigest()[:16]
+
+
+def confine_model_specs(meta: dict[str, Any], folder: Path) -> None:
+    """Refuse a model file whose feature or interaction specs name a file outside the model's
+    own folder (an absolute path, a ``..`` step, a link that leads out, or an existing file
+    elsewhere): a model someone sends you may name only distances (checked where they are
+    built) and files it brings along. To use a file elsewhere, pass it yourself, in a spec
+    you write, not through a model file."""
+    source = f"NNEval model {folder}"
+    specs = list(meta.get("features") or [])
+    params = meta.get("params")
+    if isinstance(params, dict) and params.get("interaction"):
+        specs.append(params["interaction"])
+    for spec in specs:
+        if not isinstance(spec, str):
+            raise MetricError(f"{source}: a feature must be a spec string, got {type(spec).__name__}")
+        for key, value in _path_arguments(spec):
+            if not _inside(folder, value):
+                raise MetricError(f"{source}: {spec!r} names the file {value!r} ({key}) outside the model's "
+                                  "folder; a model file may name only files inside its own folder")
+
+
+def _path_arguments(spec: str) -> Iterator[tuple[str, str]]:
+    """(key, value) of every argument of ``spec`` (nested specs too) whose key is a path
+    parameter of some registered component."""
+    from capmetrics.registry import get_registry
+    from capmetrics.registry.spec import Spec, parse
+
+    registry = get_registry()
+    keys = {p for kind in ("distance", "embedder", "tokenizer", "aggregator", "statistic")
+            for entry in registry.components(kind) for p in entry.cls.path_params}
+    stack: list[Any] = [parse(spec)]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, Spec):
+            for key, arg in value.args:
+                if key in keys and isinstance(arg, (str, Spec)) and (isinstance(arg, str) or arg.is_bare):
+                    yield key, arg if isinstance(arg, str) else arg.name
+                else:
+                    stack.append(arg)
+
+
+def _inside(folder: Path, value: str) -> bool:
+    """Whether the file ``value`` names is inside ``folder``: a relative path without ``..``
+    that stays inside once links are resolved; or a name that is no file at all (a model hub
+    name such as ``sentence-transformers/all-MiniLM-L6-v2``)."""
+    path = Path(value).expanduser()
+    if path.is_absolute() or ".." in path.parts:
+        return False
+    root = os.path.realpath(folder)
+    resolved = os.path.realpath(os.path.join(root, path))
+    if os.path.commonpath([root, resolved]) != root:
+        return False
+    return os.path.exists(resolved) or not os.path.exists(value)
