@@ -17,8 +17,25 @@ HEADER = """# Command line
 
 `capmetrics` is a typer application. Errors print one message on stderr and exit non-zero
 (2 for usage and spec errors, 1 for data and metric errors); `--debug` (or `CAPMETRICS_DEBUG=1`)
-shows the traceback instead. Plugins can add commands through the `register_commands` hook.
-This page is generated from the commands themselves (`python docs/generate_cli.py`).
+shows the traceback instead; warnings are one line, `Warning: ...`. Plugins can add commands
+through the `register_commands` hook. This page is generated from the commands themselves
+(`python docs/generate_cli.py`).
+
+What a run shows:
+
+* **Progress** goes to stderr and counts work: items scored, sentences embedded (and what plugins
+  report through `capmetrics.progress.work`), with the rate and the time left; one bar per run,
+  which names the running metric (k/N). Other libraries' bars (transformers' "Loading weights",
+  tqdm) are silenced. When stderr is not a terminal nothing is printed, unless `--progress` asks
+  for a line every 10 s; `--quiet` (or `--no-progress`) prints none anywhere.
+* **The table** (`--format table`, the default on stdout) fits the terminal: metric and value
+  first, each signature shortened to what tells the rows apart, the entries shared by every row
+  on one line under it; `--signatures` lists the full signatures, which JSON and CSV always carry.
+  Piped, the table is as wide as its content.
+* `capmetrics plugins` marks the components that cannot run yet and the command that readies
+  each (`pip install 'capmetrics[torch]'`, `capmetrics setup spice`); `capmetrics doctor`
+  checks the whole installation in one table (versions, torch device, Java, the cache folder,
+  extras, every `setup --check`).
 """
 
 
