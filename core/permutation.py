@@ -133,6 +133,10 @@ def choose_method(method: PValueMethod, n: int, m: int, permutations: int) -> st
     return "exact" if math.comb(n + m, n) <= permutations else "monte-carlo"
 
 
+#: The most cells (splits × texts, 8 bytes each: 2 GiB) of Monte-Carlo split masks.
+MAX_SPLIT_CELLS = 2**28
+
+
 def permutation_test(stat: SplitStatistic, n: int, m: int, method: PValueMethod, permutations: int,
                      seed: int, rtol: float = 0.0) -> NullDistribution:
     """Observed statistic, null values and p-value (``p_value`` None for method ``none``).
@@ -154,6 +158,10 @@ def permutation_test(stat: SplitStatistic, n: int, m: int, method: PValueMethod,
     else:
         if permutations < 1:
             raise MetricError(f"Monte-Carlo p-values need permutations >= 1, got {permutations}")
+        if (permutations + 1) * (n + m) > MAX_SPLIT_CELLS:  # the split masks are held in memory
+            raise MetricError(f"permutations={permutations:,} for {n} + {m} texts needs "
+                              f"{(permutations + 1) * (n + m) * 8 / 2**30:,.1f} GiB of splits; use at most "
+                              f"{MAX_SPLIT_CELLS // (n + m) - 1:,}")
         values = _evaluate(stat, monte_carlo_splits(n + m, n, permutations, seed))
         observed, null = float(values[0]), values[1:]
         p = (1.0 + float(np.count_nonzero(_at_least(null, observed, rtol)))) / (1.0 + len(null))
