@@ -145,8 +145,11 @@ class RunProgress:
     def _show(self, force: bool = False) -> None:
         total, unit, done, started = self.stack[-1] if self.stack else (None, "", 0, time.perf_counter())
         if self.bar is not None:
-            self.bar.reset(self.task, total=total, completed=done, description=self.label, unit=unit) \
-                if force else self.bar.update(self.task, completed=done, description=self.label, unit=unit)
+            if force:  # a block starts or ends: show it now, whatever the refresh rate
+                self.bar.reset(self.task, total=total, completed=done, description=self.label, unit=unit)
+                self.bar.refresh()
+            else:
+                self.bar.update(self.task, completed=done, description=self.label, unit=unit)
             return
         now = time.perf_counter()
         if self.plain and (force or now - self.last_print >= self.every) and total is not None:

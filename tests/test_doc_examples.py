@@ -90,7 +90,7 @@ def test_example_runs(page: Path, lang: str, body: str, scratch: Path, monkeypat
     for m in FILE_BLOCK.finditer(page.read_text(encoding="utf-8")):
         (scratch / m["name"]).write_text(m["body"], encoding="utf-8")
     if lang == "python":
-        namespace = _namespaces.setdefault(page, {"__name__": "__doc_example__"})
+        namespace = _namespaces.setdefault(page, {"__name__": "__main__"})  # as when saved as a script
         exec(compile(body, f"{page.name} example", "exec"), namespace)
         return
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -99,6 +99,21 @@ def test_example_runs(page: Path, lang: str, body: str, scratch: Path, monkeypat
         proc = subprocess.run(argv, cwd=scratch, env=env, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, f"$ {command}\n{proc.stderr[-2000:]}"
         assert "Traceback" not in proc.stderr, proc.stderr
+
+
+WORKER_EXAMPLES = [pytest.param(page, body, id=f"{page.relative_to(ROOT).as_posix()}:{line}")
+                   for page in PAGES for lang, body, skip, line in blocks(page)
+                   if lang == "python" and not skip and "Executor(" in body]
+
+
+@pytest.mark.parametrize(("page", "body"), WORKER_EXAMPLES)
+def test_examples_that_start_workers_run_saved_as_scripts(page: Path, body: str, scratch: Path) -> None:
+    """Saved as a file and run with ``python script.py``, as a user would: worker processes
+    import the script again, so it must guard its work with ``if __name__ == "__main__":``."""
+    script = scratch / "example_script.py"
+    script.write_text(body, encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(script)], cwd=scratch, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
 
 
 def test_every_page_is_collected() -> None:

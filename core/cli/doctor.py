@@ -147,10 +147,10 @@ def doctor_rows(commands: dict[str, Any]) -> list[Row]:
 
 def doctor_cli(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a set-up step is not ready.")] = False,
 ) -> None:
     """Check this installation in one table: versions, torch device, Java, the cache folder, the
-    optional extras and every set-up step (jars, resource caches); exits 1 if a set-up step
-    is not ready."""
+    optional extras and every set-up step (jars, resource caches)."""
     from capmetrics.cli import get_app
     from capmetrics.cli.setup import setup_commands
 
@@ -170,7 +170,7 @@ def doctor_cli(
         for what, status, details in rows:
             table.add_row(what, status, details)
         Console(highlight=False, emoji=False).print(table)
-    if any(status == "missing" and what.startswith("setup ") for what, status, _ in rows):
+    if strict and any(status == "missing" and what.startswith("setup ") for what, status, _ in rows):
         raise typer.Exit(1)
 
 
