@@ -17,6 +17,26 @@ class Item:
     references: tuple[str, ...]
     candidates: tuple[str, ...]
 
+    def __repr__(self) -> str:
+        image = getattr(self, "image", None)
+        shown = f", image={_short(str(image), 40)}" if image is not None else ""
+        return (f"Item(id={self.id!r}, candidates={_captions(self.candidates)}, "
+                f"references={_captions(self.references)}{shown})")
+
+
+#: Items shown in a Dataset's repr, and characters shown of a caption.
+REPR_ITEMS, REPR_CHARS = 3, 40
+
+
+def _short(text: str, limit: int = REPR_CHARS) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def _captions(captions: tuple[str, ...], shown: int = 2) -> str:
+    """A bounded repr of a list of captions: the first ``shown``, each cut at ``REPR_CHARS``."""
+    more = f", … {len(captions) - shown} more" if len(captions) > shown else ""
+    return "[" + ", ".join(_short(c) for c in captions[:shown]) + more + "]"
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -46,6 +66,18 @@ class Dataset:
 
     def __len__(self) -> int:
         return len(self.items)
+
+    def __repr__(self) -> str:
+        nrefs = sorted({len(item.references) for item in self.items})
+        refs = "" if not nrefs else (f", {nrefs[0]} references per item" if len(nrefs) == 1
+                                     else f", {nrefs[0]}-{nrefs[-1]} references per item")
+        lines = [f"<Dataset {self.source}: {len(self.items)} items, {self.n_candidates} candidates{refs}"]
+        lines += [f"  {item!r}" for item in self.items[:REPR_ITEMS]]
+        if len(self.items) > REPR_ITEMS:
+            lines.append(f"  ... and {len(self.items) - REPR_ITEMS} more items")
+        if self.skipped:
+            lines.append(f"  ({len(self.skipped)} problem(s) skipped)")
+        return "\n".join(lines) + ">"
 
     def __iter__(self) -> Iterator[Item]:
         return iter(self.items)
