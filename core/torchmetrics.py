@@ -15,8 +15,8 @@ strings) and, at :meth:`CaptionMetric.compute`, the ranks exchange only sufficie
   last batch with repeated samples) or twice by one rank is scored once, by the lowest rank that
   has it;
 - CIDEr-D's document frequencies (any component with ``fit_state``/``fit_states`` whose state is
-  ``(n-gram -> count, images)``): each n-gram as a 64-bit key (FNV-1a of its text, mixed), summed
-  over ranks; each rank then reads the global count of the n-grams of its own items;
+  ``(n-gram -> count, images)``): each n-gram as a 64-bit key (its BLAKE2b digest) with a 32-bit
+  count, summed over ranks; each rank then reads the global count of the n-grams of its own items;
 - the per-item values (8 bytes each, with their ids), from which a corpus value that is the mean of
   the item values is taken in item-id order, as one process computes it;
 - BLEU's summed n-gram counts (``score_part``), METEOR's summed fragment statistics
@@ -30,6 +30,7 @@ distinct n-grams). ``gathered_bytes`` reports what the last compute received.
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -49,24 +50,11 @@ COCO_METRICS = ("bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "rouge-l", "ci
 
 
 def gram_keys(grams: Sequence[str]) -> np.ndarray:
-    """A 64-bit key (int64) of each string: FNV-1a over its code points, then splitmix64's
-    finaliser; the same in every process (Python's ``hash`` is salted per process)."""
-    if not grams:
-        return np.zeros(0, np.int64)
-    codes = np.array(grams, dtype=str)
-    width = codes.dtype.itemsize // 4
-    points = codes.view(np.uint32).reshape(len(grams), width) if width else np.zeros((len(grams), 0), np.uint32)
-    h = np.full(len(grams), 0xCBF29CE484222325, np.uint64)
-    prime = np.uint64(0x100000001B3)
-    with np.errstate(over="ignore"):
-        for column in points.T.astype(np.uint64):  # padding (code point 0) leaves the key as it is
-            h = np.where(column != 0, (h ^ column) * prime, h)
-        h ^= h >> np.uint64(30)
-        h *= np.uint64(0xBF58476D1CE4E5B9)
-        h ^= h >> np.uint64(27)
-        h *= np.uint64(0x94D049BB133111EB)
-        h ^= h >> np.uint64(31)
-    return h.view(np.int64)
+    """A 64-bit key (int64) of each string: its 8-byte BLAKE2b digest, the same in every process
+    (Python's ``hash`` is salted per process)."""
+    blake = hashlib.blake2b
+    return np.fromiter((int.from_bytes(blake(g.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+                                       "little", signed=True) for g in grams), np.int64, len(grams))
 
 
 class _Collectives:
@@ -223,17 +211,20 @@ class CaptionMetric(Metric):
             return
         table, images = state
         grams = list(table)
-        keys = comm.arrays(gram_keys(grams))
-        counts = comm.arrays(np.fromiter(table.values(), np.int64, len(table)))
+        own_keys = gram_keys(grams)
+        keys = comm.arrays(own_keys)
+        counts = comm.arrays(np.fromiter(table.values(), np.int32, len(table)))
         total_images = int(sum(int(n[0]) for n in comm.arrays(np.array([images], np.int64))))
         every, inverse = np.unique(np.concatenate(keys), return_inverse=True)
         totals = np.bincount(inverse, np.concatenate(counts).astype(float), minlength=len(every)).astype(np.int64)
-        own = list(dict.fromkeys(grams + list(component.fit_state([[c] for c in cands])[0])))  # type: ignore[attr-defined]
-        where = np.searchsorted(every, gram_keys(own)) if own else np.zeros(0, np.int64)
-        where = np.minimum(where, max(len(every) - 1, 0))
-        found = (every[where] == gram_keys(own)) if len(every) else np.zeros(len(own), bool)
-        component.fit_states([({g: n for g, n, f in zip(own, totals[where].tolist(), found.tolist()) if f},  # type: ignore[attr-defined]
-                               total_images)])
+        # the global count of every n-gram of this rank's references and candidates
+        extra = [g for g in component.fit_state([[c] for c in cands])[0] if g not in table]  # type: ignore[attr-defined]
+        grams += extra
+        own_keys = np.concatenate([own_keys, gram_keys(extra)])
+        where = np.minimum(np.searchsorted(every, own_keys), max(len(every) - 1, 0))
+        found = every[where] == own_keys if len(every) else np.zeros(len(own_keys), bool)
+        component.fit_states([(dict(zip([grams[i] for i in np.flatnonzero(found).tolist()],  # type: ignore[attr-defined]
+                                        totals[where[found]].tolist())), total_images)])
 
     def _score(self, component: Component, comm: _Collectives, order: np.ndarray, cands: list[str],
                refs: list[tuple[str, ...]]) -> float:
@@ -259,10 +250,13 @@ class CaptionMetric(Metric):
 
     def compute(self) -> torch.Tensor | dict[str, torch.Tensor]:  # type: ignore[override]
         """The corpus value of each metric over every rank's (deduplicated) items."""
+        from capmetrics.prepared import run_scope
+
         comm = _Collectives(getattr(self, "process_group", None))
         order, cands, refs = self._shard(comm)
-        out = {spec: torch.tensor(self._score(c, comm, order, cands, refs), dtype=torch.float64)
-               for spec, c in zip(self.specs, self.components)}
+        with run_scope():  # tokens and n-gram batches made once for every metric, as in capmetrics.score
+            out = {spec: torch.tensor(self._score(c, comm, order, cands, refs), dtype=torch.float64)
+                   for spec, c in zip(self.specs, self.components)}
         self.gathered_bytes = comm.received
         self._computed_once = True
         return out[self.specs[0]] if len(out) == 1 else out
