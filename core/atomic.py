@@ -3,8 +3,9 @@
 * A regular file (or a new path) is written under a temporary name next to it and renamed over
   it in one step, so no reader ever sees it half-written and a failed write keeps the old file.
   A symlink to a regular file replaces the file it points to; the link stays.
-* Anything else that exists at the path (a FIFO, a terminal, ``/dev/null``, ``/dev/stdout``, a
-  device) is written *into*, never replaced; ``-`` is standard output.
+* Anything else that exists at the path (a FIFO, a terminal, ``/dev/null``, a device) and any
+  path under ``/dev`` (``/dev/stdout`` may be a file the shell opened) is written *into*,
+  never replaced; ``-`` is standard output.
 * The new file gets the usual permissions: the replaced file's mode, else ``0666 & ~umask``
   (the temporary file is ``0600`` until then, so it is never more open than the result).
 * Temporary names carry the writer's process id; a temporary file or folder of ours whose
@@ -51,9 +52,15 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
         return
     path = Path(path)
     target = _existing_target(path)
-    if target is not None and not stat.S_ISREG(target.st_mode):
+    if target is not None and (not stat.S_ISREG(target.st_mode) or _is_device_path(path)):
+        fd = _descriptor(path)
         with _os_errors(path):
-            handle = open(path, mode.replace("x", "w"), **text_kwargs)  # noqa: SIM115 - written into
+            if fd is not None:  # the open descriptor itself: reopening would truncate a ">>" file
+                sys.stdout.flush()
+                sys.stderr.flush()
+                handle = os.fdopen(os.dup(fd), mode.replace("x", "w"), **text_kwargs)
+            else:
+                handle = open(path, mode.replace("x", "w"), **text_kwargs)  # noqa: SIM115 - written into
         with _os_errors(path), handle:
             yield handle
         return
@@ -161,6 +168,24 @@ def _existing_target(path: Path) -> os.stat_result | None:
         return None
     except OSError as err:
         raise OutputError(f"cannot write {path}: {err.strerror}") from err
+
+
+def _is_device_path(path: Path) -> bool:
+    """A path under ``/dev`` or an open descriptor's ``/proc/<pid>/fd/N``: ``/dev/stdout`` may be a
+    regular file the shell opened (``> out.txt``, ``>> log``), to be written into as the shell meant."""
+    text = os.path.abspath(path)
+    return text.startswith("/dev/") or (text.startswith("/proc/") and "/fd/" in text)
+
+
+def _descriptor(path: Path) -> int | None:
+    """The descriptor number of ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N`` or
+    ``/proc/self/fd/N``, or None."""
+    text = os.path.abspath(path)
+    named = {"/dev/stdout": 1, "/dev/stderr": 2}.get(text)
+    if named is not None:
+        return named
+    match = re.fullmatch(rf"/dev/fd/(\d+)|/proc/(?:self|{os.getpid()})/fd/(\d+)", text)
+    return int(match[1] or match[2]) if match else None
 
 
 def _same_file(a: Path, b: Path) -> bool:
