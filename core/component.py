@@ -26,6 +26,7 @@ KINDS: tuple[str, ...] = (
     "learner",
     "probability-source",
     "pregen-metric",
+    "image-text-model",
 )
 
 
@@ -196,6 +197,11 @@ class Distance(Component):
     #: candidate with a MetricError naming the item. A component that wraps others (a statistic
     #: over a distance) accepts them only if the wrapped ones do too.
     accepts_empty_candidates: ClassVar[bool] = False
+    #: Image-grounded metrics (CLIP-S): :func:`capmetrics.score` calls :meth:`score_images` with
+    #: each candidate's image instead of :meth:`score`, after checking that every item has one.
+    needs_images: ClassVar[bool] = False
+    #: ``False`` for reference-free metrics: items without references are scored.
+    needs_references: ClassVar[bool] = True
 
     def fit(self, references: Sequence[Sequence[str]]) -> Distance:
         """Learn corpus statistics (e.g. CIDEr's document frequencies); a no-op by default."""
@@ -204,6 +210,12 @@ class Distance(Component):
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
         """Score ``candidates[i]`` against ``references[i]``, for every i."""
         raise NotImplementedError
+
+    def score_images(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
+                     images: Sequence[Any]) -> Scores:
+        """Score ``candidates[i]`` against ``images[i]`` (and ``references[i]``), for every i;
+        only for ``needs_images`` metrics. ``images[i]`` is a local path or a loaded image."""
+        raise MetricError(f"{self.spec} does not score images")
 
     def to_distance(self, values: np.ndarray) -> np.ndarray:
         """Convert :meth:`score` values to distances (d(x, x) = 0 for a well-behaved metric)."""
@@ -316,6 +328,29 @@ class PregenMetric(Component):
         return self.compute(probs)
 
 
+class ImageTextModel(Component):
+    """A model that embeds images and texts in one space (CLIP and its relatives), with the
+    model's own image preprocessing and text tokenization. Image-grounded metrics take one as
+    their ``model``; each distinct image and text is embedded once per run.
+    """
+
+    kind = "image-text-model"
+
+    def embed_images(self, images: Sequence[Any]) -> np.ndarray:
+        """One vector per image (n × dim, not normalised); ``images[i]`` is a local path or a
+        loaded image (``PIL.Image.Image``)."""
+        raise NotImplementedError
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """One vector per text (n × dim, not normalised), in the images' space."""
+        raise NotImplementedError
+
+    def overlong(self, texts: Sequence[str]) -> list[int]:
+        """Indices of the texts longer than the text tower takes (truncated by
+        :meth:`embed_texts`); none by default."""
+        return []
+
+
 #: The base class of each kind, used to resolve nested specs by parameter annotation.
 KIND_BASES: dict[str, type[Component]] = {
     "distance": Distance,
@@ -326,4 +361,5 @@ KIND_BASES: dict[str, type[Component]] = {
     "learner": Learner,
     "probability-source": ProbabilitySource,
     "pregen-metric": PregenMetric,
+    "image-text-model": ImageTextModel,
 }

@@ -127,6 +127,17 @@ def register_pregen_tiers(register: Callable[..., Any]) -> None:
 
 
 @hookspec
+def register_image_text_models(register: Callable[..., Any]) -> None:
+    """Register image–text models (CLIP and relatives: SigLIP, LongCLIP, ...) that embed images
+    and texts in one space, for image-grounded metrics such as CLIP-S and PAC-S.
+
+    :param register: call ``register(cls, aliases=())`` once per
+        :class:`capmetrics.ImageTextModel` subclass.
+    :return: nothing; the return value is ignored.
+    """
+
+
+@hookspec
 def register_commands(app: typer.Typer) -> None:
     """Add commands or command groups to the ``capmetrics`` command line.
 

@@ -158,6 +158,17 @@ def check_empty_candidates(component: Component, dataset: Dataset | Sequence[tup
             f"{refusing.spec}")
 
 
+def check_inputs(component: Component, dataset: Dataset, name: str) -> None:
+    """Raise one DataError listing every item that lacks what ``component`` needs: an image
+    (image-grounded metrics) or references (all but reference-free metrics)."""
+    from capmetrics.data.images import check_images, check_references
+
+    if getattr(component, "needs_images", False):
+        shared_for("images-checked", (dataset,), lambda: check_images(dataset, name))
+    if getattr(component, "needs_references", True):
+        check_references(dataset, name)
+
+
 def evaluate(component: Component, dataset: Dataset, name: str | None = None,
              executor: Executor | None = None) -> MetricResult:
     """Evaluate one built metric on a dataset; statistics map items over ``executor``.
@@ -172,11 +183,15 @@ def _evaluate(component: Component, dataset: Dataset, name: str | None, executor
     if not len(dataset):
         raise MetricError("the dataset has no items to score")
     check_empty_candidates(component, dataset)
+    check_inputs(component, dataset, name or component.spec)
     ids = dataset.ids
     if isinstance(component, Distance):
         cands, refs, offsets = shared_for("flat-pairs", (dataset,), dataset.flat_pairs)  # the same lists for all
-        return distance_result(component, name, component.score(cands, refs), ids, offsets,
-                               run_signature(component, dataset))
+        if component.needs_images:
+            scores = component.score_images(cands, refs, shared_for("flat-images", (dataset,), dataset.flat_images))
+        else:
+            scores = component.score(cands, refs)
+        return distance_result(component, name, scores, ids, offsets, run_signature(component, dataset))
     if isinstance(component, Statistic):
         return evaluate_statistic(component, dataset, name, executor)
     raise MetricError(f"{component.spec} is a {component.kind}; only distances and statistics can score a dataset")
@@ -272,8 +287,9 @@ def score(
     if empties and empty_candidates == "error":
         raise DataError([Problem(dataset.source, item, f"candidate {j} is empty or whitespace-only")
                          for item, j in empties], header=f"cannot score {dataset.source} (empty_candidates='error')")
-    for _, component in built:
+    for name, component in built:
         check_empty_candidates(component, dataset)
+        check_inputs(component, dataset, name)
     warn_empty_candidates(empties)
     results = []
     with run_scope():  # tokens and other prepared data are computed once for all metrics

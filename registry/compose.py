@@ -164,6 +164,11 @@ class _Builder:
                 return value
             if isinstance(value, str):
                 value = parse(value)
+            if isinstance(value, Spec) and value.is_bare and str in options:  # a word: a component, else text
+                try:
+                    return self.build(value, kinds)
+                except UnknownComponentError:
+                    return value.name
             if isinstance(value, Spec):
                 return self.build(value, kinds)
             raise SpecError(f"{where} must name a {' or '.join(kinds)}, got {format_value(value)}")

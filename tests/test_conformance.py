@@ -21,6 +21,8 @@ NEEDS_USER_FILES = {
     "prob-file": "needs a probabilities file (tests/plugins/test_pregen_sources.py)",
     "torch-model": "needs the user's torch caption model (tests/plugins/test_pregen_sources.py)",
     "hf-causal-lm": "needs a Hugging Face causal LM (tests/plugins/test_pregen_sources.py, slow)",
+    **{name: "needs a CLIP checkpoint and images (tests/plugins/test_clip_score.py builds a tiny CLIP)"
+       for name in ("clip-score", "ref-clip-score", "pac-score", "ref-pac-score")},
 }
 
 

@@ -24,7 +24,7 @@ def test_every_hook_is_in_the_module():
     assert set(hook_names()) == {
         "register_distances", "register_embedders", "register_aggregators", "register_statistics",
         "register_tokenizers", "register_learners", "register_probability_sources", "register_pregen_metrics",
-        "register_pregen_tiers",
+        "register_pregen_tiers", "register_image_text_models",
         "register_commands",
     }
 

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Any, Union
 
 ItemId = Union[str, int]
 
 
 @dataclass(frozen=True)
 class Item:
-    """One image (or video) id with its human references and one or more candidates."""
+    """One image (or video) id with its human references and one or more candidates.
+
+    ``image`` is the image itself where image-grounded metrics (CLIP-S) need it: a local path
+    (``str`` or ``Path``, resolved by the loaders) or an already loaded ``PIL.Image.Image``.
+    """
 
     id: ItemId
     references: tuple[str, ...]
     candidates: tuple[str, ...]
+    image: Any = field(default=None, hash=False)
 
     def __repr__(self) -> str:
         image = getattr(self, "image", None)
@@ -96,6 +101,10 @@ class Dataset:
     def empty_candidates(self) -> list[tuple[ItemId, int]]:
         """(item id, candidate index) of every empty or whitespace-only candidate."""
         return [(item.id, j) for item in self.items for j, c in enumerate(item.candidates) if not c.strip()]
+
+    def flat_images(self) -> list[Any]:
+        """Each candidate's image (its item's), in the order of :meth:`flat_pairs`."""
+        return [item.image for item in self.items for _ in item.candidates]
 
     def flat_pairs(self) -> tuple[list[str], list[Sequence[str]], list[int]]:
         """Every candidate with its item's references, and the offsets of each item's block."""

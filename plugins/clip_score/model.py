@@ -1,0 +1,235 @@
+"""The ``clip`` image–text model: CLIP weights from a local checkpoint (OpenAI ``.pt``, PAC-S
+``.pth``, Hugging Face ``CLIPModel`` folder, open_clip), run by transformers' ``CLIPModel``.
+
+Images are decoded and preprocessed in a thread pool exactly as the checkpoint's own library
+does (:mod:`._preprocess`); texts are tokenized with the checkpoint's tokenizer (CLIP's BPE for
+OpenAI, PAC-S and open_clip, the folder's own for Hugging Face). Within a run
+(:func:`capmetrics.score`), each distinct image and text is embedded once and shared by every
+metric that uses the same model; loaded checkpoints are kept for the life of the process.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from capmetrics import ImageTextModel, MetricError
+from capmetrics.data.images import ImageProblems, image_key, open_image
+from capmetrics.device import device_signature, in_halving_batches, resolve_device
+from capmetrics.prepared import shared
+
+from capmetrics.plugins.clip_score._checkpoints import Loaded, load_checkpoint
+
+Precision = Literal["fp32", "fp16", "bf16"]
+_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+_loaded: OrderedDict[tuple[Any, ...], Loaded] = OrderedDict()
+_lock = threading.Lock()
+_KEEP = 2  # checkpoints kept loaded in a process
+
+
+def _require() -> None:
+    missing = []
+    for module in ("torch", "transformers", "PIL", "regex"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        raise MetricError(f"{', '.join(missing)} not installed; install them with: pip install 'capmetrics[clip]'")
+
+
+class ClipModel(ImageTextModel):
+    """CLIP from a local checkpoint: an OpenAI ``clip`` ``.pt`` (TorchScript or state dict), a
+    PAC-S ``.pth``, a Hugging Face ``CLIPModel`` folder or an open_clip folder
+    (``open_clip_config.json`` + weights); ViT image towers. Nothing is downloaded.
+
+    Args:
+        path: the checkpoint file or folder.
+        activation: ``auto`` (QuickGELU for OpenAI/PAC-S files, the config's for open_clip
+            folders), ``quick_gelu`` or ``gelu`` (a bare open_clip state dict of a non-OpenAI
+            model needs ``gelu``).
+        precision: ``fp32`` (the reference values on CPU), ``fp16`` or ``bf16``.
+        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``; none = the run's (``--device``).
+        batch_size: images or texts per forward pass (halved while the GPU is out of memory).
+        workers: threads that decode and preprocess images (0: one per CPU, at most 8).
+    """
+
+    name = "clip"
+    requires = ("clip",)
+    path_params = ("path",)
+    example_specs = ()
+
+    def __init__(self, path: str, activation: Literal["auto", "quick_gelu", "gelu"] = "auto",
+                 precision: Precision = "fp32", device: str | None = None, batch_size: int = 64,
+                 workers: int = 0) -> None:
+        self.path = path
+        self.activation = activation
+        self.precision = precision
+        self.device = device
+        self.batch_size = batch_size
+        self.workers = workers
+
+    # ---------------------------------------------------------------- loading
+    def _checkpoint(self) -> Loaded:
+        loaded = getattr(self, "_state", None)
+        if loaded is not None:
+            return loaded  # type: ignore[no-any-return]
+        _require()
+        if self.precision not in _DTYPES:
+            raise MetricError(f"precision must be fp32, fp16 or bf16, got {self.precision!r}")
+        self._device = resolve_device(self.device)
+        p = Path(self.path).expanduser()
+        try:
+            st = p.stat()
+            stamp: tuple[Any, ...] = (str(p.resolve()), st.st_size, st.st_mtime_ns)
+        except OSError:
+            stamp = (str(p),)
+        key = (*stamp, self.activation, self.precision, self._device)
+        with _lock:
+            loaded = _loaded.get(key)
+            if loaded is None:
+                import torch
+
+                loaded = load_checkpoint(self.path, self.activation)
+                loaded.model = loaded.model.to(device=self._device, dtype=getattr(torch, _DTYPES[self.precision]))
+                _loaded[key] = loaded
+                while len(_loaded) > _KEEP:
+                    _loaded.popitem(last=False)
+            _loaded.move_to_end(key)
+        self._state = loaded
+        return loaded
+
+    def identity(self) -> str:
+        """The checkpoint's checksum (files' bytes; the same files anywhere give the same one)."""
+        return self._checkpoint().checksum
+
+    def signature_extra(self) -> dict[str, str]:
+        loaded = self._checkpoint()
+        tokenizer = "hf-folder" if loaded.tokenizer is not None else (
+            "clip-bpe+ftfy" if _bpe().fixes_text else "clip-bpe")
+        return {"model": loaded.checksum, "format": loaded.format, "precision": self.precision,
+                "preprocess": loaded.preprocess.describe(), "tokenizer": tokenizer,
+                "context": str(loaded.context), **device_signature(self._device)}
+
+    def _run_key(self) -> Hashable:
+        loaded = self._checkpoint()
+        return (loaded.checksum, self.activation, self.precision, self._device)
+
+    # ---------------------------------------------------------------- texts
+    def _tokens(self, texts: Sequence[str]) -> tuple[Any, list[int]]:
+        import torch
+
+        loaded = self._checkpoint()
+        if loaded.tokenizer is None:
+            ids, cut = _bpe().tokenize(texts, loaded.context)
+            return {"input_ids": torch.from_numpy(ids)}, cut
+        tok = loaded.tokenizer
+        full = tok(list(texts), padding=False, truncation=False)["input_ids"]
+        cut = [i for i, ids in enumerate(full) if len(ids) > loaded.context]
+        enc = tok(list(texts), padding="max_length", truncation=True, max_length=loaded.context, return_tensors="pt")
+        return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}, cut
+
+    def overlong(self, texts: Sequence[str]) -> list[int]:
+        loaded = self._checkpoint()
+        if loaded.tokenizer is None:
+            return [i for i, n in enumerate(_bpe().lengths(texts)) if n > loaded.context]
+        full = loaded.tokenizer(list(texts), padding=False, truncation=False)["input_ids"]
+        return [i for i, ids in enumerate(full) if len(ids) > loaded.context]
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        return self._cached("text", list(texts), list(texts), self._encode_texts)
+
+    def _encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        return in_halving_batches(self._text_batch, texts, self.batch_size, "clip")
+
+    def _text_batch(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
+        import torch
+
+        loaded = self._checkpoint()
+        out = []
+        with torch.inference_mode():
+            for start in range(0, len(texts), batch_size):
+                inputs, _ = self._tokens(texts[start : start + batch_size])
+                feats = _features(loaded.model.get_text_features(**{k: v.to(self._device) for k, v in inputs.items()}))
+                out.append(feats.float().cpu().numpy())
+        return np.concatenate(out) if out else np.zeros((0, loaded.model.config.projection_dim), np.float32)
+
+    # ---------------------------------------------------------------- images
+    def embed_images(self, images: Sequence[Any]) -> np.ndarray:
+        return self._cached("image", [image_key(im) for im in images], list(images), self._encode_images)
+
+    def _encode_images(self, images: Sequence[Any]) -> np.ndarray:
+        return in_halving_batches(self._image_batch, images, self.batch_size, "clip")
+
+    def _image_batch(self, images: Sequence[Any], batch_size: int) -> np.ndarray:
+        import torch
+
+        loaded = self._checkpoint()
+        problems = ImageProblems()
+        dim = loaded.model.config.projection_dim
+        out = np.zeros((len(images), dim), np.float32)
+        workers = self.workers or min(8, os.cpu_count() or 1)
+        with ThreadPoolExecutor(max_workers=workers) as pool, torch.inference_mode():
+            for start in range(0, len(images), batch_size):
+                chunk = images[start : start + batch_size]
+                pixels = list(pool.map(lambda im: _prepare(im, loaded, problems), chunk))
+                good = [k for k, x in enumerate(pixels) if x is not None]
+                if not good:
+                    continue
+                batch = torch.stack([pixels[k] for k in good]).to(self._device, dtype=loaded.model.dtype)
+                feats = _features(loaded.model.get_image_features(pixel_values=batch))
+                out[[start + k for k in good]] = feats.float().cpu().numpy()
+        problems.raise_if_any()
+        return out
+
+    # ---------------------------------------------------------------- run cache
+    def _cached(self, what: str, keys: list[Hashable], values: list[Any],
+                compute: Callable[[Sequence[Any]], np.ndarray]) -> np.ndarray:
+        """Vectors of ``values``, each distinct key computed once per run (and per call outside a run)."""
+        table: dict[Hashable, np.ndarray] = shared(("clip-embeddings", what, self._run_key()), dict)
+        todo: dict[Hashable, Any] = {}
+        for key, value in zip(keys, values):
+            if key not in table and key not in todo:
+                todo[key] = value
+        if todo:
+            vectors = compute(list(todo.values()))
+            table.update(zip(todo, vectors))
+        dim = self._checkpoint().model.config.projection_dim
+        if not keys:
+            return np.zeros((0, dim), np.float32)
+        return np.stack([table[k] for k in keys])
+
+
+def _features(out: Any) -> Any:
+    """The projected features from ``get_*_features`` (a tensor, or an output object in newer
+    transformers)."""
+    return out if hasattr(out, "float") else out.pooler_output
+
+
+def _prepare(image: Any, loaded: Loaded, problems: ImageProblems) -> Any:
+    with problems.collect(image):
+        return loaded.preprocess(open_image(image))
+    return None
+
+
+_bpe_lock = threading.Lock()
+
+
+def _bpe() -> Any:
+    """The process's CLIP BPE tokenizer (vocabulary read once)."""
+    global _BPE
+    with _bpe_lock:
+        if _BPE is None:
+            from capmetrics.plugins.clip_score._bpe import ClipBPE
+
+            _BPE = ClipBPE()
+        return _BPE
+
+
+_BPE: Any = None

@@ -1,0 +1,232 @@
+"""CLIP-S, RefCLIP-S, PAC-S and RefPAC-S against the reference implementations.
+
+tests/data/clip/reference.json was made by experiments/clip_reference_fixtures.py, which runs
+jmhessel/clipscore's ``clipscore.py`` and aimagelab/pacscore's ``pac_score`` on the images in
+tests/data/clip/images (scikit-image's sample photographs) with a tiny randomly initialised CLIP
+that tests/data/clip/tiny_clip.py rebuilds here from a seeded generator.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("PIL")
+
+import torch  # noqa: E402
+
+import capmetrics  # noqa: E402
+from capmetrics.data.model import Dataset, Item  # noqa: E402
+from capmetrics.errors import DataError, MetricError  # noqa: E402
+from tests.conftest import DATA  # noqa: E402
+from tests.data.clip.tiny_clip import tiny_clip_state_dict, weights_digest  # noqa: E402
+
+CLIP_DATA = DATA / "clip"
+REFERENCE = json.loads((CLIP_DATA / "reference.json").read_text(encoding="utf-8"))
+ITEMS = [json.loads(line) for line in (CLIP_DATA / "items.jsonl").read_text(encoding="utf-8").splitlines()]
+PROMPT = "A photo depicts "
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The tiny CLIP as an OpenAI state-dict .pt and a PAC-S .pth (the fixture's weights)."""
+    base, pac = tiny_clip_state_dict(0), tiny_clip_state_dict(1)
+    assert weights_digest(base) == REFERENCE["weights_sha256"]["clip"]
+    assert weights_digest(pac) == REFERENCE["weights_sha256"]["pac"]
+    folder = tmp_path_factory.mktemp("clip")
+    torch.save({k: torch.from_numpy(v) for k, v in base.items()}, folder / "tiny.pt")
+    torch.save({"state_dict": {k: torch.from_numpy(v) for k, v in pac.items()}}, folder / "tiny_pacs.pth")
+    return {"clip": str(folder / "tiny.pt"), "pac": str(folder / "tiny_pacs.pth"), "folder": str(folder)}
+
+
+def dataset() -> Dataset:
+    return Dataset([Item(it["id"], tuple(it["references"]), tuple(it["candidates"]), str(CLIP_DATA / it["image"]))
+                    for it in ITEMS], "items.jsonl")
+
+
+@pytest.mark.parametrize("metric,source,model", [
+    ("clip-score", "clipscore", "clip"), ("ref-clip-score", "clipscore", "clip"),
+    ("pac-score", "pacscore", "pac"), ("ref-pac-score", "pacscore", "pac"),
+])
+def test_per_candidate_values_equal_the_reference_code(checkpoints, metric, source, model):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = capmetrics.score(dataset(), [f'{metric}(model="{checkpoints[model]}")'])
+    ours = np.concatenate(res.metrics[0].candidate_values)
+    ref = np.array(REFERENCE[source][metric])
+    assert ours.shape == ref.shape
+    assert np.max(np.abs(ours - ref)) <= 1e-5
+    assert res.metrics[0].corpus == pytest.approx(ref.mean(), abs=1e-6)
+    assert (ref == 0).any()  # the clamp at 0 is exercised
+
+
+def test_clip_score_and_ref_clip_score_share_embeddings(checkpoints, monkeypatch):
+    from capmetrics.plugins.clip_score.model import ClipModel
+
+    calls = {"image": 0, "text": 0}
+    image_batch, encode_texts = ClipModel._image_batch, ClipModel._encode_texts
+
+    def count_images(self, images, batch_size):
+        calls["image"] += len(images)
+        return image_batch(self, images, batch_size)
+
+    def count_texts(self, texts):
+        calls["text"] += len(texts)
+        return encode_texts(self, texts)
+
+    monkeypatch.setattr(ClipModel, "_image_batch", count_images)
+    monkeypatch.setattr(ClipModel, "_encode_texts", count_texts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        capmetrics.score(dataset(), [f'clip-score(model="{checkpoints["clip"]}")',
+                                     f'ref-clip-score(model="{checkpoints["clip"]}")'])
+    texts = {PROMPT + t for it in ITEMS for t in it["candidates"] + it["references"]}
+    assert calls == {"image": len(ITEMS), "text": len(texts)}
+
+
+def test_preprocessing_is_bit_identical_to_the_reference_transform():
+    from capmetrics.data.images import open_image
+    from capmetrics.plugins.clip_score._preprocess import Preprocess
+
+    index = np.array(REFERENCE["sample_index"])
+    for it in ITEMS:
+        pixels = Preprocess()(open_image(CLIP_DATA / it["image"])).numpy()
+        expected = REFERENCE["preprocess"][it["id"]]
+        assert pixels.shape == (3, 224, 224)
+        np.testing.assert_allclose(pixels.reshape(-1)[index], expected["samples"], atol=1e-6, err_msg=it["id"])
+        np.testing.assert_allclose(pixels.reshape(3, -1).sum(axis=1), expected["sums"], rtol=1e-6)
+        assert hashlib.sha256(pixels.tobytes()).hexdigest() == expected["sha256"], it["id"]
+
+
+def test_tokenizer_equals_clip_tokenize():
+    from capmetrics.plugins.clip_score._bpe import ClipBPE
+
+    bpe = ClipBPE()
+    texts = list(REFERENCE["tokens"])
+    ids, cut = bpe.tokenize(texts)
+    for row, text in enumerate(texts):
+        expected = REFERENCE["tokens"][text]
+        assert [int(x) for x in ids[row] if x] == expected, text
+    assert [texts[i] for i in cut] == [t for t in texts if len(bpe.encode(t)) + 2 > 77]
+    assert cut  # the long texts are there
+
+
+def test_embeddings_equal_the_clip_package_forward(checkpoints):
+    from capmetrics.plugins.clip_score.model import ClipModel
+
+    model = ClipModel(checkpoints["clip"])
+    feats = REFERENCE["features"]
+    images = [str(CLIP_DATA / next(it["image"] for it in ITEMS if it["id"] == i)) for i in feats["image_items"]]
+    np.testing.assert_allclose(model.embed_images(images), feats["image"], atol=1e-5)
+    texts = [PROMPT + c for it in ITEMS for c in it["candidates"]]
+    np.testing.assert_allclose(model.embed_texts(texts), feats["text"], atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_torchscript_checkpoint_loads_like_the_state_dict(checkpoints, tmp_path):
+    """OpenAI ships TorchScript archives: their state_dict() is read (as clip.load(jit=False))."""
+    from capmetrics.plugins.clip_score.model import ClipModel
+
+    state = tiny_clip_state_dict(0)
+
+    class Holder(torch.nn.Module):
+        def __init__(self, prefix: str = "") -> None:
+            super().__init__()
+            for key in {k[len(prefix):].split(".")[0] for k in state if k.startswith(prefix) and "." in k[len(prefix):]}:
+                self.add_module(key, Holder(prefix + key + "."))
+            for key in [k for k in state if k.startswith(prefix) and "." not in k[len(prefix):]]:
+                self.register_parameter(key[len(prefix):], torch.nn.Parameter(torch.from_numpy(state[key])))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x
+
+    scripted = torch.jit.script(Holder())
+    path = tmp_path / "ViT-tiny.pt"
+    scripted.save(str(path))
+    ours = ClipModel(str(path))
+    texts = [PROMPT + "a cat"]
+    np.testing.assert_array_equal(ours.embed_texts(texts), ClipModel(checkpoints["clip"]).embed_texts(texts))
+    assert ours.signature_extra()["format"] == "openai-torchscript"
+
+
+def test_signature_carries_prompt_w_checksum_precision_and_truncation(checkpoints):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = capmetrics.score(dataset(), [f'pac-score(model="{checkpoints["pac"]}")'])
+    sig = res.metrics[0].signature
+    digest = hashlib.sha256(Path(checkpoints["pac"]).read_bytes()).hexdigest()
+    assert sig["prompt"] == PROMPT and sig["w"] == "2.0" and sig["precision"] == "fp32"
+    assert sig["model"] == f"sha256:{digest}" and "truncation" in sig
+    assert checkpoints["folder"] not in res.metrics[0].signature_string  # no local path
+
+
+@pytest.mark.filterwarnings("ignore:1 empty candidate")
+def test_long_captions_warn_once_with_a_count_or_are_refused(checkpoints):
+    with pytest.warns(UserWarning, match=r"clip-score: 1 distinct caption\(s\) longer") as record:
+        capmetrics.score(dataset(), [f'clip-score(model="{checkpoints["clip"]}")'])
+    assert sum("longer than the text tower" in str(w.message) for w in record) == 1
+    with pytest.raises(MetricError, match="1 caption.* longer than the text tower.*A tabby cat"):
+        capmetrics.score(dataset(), [f'clip-score(model="{checkpoints["clip"]}", truncate=false)'])
+
+
+def test_every_missing_or_unreadable_image_is_listed_at_once(checkpoints, tmp_path):
+    bad = tmp_path / "bad.jpg"
+    bad.write_bytes(b"not an image")
+    items = [Item("ok", ("r",), ("c",), str(CLIP_DATA / "images/rocket.jpg")), Item("none", ("r",), ("c",)),
+             Item("gone", ("r",), ("c",), str(tmp_path / "missing.jpg")), Item("junk", ("r",), ("c",), str(bad))]
+    with pytest.raises(DataError) as err:
+        capmetrics.score(Dataset(items, "x.jsonl"), [f'clip-score(model="{checkpoints["clip"]}")'])
+    text = str(err.value)
+    assert "3 problem(s)" in text and "'ok'" not in text
+    assert "item 'none': has no image" in text
+    assert "item 'gone': image" in text and "does not exist" in text
+    assert "item 'junk': image" in text and "not an image file" in text
+
+
+def test_reference_free_metrics_score_items_without_references(checkpoints):
+    items = [Item("a", (), ("a rocket",), str(CLIP_DATA / "images/rocket.jpg"))]
+    res = capmetrics.score(Dataset(items), [f'clip-score(model="{checkpoints["clip"]}")'])
+    assert res.metrics[0].corpus >= 0
+    with pytest.raises(DataError, match="(?s)ref-clip-score.* needs references.*item 'a': has no references"):
+        capmetrics.score(Dataset(items), [f'ref-clip-score(model="{checkpoints["clip"]}")'])
+
+
+def test_loaded_images_score_like_their_files(checkpoints):
+    from PIL import Image
+
+    path = CLIP_DATA / "images/chelsea.jpg"
+    with Image.open(path) as im:
+        im.load()
+        items = [Item("file", (), ("a cat",), str(path)), Item("loaded", (), ("a cat",), im)]
+        res = capmetrics.score(Dataset(items), [f'clip-score(model="{checkpoints["clip"]}")'])
+    values = res.metrics[0].item_values
+    assert values[0] == values[1]
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda d: str(d / "nothing.pt"), "no such file or folder"),
+    (lambda d: (d / "notes.txt").write_text("hello") and str(d / "notes.txt"), "not a CLIP checkpoint"),
+    (lambda d: torch.save({k: torch.from_numpy(v) for k, v in tiny_clip_state_dict(0).items()
+                           if not k.startswith("visual.")}, d / "text.pt") or str(d / "text.pt"), "has no vision tower"),
+    (lambda d: torch.save({"weight": torch.zeros(2)}, d / "other.pt") or str(d / "other.pt"), "not a CLIP checkpoint"),
+])
+def test_a_path_that_is_not_a_clip_model_is_one_line_naming_it(tmp_path, make, message):
+    path = make(tmp_path)
+    with pytest.raises(MetricError, match=message) as err:
+        capmetrics.score(Dataset([Item("a", (), ("c",), str(CLIP_DATA / "images/rocket.jpg"))]),
+                         [f'clip-score(model="{path}")'])
+    assert f"model={path!r}" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_clip_score_without_a_model_names_the_parameter():
+    from capmetrics.errors import SpecError
+
+    with pytest.raises(SpecError, match="missing the required parameter.*'model'"):
+        capmetrics.compose("clip-score")
