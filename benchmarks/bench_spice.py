@@ -24,7 +24,7 @@ parity of every category's P/R/F, the items whose scene graphs met a merge tie, 
 
 Usage:
 
-    nice python benchmarks/bench_spice.py [--n 100] [--cf] [--jobs J] [--root /path/to/flickr8k]
+    nice python benchmarks/bench_spice.py [--n 100] [--cf] [--jobs J] [--root /path/to/flickr8k] [--cold-only]
     nice python benchmarks/bench_spice.py --full --jar-cache DIR
     python benchmarks/bench_spice.py --full --no-reference --cold [--server]
 """
@@ -117,7 +117,8 @@ def phase(name: str, root: str, n: int | None, jobs: int | None, jar_cache: str 
 
 def run_phase(name: str, args: argparse.Namespace, cache: str | None) -> dict:
     """``phase`` in a fresh process (whole-process wall time), with ``XDG_CACHE_HOME=cache`` if given."""
-    env = dict(os.environ, XDG_CACHE_HOME=cache) if cache else dict(os.environ)
+    env = dict(os.environ, XDG_CACHE_HOME=cache, CAPMETRICS_CACHE_DIR=str(Path(cache) / "capmetrics")) if cache \
+        else dict(os.environ)
     cmd = [sys.executable, __file__, "--phase", name, "--root", args.root]
     cmd += ["--full"] if args.full else ["--n", str(args.n)]
     cmd += ["--jobs", str(args.jobs)] if args.jobs else []
@@ -177,6 +178,8 @@ def main() -> None:
     parser.add_argument("--no-reference", action="store_true", help="with --full: skip the jar; capmetrics' warm "
                         "run (the user's parse cache, checked against the jar before) is the reference")
     parser.add_argument("--cf", action="store_true", help="Flickr8k-CF instead of Flickr8k-Expert (subset mode)")
+    parser.add_argument("--cold-only", action="store_true", help="subset mode: only the jar and capmetrics cold "
+                        "(both with empty caches), side by side")
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     args = parser.parse_args()
     n = None if args.full else args.n
@@ -202,7 +205,7 @@ def main() -> None:
         if args.cold:
             with tempfile.TemporaryDirectory() as cache:
                 server = [sys.executable, "-m", "capmetrics.cli", "spice-server"]
-                env = dict(os.environ, XDG_CACHE_HOME=cache)
+                env = dict(os.environ, XDG_CACHE_HOME=cache, CAPMETRICS_CACHE_DIR=str(Path(cache) / "capmetrics"))
                 if args.server:
                     subprocess.run([*server, "start", "--idle", "600"], env=env, check=True)
                 try:
@@ -224,9 +227,9 @@ def main() -> None:
     else:
         with tempfile.TemporaryDirectory() as ref_cache, tempfile.TemporaryDirectory() as cache:
             results["reference"] = run_phase("reference", args, ref_cache)
-            for name in ("cold", "warm", "partial"):
+            for name in ("cold",) if args.cold_only else ("cold", "warm", "partial"):
                 results[name] = run_phase(name, args, cache)
-            ties = run_phase("ties", args, cache)
+            ties = {"sensitive": []} if args.cold_only else run_phase("ties", args, cache)
     for name, r in results.items():
         report(name, r)
     if "reference" not in results:  # --no-reference: the warm run from the jar-checked parse cache
@@ -250,8 +253,13 @@ def main() -> None:
         print(f"Kendall tau-c: capmetrics {tau_c(args.root, ours['values']['All']['f']):.3f}, "
               f"jar {tau_c(args.root, results['reference']['values']['All']['f']):.3f} (published 44.9)")
         return
+    cold, jar = results["cold"]["process_seconds"], results["reference"]["process_seconds"]
+    print(f"cold: capmetrics {cold:.1f} s, JVM peak {results['cold']['rss_jvm_mb']:.0f} MB; the jar {jar:.1f} s, "
+          f"JVM peak {results['reference']['rss_jvm_mb']:.0f} MB: the jar's time / capmetrics' = {jar / cold:.2f} "
+          f"(target >= 2), peak RSS target <= 1,500 MB; load now {os.getloadavg()[0]:.1f}")
+    if args.cold_only:
+        return
     same, total, _ = compare(results["cold"]["values"], results["warm"]["values"])
-    cold = results["cold"]["process_seconds"]
     print(f"cold / jar time: {cold / results['reference']['process_seconds']:.2f}; warm equals cold on "
           f"{same}/{total} items; warm / cold time: {results['warm']['process_seconds'] / cold:.3f}; "
           f"10 % new: {results['partial']['process_seconds']:.1f} s = {results['partial']['process_seconds'] / cold:.2f} "

@@ -334,3 +334,36 @@ def test_an_impostor_on_a_stale_port_and_the_real_parser_give_the_jars_values(ca
     np.testing.assert_allclose(scores.values, [it["scores"]["All"]["f"] for it in fixture], rtol=0, atol=1e-12)
     assert "did not prove that it is the parser server" in capsys.readouterr().err
     assert not any(b"young child" in impostor.received for _ in [0])
+
+
+def test_spice_synsets_build_only_meteors_synonym_tables(cache_dir, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A cold SPICE run needs Meteor's synonym tables (seconds), not its paraphrase arrays (most
+    of METEOR's first use), and they give the full lexicon's synsets."""
+    import re
+
+    from capmetrics.cache import cache_root
+    from capmetrics.plugins.meteor import wordnet
+    from capmetrics.plugins.meteor._lexicon import Lexicon
+    from capmetrics.plugins.meteor._resources import load_resources
+
+    from tests.conftest import FLICKR8K
+
+    try:
+        wordnet.meteor_files()
+    except Exception as err:  # noqa: BLE001
+        pytest.skip(f"no METEOR jar: {err}")
+    (cache_root() / "meteor").unlink()  # empty: METEOR's tables are not built here
+    wordnet._english.cache_clear()
+    try:
+        light = Lexicon(wordnet.synonym_resources())
+        built = list((cache_root() / "meteor").glob("*/*"))
+        assert [p.name for p in built] == ["synonyms"]
+        assert wordnet.word_synsets("dogs") == light.synsets("dogs") and len(light.synsets("dogs")) > 3
+        if not (FLICKR8K / "Flickr8k.token.txt").is_file():
+            return
+        words = sorted(set(re.findall("[a-z]+", (FLICKR8K / "Flickr8k.token.txt").read_text().lower())))[::5]
+        monkeypatch.delenv("CAPMETRICS_CACHE_DIR")  # the user's built tables, for the full lexicon
+        full = Lexicon(load_resources())
+        assert [w for w in words if full.synsets(w) != light.synsets(w)] == []
+    finally:
+        wordnet._english.cache_clear()
