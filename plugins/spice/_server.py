@@ -36,7 +36,7 @@ from typing import BinaryIO
 
 from capmetrics.errors import MetricError
 from capmetrics.plugins.java import java_env
-from capmetrics.plugins.spice._parse import CHUNK, helper_command, helper_dir
+from capmetrics.plugins.spice._parse import CHUNK, JVM_OPTIONS, helper_command, helper_dir
 from capmetrics.plugins.spice._parse_cache import Parse, valid_parse
 from capmetrics.plugins.spice._resources import cache_root, private_cache_root, warn
 
@@ -158,7 +158,8 @@ def start(java: str, corenlp_jars: Sequence[Path], memory: str, threads: int, ve
     if found is not None:
         return found
     folder = private_cache_root()
-    cmd = helper_command(java, corenlp_jars, memory, ["--serve", str(info_path()), str(threads), str(idle), version])
+    cmd = helper_command(java, corenlp_jars, memory, ["--serve", str(info_path()), str(threads), str(idle), version],
+                         options=JVM_OPTIONS)
     log_path = folder / "parser-server.log"
     with os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as log:
         os.chmod(log_path, 0o600)  # an older log made wider

@@ -367,3 +367,27 @@ def test_spice_synsets_build_only_meteors_synonym_tables(cache_dir, monkeypatch)
         assert [w for w in words if full.synsets(w) != light.synsets(w)] == []
     finally:
         wordnet._english.cache_clear()
+
+
+def test_jvms_and_heaps_are_chosen_from_the_work(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(os, "sysconf", lambda name: 4096 if name == "SC_PAGE_SIZE" else (64 << 30) // 4096)
+    assert [_parse.default_jobs(n) for n in (1, 300, 1690, 2000, 2001, 5000, 10**6)] == [1, 1, 1, 1, 2, 3, 8]
+    monkeypatch.setattr(os, "sysconf", lambda name: 4096 if name == "SC_PAGE_SIZE" else (3 << 30) // 4096)
+    assert _parse.default_jobs(10**6) == 2  # as memory allows
+    cmd = _parse.parse_command("java", [], None, 2, Path("i"), Path("o"))
+    assert "-Xmx1G" in cmd and "-XX:+UseSerialGC" in cmd and "-XX:+ExitOnOutOfMemoryError" in cmd
+    assert _parse.PARENT_PIPE in cmd and "-Xmx3g" in _parse.parse_command("java", [], "3g", 2, Path("i"), Path("o"))
+    # a JVM that died (out of memory, say) is run again with the retry command (a larger heap)
+    helper = tmp_path / "helper.py"
+    helper.write_text("import json, sys\ntexts = json.load(open(sys.argv[1]))\n"
+                      "if sys.argv[3] == 'small': sys.exit(3)\n"
+                      "open(sys.argv[2], 'w').write(''.join(json.dumps({'i': i, 't': [[t]]}) + '\\n' "
+                      "for i, t in enumerate(texts)))\n")
+    used: list[str] = []
+
+    def command(heap: str):  # type: ignore[no-untyped-def]
+        return lambda threads, i, o: used.append(heap) or [sys.executable, str(helper), str(i), str(o), heap]
+
+    found = _parse.parse_captions(["a", "b"], command("small"), 1, 60, lambda parsed: None, command("large"))
+    assert found == {"a": [["a"]], "b": [["b"]]} and used == ["small", "large"]
