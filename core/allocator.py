@@ -43,3 +43,17 @@ def _set_glibc_options() -> bool:
             (M_MMAP_THRESHOLD, MMAP_THRESHOLD), (M_TRIM_THRESHOLD, TRIM_THRESHOLD), (M_TOP_PAD, TOP_PAD)))
     except (OSError, AttributeError):
         return False
+
+
+def return_freed_memory() -> bool:
+    """The opposite trade, for a one-off build that allocates and frees arrays of growing size
+    (METEOR's resource tables): blocks from 128 KiB get their own mapping and freed heap is given
+    back, so the peak is what is held, not what was once free. False where not glibc."""
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return all(libc.mallopt(param, 128 * 1024) == 1 for param in (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD))
+    except (OSError, AttributeError):
+        return False
+

@@ -3,8 +3,9 @@ imports neither numba nor its JIT.
 
 numba's just-in-time path costs every fresh process about half a second before the first pair is
 aligned (importing numba, its type system and loading the cached machine code), which is more
-than aligning all of Flickr8k-Expert. So on first use ``_align.align_all`` is compiled once with
-numba's ahead-of-time compiler (``numba.pycc``; it needs a C compiler) into an ordinary extension
+than aligning all of Flickr8k-Expert. So on first use ``_align.align_all`` is compiled once (by a
+child process that announces it on stderr, so numba and LLVM never stay in the scoring process)
+with numba's ahead-of-time compiler (``numba.pycc``; it needs a C compiler) into an ordinary extension
 module under the cache folder (``meteor/aligner-<key>/``, keyed by the aligner's source and the
 numba, numpy and Python versions), with its SHA-256 next to it. Later processes check the
 checksum and import the module: a few milliseconds, no numba. The generated code is the same
@@ -33,6 +34,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
+from capmetrics.notices import one_time_step
+from capmetrics.plugins.meteor._child import run_child
 
 MODULE = "capmetrics_meteor_aligner"
 OFF_ENV = "CAPMETRICS_METEOR_AOT"
@@ -141,32 +144,58 @@ def describe(root: Path) -> str:
     return f"numba's JIT (the compiled module could not be built: {why}; delete {failed} to try again)"
 
 
+COMPILE_USUAL = "5-20 s"
+
+
+def _failed(where: Path) -> Path:
+    return where.with_name(where.name + ".failed")
+
+
+def build_or_mark(root: Path) -> None:
+    """Compile the module for the cache root ``root`` (announced on stderr); where that fails,
+    write the reason next to it (``<folder>.failed``) so later runs use the JIT without trying."""
+    where = module_folder(root)
+    shutil.rmtree(where, ignore_errors=True)  # missing, corrupt or not importable: build it again
+    try:
+        with one_time_step("compiling METEOR's aligner (numba.pycc)", COMPILE_USUAL):
+            _build(where)
+    except Exception as err:  # no C compiler, no numba, a read-only cache: remember why
+        try:
+            where.parent.mkdir(parents=True, exist_ok=True)
+            _failed(where).write_text(f"{type(err).__name__}: {err}\n")
+        except OSError:
+            pass
+
+
+def _try_load(where: Path) -> Callable[..., np.ndarray] | None:
+    try:
+        return _load(where) if where.is_dir() else None
+    except ImportError:
+        return None
+
+
 @lru_cache(maxsize=4)
 def aligner(root: Path) -> Callable[..., np.ndarray]:
-    """``align_all`` for this process: the compiled module under ``root/meteor`` (built on first
-    use), else numba's JIT (or plain Python)."""
+    """``align_all`` for this process: the compiled module under ``root/meteor`` (compiled on
+    first use by a child process, so neither numba nor the compiler's memory stays here), else
+    numba's JIT (or plain Python)."""
     if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0") or os.environ.get(OFF_ENV, "1") == "0":
         return _jit()
     where = module_folder(root)
-    failed = where.with_name(where.name + ".failed")
-    if failed.is_file():  # compiling did not work here before: do not pay for it on every run
+    if _failed(where).is_file():  # compiling did not work here before: do not pay for it on every run
         return _jit()
-    try:
-        kernel = _load(where) if where.is_dir() else None
-    except ImportError:
-        kernel = None
+    kernel = _try_load(where)
     if kernel is None:
-        shutil.rmtree(where, ignore_errors=True)  # missing, corrupt or not importable: build it again
-        try:
-            _build(where)
-            kernel = _load(where)
-        except Exception as err:  # no C compiler, no numba, a read-only cache: fall back, remember why
-            try:
-                failed.parent.mkdir(parents=True, exist_ok=True)
-                failed.write_text(f"{type(err).__name__}: {err}\n")
-            except OSError:
-                pass
-            return _jit()
+        _compile(root)
+        kernel = _try_load(where)
+        if kernel is None and not _failed(where).is_file():  # the child could not run: compile here
+            build_or_mark(root)
+            kernel = _try_load(where)
         if kernel is None:
             return _jit()
     return _adapted(kernel)
+
+
+def _compile(root: Path) -> None:
+    """Compile in a child process (see ``_child``)."""
+    run_child("aligner", root)

@@ -3,8 +3,10 @@
 Nothing is copied into this repository: the function words, the WordNet synsets and their
 morphological exceptions come from inside ``meteor-1.5.jar``, the paraphrase table from
 ``paraphrase-en.gz`` (both installed by pycocoevalcap). The first use turns them into compact
-arrays under ``<cache>/meteor/<checksum of the two files>`` (a few seconds, once); later processes
-memory-map them, so a cold start reads only the pages a caption touches.
+arrays under ``<cache>/meteor/<checksum of the two files>`` (once, announced on stderr, by a child
+process that reads the 62 MB table streaming: about 300 MB at its peak); later processes
+memory-map them, so a cold start reads only the pages a caption touches. A damaged cache folder
+is moved aside with a one-line warning and rebuilt.
 
 Paraphrase table layout: the table's phrases, deduplicated (``phrase_words``: vocabulary numbers
 per phrase), their 64-bit keys sorted for lookup (``phrase_keys`` / ``phrase_order``), and for each
@@ -13,12 +15,12 @@ phrase the paraphrases listed for it as a reference phrase, in file order (``par
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
 import re
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -26,7 +28,18 @@ from pathlib import Path
 import numpy as np
 from capmetrics.cache import cache_root as default_cache_dir
 from capmetrics.errors import MetricError
-from capmetrics.plugins.meteor._tables import Ragged, StringIndex, cached_arrays, release_pages
+from capmetrics.notices import one_time_step
+from capmetrics.plugins.meteor._paraphrase_build import build_paraphrase_arrays
+from capmetrics.plugins.meteor._tables import (
+    CorruptFolder,
+    Ragged,
+    StringIndex,
+    cached_arrays,
+    check_folder,
+    move_aside,
+    release_pages,
+)
+from capmetrics.plugins.meteor._child import run_child
 from capmetrics.plugins.meteor.jar import meteor_files
 
 CACHE_VERSION = 1
@@ -108,37 +121,23 @@ def _build_synonyms(jar: Path) -> dict[str, np.ndarray]:
             **Ragged.build([bases[f] for f in forms]).arrays("exc_bases")}
 
 
-def _build_paraphrases(table: Path) -> dict[str, np.ndarray]:
-    try:
-        raw = gzip.decompress(table.read_bytes())
-    except (OSError, EOFError, gzip.BadGzipFile) as e:
-        raise MetricError(f"meteor: cannot read the paraphrase table: {_fix_hint(table)} ({e})") from None
-    text = raw.decode("utf-8", "replace")
-    del raw
-    lines = _lines(text)
-    irregular = _PY_ONLY_SPACE.search(text) is not None or re.search(
-        "(?:^|\n)[ \t\f]|[ \t\f](?:\n|$)|[ \t\f]{2}|[\t\f]", text) is not None
-    del text
-    count = len(lines) // 3
-    refs, pars = lines[1:3 * count:3], lines[2:3 * count:3]
-    del lines
-    if irregular:
-        refs = [" ".join(java_split(x)) for x in refs]
-        pars = [" ".join(java_split(x)) for x in pars]
-    number: dict[str, int] = {}
-    ref_ix = np.fromiter((number.setdefault(p, len(number)) for p in refs), dtype=np.int32, count=count)
-    par_ix = np.fromiter((number.setdefault(p, len(number)) for p in pars), dtype=np.int32, count=count)
-    del refs, pars
-    vocab: dict[str, int] = {}
-    phrases = Ragged.build([[vocab.setdefault(w, len(vocab)) for w in p.split(" ") if w] for p in number])
-    del number
+def _build_paraphrases(table: Path, advance: Callable[[int], None] = lambda n: None) -> dict[str, np.ndarray]:
+    """The paraphrase arrays, read from the table streaming (``_paraphrase_build``); ``advance``
+    gets the compressed bytes read, for a progress bar."""
+    normal = (lambda p: " ".join(java_split(p)))  # noqa: E731
+    vocab, offsets, values, ref_ix, par_ix = build_paraphrase_arrays(table, _lines, normal, advance)
+    phrases = Ragged(offsets, values)
     keys = _phrase_keys(phrases)
     order = np.argsort(keys, kind="stable").astype(np.int32)
+    para_offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(ref_ix, minlength=len(keys)), out=para_offsets[1:])
     by_ref = np.argsort(ref_ix, kind="stable")
-    para_offsets = np.searchsorted(ref_ix[by_ref], np.arange(len(keys) + 1)).astype(np.int64)
-    return {**StringIndex.build(list(vocab)).arrays("vocab"), **phrases.arrays("phrase_words"),
+    del ref_ix
+    para_values = par_ix[by_ref]
+    del by_ref, par_ix
+    return {**StringIndex.build(vocab).arrays("vocab"), **phrases.arrays("phrase_words"),
             "phrase_keys": keys[order], "phrase_order": order,
-            "para_offsets": para_offsets, "para_values": par_ix[by_ref],
+            "para_offsets": para_offsets, "para_values": para_values,
             "max_len": np.asarray([int(np.diff(phrases.offsets).max(initial=0))])}
 
 
@@ -212,14 +211,70 @@ def cache_root(cache_dir: str | None = None) -> Path:
     return Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
 
 
+def _index(prefix: str) -> tuple[str, ...]:
+    return tuple(f"{prefix}_{part}" for part in ("keys", "order", "blob", "offsets"))
+
+
+def _ragged(prefix: str) -> tuple[str, ...]:
+    return (f"{prefix}_offsets", f"{prefix}_values")
+
+
+#: The arrays of each cache part (a folder missing one, or listing another, is rebuilt).
+PARTS = {"synonyms": (*_index("syn_words"), *_ragged("syn_sets"), *_index("exc_forms"), *_ragged("exc_bases")),
+         "paraphrases": (*_index("vocab"), *_ragged("phrase_words"), "phrase_keys", "phrase_order",
+                         *_ragged("para"), "max_len")}
+TABLES_USUAL = "10-30 s"
+
+
+def resource_folder(root: Path) -> Path:
+    """The cache folder of the installed jar's and table's arrays under the cache root ``root``."""
+    return root / "meteor" / resource_key()
+
+
+def _cached_parts(root: Path) -> dict[str, dict[str, np.ndarray] | None]:
+    """Each cache part's arrays, or None where absent or damaged (a damaged one is moved aside,
+    with a warning)."""
+    parts: dict[str, dict[str, np.ndarray] | None] = {}
+    for part, names in PARTS.items():
+        try:
+            parts[part] = check_folder(resource_folder(root) / part, names)
+        except FileNotFoundError:
+            parts[part] = None
+        except (OSError, CorruptFolder) as e:
+            move_aside(resource_folder(root) / part, str(e))
+            parts[part] = None
+    return parts
+
+
+def build_tables(root: Path) -> dict[str, dict[str, np.ndarray]]:
+    """The cache parts, building the missing ones in this process with a one-line announcement
+    (``one_time_step``); reading the paraphrase table streaming keeps this near 300 MB."""
+    jar, table = meteor_files()
+    meta = {"jar": str(jar), "table": str(table), "version": CACHE_VERSION}
+    found = _cached_parts(root)
+    if all(arrays is not None for arrays in found.values()):
+        return found  # type: ignore[return-value]
+    size = table.stat().st_size if found["paraphrases"] is None else 0
+    folder = resource_folder(root)
+    with one_time_step("building METEOR's resource tables from pycocoevalcap's paraphrase table",
+                       TABLES_USUAL, total=size or None, unit="of the table") as advance:
+        synonyms = found["synonyms"] or cached_arrays(folder / "synonyms", lambda: _build_synonyms(jar), meta,
+                                                      PARTS["synonyms"])
+        paraphrases = found["paraphrases"] or cached_arrays(
+            folder / "paraphrases", lambda: _build_paraphrases(table, advance), meta, PARTS["paraphrases"])
+    return {"synonyms": synonyms, "paraphrases": paraphrases}
+
+
 @lru_cache(maxsize=2)
 def load_resources(cache_dir: str | None = None) -> Resources:
-    """The resources of the installed jar and table (cached arrays built on first use)."""
-    jar, table = meteor_files()
-    key = resource_key()
+    """The resources of the installed jar and table. On first use (or when the cache is damaged)
+    the arrays are built by a child process, so this one never holds the build's memory; where a
+    child cannot run, here."""
+    jar, _ = meteor_files()
     root = cache_root(cache_dir)
-    meta = {"jar": str(jar), "table": str(table), "version": CACHE_VERSION}
+    parts = _cached_parts(root)
+    if any(arrays is None for arrays in parts.values()):
+        run_child("tables", root)
+        parts = build_tables(root)  # reads what the child wrote; builds what it could not
     words = frozenset(_lines(_jar_text(jar, "function/english.words")))
-    synonyms = cached_arrays(root / "meteor" / key / "synonyms", lambda: _build_synonyms(jar), meta)
-    paraphrases = cached_arrays(root / "meteor" / key / "paraphrases", lambda: _build_paraphrases(table), meta)
-    return Resources(words, {**synonyms, **paraphrases})
+    return Resources(words, {**parts["synonyms"], **parts["paraphrases"]})  # type: ignore[dict-item]

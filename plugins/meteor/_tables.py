@@ -3,7 +3,8 @@
 A :class:`StringIndex` finds strings by a 64-bit key (sorted array + binary search) and confirms
 each hit against the stored UTF-8 bytes, so a key collision can never give a wrong answer. A
 :class:`Ragged` is a list of integer lists in CSR form. A cache folder holds ``.npy`` arrays and a
-``manifest.json`` with the CRC-32 of every array; a folder whose arrays do not match is rebuilt.
+``manifest.json`` with the CRC-32 of every array; a folder whose manifest or arrays do not check out
+is moved aside (``<folder>.corrupt``, with a one-line warning) and rebuilt.
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 import mmap
+import os
+import shutil
+import sys
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -159,29 +163,79 @@ def write_folder(folder: Path, arrays: dict[str, np.ndarray], meta: dict[str, ob
         (tmp / MANIFEST).write_text(json.dumps({**meta, "arrays": crcs}, indent=1))
 
 
-def read_folder(folder: Path) -> dict[str, np.ndarray] | None:
+class CorruptFolder(ValueError):
+    """A cache folder that exists but cannot be used (the reason is the message)."""
+
+
+def _manifest_arrays(folder: Path, names: Iterable[str] | None) -> dict[str, int]:
+    """The ``{array: CRC-32}`` of a folder's manifest, checked for shape (and for holding exactly
+    ``names``); raises :class:`CorruptFolder` naming what is wrong."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CorruptFolder(f"no {MANIFEST}") from None
+    except (OSError, ValueError) as e:
+        raise CorruptFolder(f"{MANIFEST} is not readable JSON ({e})") from None
+    arrays = manifest.get("arrays") if isinstance(manifest, dict) else None
+    if not isinstance(arrays, dict) or not arrays or not all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in arrays.items()):
+        raise CorruptFolder(f"{MANIFEST} is not a manifest of arrays and checksums")
+    if names is not None and set(arrays) != set(names):
+        raise CorruptFolder(f"{MANIFEST} lists {sorted(arrays)}, expected {sorted(names)}")
+    return arrays
+
+
+def check_folder(folder: Path, names: Iterable[str] | None = None) -> dict[str, np.ndarray]:
+    """The arrays of a cache folder, memory-mapped; raises :class:`CorruptFolder` (why) when its
+    manifest or an array does not check out, FileNotFoundError when there is no folder."""
+    if not folder.is_dir():
+        raise FileNotFoundError(folder)
+    arrays = {}
+    for name, crc in _manifest_arrays(folder, names).items():
+        path = folder / f"{name}.npy"
+        try:
+            if _crc(path) != crc:
+                raise CorruptFolder(f"{name}.npy does not match its checksum")
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise CorruptFolder(f"{name}.npy cannot be read ({e})") from None
+        _random_access(array)
+        arrays[name] = array.view(np.ndarray)
+    return arrays
+
+
+def read_folder(folder: Path, names: Iterable[str] | None = None) -> dict[str, np.ndarray] | None:
     """The arrays of a cache folder (memory-mapped), or None if it is missing or corrupt."""
     try:
-        manifest = json.loads((folder / MANIFEST).read_text())
-        arrays = {}
-        for name, crc in manifest["arrays"].items():
-            path = folder / f"{name}.npy"
-            if _crc(path) != crc:
-                return None
-            array = np.load(path, mmap_mode="r", allow_pickle=False)
-            _random_access(array)
-            arrays[name] = array.view(np.ndarray)
-        return arrays
-    except (OSError, ValueError, KeyError, TypeError):
+        return check_folder(folder, names)
+    except (OSError, CorruptFolder):
         return None
 
 
-def cached_arrays(folder: Path, build: Callable[[], dict[str, np.ndarray]], meta: dict[str, object]
-                  ) -> dict[str, np.ndarray]:
-    """The arrays in ``folder``; built and written first if the folder is missing or corrupt."""
-    arrays = read_folder(folder)
-    if arrays is not None:
-        return arrays
+def move_aside(folder: Path, reason: str) -> None:
+    """Rename a damaged cache folder to ``<folder>.corrupt`` (replacing an older one) with a
+    one-line warning on stderr, so that it is rebuilt; never raises."""
+    aside = folder.with_name(folder.name + ".corrupt")
+    try:
+        shutil.rmtree(aside, ignore_errors=True)
+        os.replace(folder, aside)
+        what = f"moved it to {aside.name} and rebuilding it"
+    except OSError as e:
+        what = f"cannot move it aside ({e}); rebuilding it"
+    print(f"capmetrics: warning: meteor: the cache folder {folder} is damaged ({reason}); {what}",
+          file=sys.stderr, flush=True)
+
+
+def cached_arrays(folder: Path, build: Callable[[], dict[str, np.ndarray]], meta: dict[str, object],
+                  names: Iterable[str] | None = None) -> dict[str, np.ndarray]:
+    """The arrays in ``folder``; built and written first if the folder is missing or damaged (a
+    damaged one is moved aside with a warning first: a cache never blocks a run)."""
+    try:
+        return check_folder(folder, names)
+    except FileNotFoundError:
+        pass
+    except (OSError, CorruptFolder) as e:
+        move_aside(folder, str(e))
     built = build()
     try:
         write_folder(folder, built, meta)

@@ -301,23 +301,46 @@ def test_a_tampered_compiled_module_is_refused(tmp_path: Path) -> None:
     assert _compiled._load(copy) is None
 
 
-def test_an_aligner_that_cannot_be_compiled_falls_back_to_the_jit(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_an_aligner_that_cannot_be_compiled_falls_back_to_the_jit(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
     from capmetrics.plugins.meteor import _align, _compiled
 
     def no_compiler(folder: Path) -> None:
         raise RuntimeError("error: command 'gcc' failed: No such file or directory")
 
+    children: list[Path] = []
+    monkeypatch.setattr(_compiled, "_compile", children.append)  # a child that could not run
     monkeypatch.setattr(_compiled, "_build", no_compiler)
     monkeypatch.delenv("NUMBA_DISABLE_JIT", raising=False)
     monkeypatch.delenv(_compiled.OFF_ENV, raising=False)
+    monkeypatch.delenv("CAPMETRICS_QUIET", raising=False)
     _compiled.aligner.cache_clear()
     try:
         assert _compiled.aligner(tmp_path) is _align.align_all
+        assert children == [tmp_path]  # the child was asked first, then this process tried
+        assert "compiling METEOR's aligner (numba.pycc) (once; usually" in capsys.readouterr().err
         marker = tmp_path / "meteor" / f"aligner-{_compiled._key()}.failed"
         assert "gcc" in marker.read_text()
         monkeypatch.setattr(_compiled, "_build", lambda folder: pytest.fail("retried a failed build"))
+        monkeypatch.setattr(_compiled, "_compile", lambda root: pytest.fail("retried a failed build"))
         _compiled.aligner.cache_clear()
         assert _compiled.aligner(tmp_path) is _align.align_all  # the marker spares later runs the attempt
+    finally:
+        _compiled.aligner.cache_clear()
+
+
+def test_the_compile_runs_in_a_child_process(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("numba")
+    from capmetrics.plugins.meteor import _child, _compiled
+
+    assert _child.run_child("no such step", tmp_path) is False
+    monkeypatch.delenv(_compiled.OFF_ENV, raising=False)
+    monkeypatch.delenv("NUMBA_DISABLE_JIT", raising=False)
+    monkeypatch.setattr(_compiled, "build_or_mark", lambda root: pytest.fail("compiled in the scoring process"))
+    _compiled.aligner.cache_clear()
+    try:
+        kernel = _compiled.aligner(tmp_path)  # a child compiles (or records why it could not)
+        where = _compiled.module_folder(tmp_path)
+        assert (kernel.__module__ == _compiled.__name__) == where.is_dir() != _compiled._failed(where).is_file()
     finally:
         _compiled.aligner.cache_clear()
 
@@ -470,3 +493,144 @@ def test_file_checksums_are_remembered_by_size_and_time(tmp_path: Path, monkeypa
     assert _resources._known_digest(data) == first
     data.write_bytes(b"second, longer")  # another size: computed again
     assert _resources._known_digest(data) == "not computed again"
+
+
+# ------------------------------------------------------------------ first use: streaming build, healing
+def _reference_paraphrase_arrays(text: str) -> tuple[list[str], list[list[int]], list[int], list[int]]:
+    """The table read whole, as the layout is defined: phrases numbered by first appearance among
+    the references, then the paraphrases; words by first appearance in the phrases in order."""
+    lines = _resources._lines(text)
+    count = len(lines) // 3
+    refs = [" ".join(_resources.java_split(x)) for x in lines[1:3 * count:3]]
+    pars = [" ".join(_resources.java_split(x)) for x in lines[2:3 * count:3]]
+    number: dict[str, int] = {}
+    ref_ix = [number.setdefault(p, len(number)) for p in refs]
+    par_ix = [number.setdefault(p, len(number)) for p in pars]
+    vocab: dict[str, int] = {}
+    rows = [[vocab.setdefault(w, len(vocab)) for w in p.split(" ") if w] for p in number]
+    return list(vocab), rows, ref_ix, par_ix
+
+
+TRICKY_TABLE = ("0.5\na dog\nthe dog\n"
+                "0.25\nthe dog\na dog\n"  # a phrase first seen as a paraphrase, then as a reference
+                "0.1\n\nnothing\n"  # an empty reference phrase
+                "0.2\na  dog\n\tthe\x0bcat \n"  # Java's whitespace: double space, tab; \x0b is a letter
+                "0.3\ncafé\xa0noir\nblack coffee\r\n"  # a no-break space joins words; \r\n ends a line
+                "0.4\nun chat\rthe cat\n"  # a lone \r ends a line
+                "0.5\na dog\nthe dog\n"
+                "0.6\nlast one\nno newline")
+
+
+@pytest.mark.parametrize("block", [7, 64, 1 << 20])
+def test_streaming_build_equals_reading_the_table_whole(tmp_path: Path, monkeypatch, block: int) -> None:  # type: ignore[no-untyped-def]
+    import gzip
+
+    from capmetrics.plugins.meteor import _paraphrase_build
+
+    rng = random.Random(7)
+    words = ["dog", "the", "a", "cat", "runs", "café", "über", "x"]
+    entries = [f"0.1\n{' '.join(rng.choices(words, k=rng.randint(1, 4)))}\n{' '.join(rng.choices(words, k=rng.randint(0, 3)))}\n"
+               for _ in range(400)]
+    for text in (TRICKY_TABLE, "".join(entries) + TRICKY_TABLE):
+        table = tmp_path / "paraphrase-en.gz"
+        table.write_bytes(gzip.compress(text.encode("utf-8")))
+        monkeypatch.setattr(_paraphrase_build, "BLOCK", block)
+        read: list[int] = []
+        arrays = _resources._build_paraphrases(table, read.append)
+        vocab, rows, ref_ix, par_ix = _reference_paraphrase_arrays(text)
+        assert sum(read) == table.stat().st_size  # the progress counts the compressed bytes
+        assert _strings_of(arrays, "vocab") == vocab
+        offsets, values = arrays["phrase_words_offsets"], arrays["phrase_words_values"]
+        assert [values[offsets[i]:offsets[i + 1]].tolist() for i in range(len(offsets) - 1)] == rows
+        para = [arrays["para_values"][arrays["para_offsets"][i]:arrays["para_offsets"][i + 1]].tolist()
+                for i in range(len(rows))]
+        expected: list[list[int]] = [[] for _ in rows]
+        for r, p in zip(ref_ix, par_ix):
+            expected[r].append(p)
+        assert para == expected
+        keys = [_resources.phrase_key(r) for r in rows]
+        assert arrays["phrase_keys"].tolist() == sorted(keys)
+        assert [keys[i] for i in arrays["phrase_order"].tolist()] == sorted(keys)
+        assert arrays["max_len"].tolist() == [max(map(len, rows))]
+
+
+def _strings_of(arrays: dict[str, np.ndarray], prefix: str) -> list[str]:
+    blob, offsets = arrays[f"{prefix}_blob"].tobytes(), arrays[f"{prefix}_offsets"]
+    return [blob[offsets[i]:offsets[i + 1]].decode("utf-8") for i in range(len(offsets) - 1)]
+
+
+@pytest.mark.parametrize("manifest", ["[]", '{"arrays": []}', '{"arrays": {}}', '{"arrays": {"x": "crc"}}',
+                                      '{"arrays": {"y": 1}}', "not json", None])
+def test_a_damaged_cache_folder_is_moved_aside_and_rebuilt(tmp_path: Path, capsys, manifest: str | None) -> None:  # type: ignore[no-untyped-def]
+    from capmetrics.plugins.meteor._tables import MANIFEST, cached_arrays
+
+    folder = tmp_path / "part"
+    folder.mkdir()
+    (folder / "x.npy").write_bytes(b"junk")
+    if manifest is not None:
+        (folder / MANIFEST).write_text(manifest)
+    built = cached_arrays(folder, lambda: {"x": np.arange(3)}, {}, names=["x"])
+    assert built["x"].tolist() == [0, 1, 2]
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("capmetrics: warning: meteor: the cache folder")
+    assert "moved it to part.corrupt and rebuilding it" in err[0]
+    assert (tmp_path / "part.corrupt" / "x.npy").read_bytes() == b"junk"
+    assert cached_arrays(folder, lambda: pytest.fail("rebuilt a good folder"), {}, names=["x"])["x"].tolist() == [0, 1, 2]
+    assert capsys.readouterr().err == ""
+
+
+@needs_resources
+def test_first_use_is_announced_and_built_by_a_child(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    import gzip
+
+    real_jar, _ = _resources.meteor_files()
+    table = tmp_path / "paraphrase-en.gz"
+    table.write_bytes(gzip.compress(TRICKY_TABLE.encode("utf-8")))
+    monkeypatch.setattr(_resources, "meteor_files", lambda: (real_jar, table))
+    monkeypatch.setattr(_resources, "resource_key", lambda: "test-key")
+    monkeypatch.delenv("CAPMETRICS_QUIET", raising=False)
+    asked: list[tuple[str, Path]] = []
+    monkeypatch.setattr(_resources, "run_child", lambda step, root: asked.append((step, root)) or False)
+    _resources.load_resources.cache_clear()
+    try:
+        res = _resources.load_resources(str(tmp_path / "cache"))
+        assert asked == [("tables", tmp_path / "cache")]  # a child first; it "failed", so here
+        err = capsys.readouterr().err
+        assert "capmetrics: building METEOR's resource tables from pycocoevalcap's paraphrase table " \
+               "(once; usually 10-30 s)..." in err and "done in" in err
+        assert res.index("vocab").find("dog") >= 0 and "the" in res.function_words
+        # damaged afterwards: moved aside with a warning, rebuilt; never a failing run
+        manifest = tmp_path / "cache" / "meteor" / "test-key" / "paraphrases" / "manifest.json"
+        manifest.write_text('{"arrays": {}}')
+        _resources.load_resources.cache_clear()
+        assert _resources.load_resources(str(tmp_path / "cache")).index("vocab").find("dog") >= 0
+        err = capsys.readouterr().err
+        assert "warning: meteor: the cache folder" in err and "paraphrases.corrupt" in err
+        _resources.load_resources.cache_clear()
+        asked.clear()
+        _resources.load_resources(str(tmp_path / "cache"))
+        assert asked == [] and capsys.readouterr().err == ""  # warm: nothing to build, nothing said
+    finally:
+        _resources.load_resources.cache_clear()
+
+
+@pytest.mark.slow
+@SLOW
+@needs_resources
+def test_a_cold_cache_gives_the_warm_tables_and_values(tmp_path: Path) -> None:
+    """The whole first use from an empty cache (a few minutes on a loaded box): the same arrays,
+    byte for byte, as the cache the other tests use, and the same values."""
+    sample = ROOT / "core" / "sample" / "flickr8k_expert_sample.jsonl"
+    cold_env = {**os.environ, "CAPMETRICS_CACHE_DIR": str(tmp_path)}
+    cmd = [sys.executable, "-m", "capmetrics.cli", "score", str(sample), "-m", "meteor", "--format", "json", "-q"]
+    cold = subprocess.run(cmd, env=cold_env, capture_output=True, text=True, check=True, timeout=1200)
+    assert "building METEOR's resource tables" in cold.stderr
+    lexicon()  # the warm cache
+    warm = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=600)
+    assert json.loads(cold.stdout)["metrics"] == json.loads(warm.stdout)["metrics"]
+    key = _resources.resource_key()
+    for part in ("synonyms", "paraphrases"):
+        built, used = read_folder(tmp_path / "meteor" / key / part), read_folder(_resources.cache_root() / "meteor" / key / part)
+        assert built is not None and used is not None and built.keys() == used.keys()
+        for name in built:
+            assert built[name].dtype == used[name].dtype and built[name].tobytes() == used[name].tobytes(), name
