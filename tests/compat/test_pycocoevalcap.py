@@ -1,6 +1,7 @@
 """capmetrics.compat.pycocoevalcap against pycocoevalcap itself: the example flow of
 pycocoevalcap (COCO annotation and results files, ``COCOEvalCap(coco, cocoRes)``, ``evaluate()``)
-run both ways on Flickr8k-Expert, every number compared; and the scorer classes on the same data."""
+run both ways on Flickr8k-Expert, every number compared with ``==`` (types too); and the scorer
+classes on the same data. (test_exact_parity.py: all of Flickr8k and aac-metrics' inputs.)"""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ def _same(ours: object, theirs: object, where: str) -> None:
             _same(ours[key], theirs[key], f"{where}[{key!r}]")
     elif isinstance(theirs, (float, np.floating)):
         assert type(ours) is type(theirs), f"{where}: {type(ours)} vs {type(theirs)}"
-        assert ours == pytest.approx(theirs, rel=0, abs=1e-12, nan_ok=True), where
+        assert ours == theirs or (math.isnan(ours) and math.isnan(theirs)), f"{where}: {ours!r} != {theirs!r}"
     else:
         assert ours == theirs, where
 
