@@ -148,7 +148,7 @@ full_parity = pytest.mark.skipif(
 
 
 def assert_same(
-    scorer: str, ours: Scores, corpus: object, per_caption: np.ndarray, tol: float = 1e-9
+    scorer: str, ours: Scores, corpus: object, per_caption: np.ndarray, tol: float = 0.0
 ) -> None:
     """Our per-caption and corpus values equal pycocoevalcap's (all four orders for BLEU)."""
     if scorer == "bleu":
