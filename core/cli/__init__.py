@@ -204,6 +204,10 @@ def score_cli(
     sample_candidates: SampleC = None,
     sample_references: SampleR = None,
     sample_seed: SampleSeed = 0,
+    images: Annotated[Optional[Path], typer.Option(
+        "--images", help="Folder of the items' images (image-grounded metrics such as clip-score): relative "
+                         "'image' paths and COCO file_name resolve against it; an item without one gets <DIR>/<id>.jpg.",
+    )] = None,
 ) -> None:
     """Score a dataset with one or more metrics (default: coco-caption's set: bleu-1..4, meteor,
     rouge-l, cider-d)."""
@@ -228,9 +232,11 @@ def score_cli(
         # Build every metric before loading data, so a typo fails fast.
         from capmetrics.registry.compose import METRIC_KINDS, compose
 
+        needs_references = False
         for spec in specs:
             with component_errors(spec):
-                compose(spec, METRIC_KINDS, definitions=cfg.definitions)
+                built = compose(spec, METRIC_KINDS, definitions=cfg.definitions)
+            needs_references = needs_references or getattr(built, "needs_references", True)
     except (SpecError, UnknownComponentError) as err:
         fail(err, 2)
     except CapmetricsError as err:
@@ -245,7 +251,7 @@ def score_cli(
     with use_device(device):
         _score(data, specs, cfg, results, input_format, out, fmt, skip_invalid, empty_candidates,
                False if quiet else progress, jobs, executor, scheduler, chunk_size, sample_candidates,
-               sample_references, sample_seed, signatures)
+               sample_references, sample_seed, signatures, images=images, require_references=needs_references)
 
 
 def check_run_options(*, data: Path | None = None, results: Path | None = None, input_format: str = "auto",
@@ -284,7 +290,8 @@ def check_run_options(*, data: Path | None = None, results: Path | None = None, 
 def _score(data: Path, specs: list[str], cfg: Config, results: Path | None, input_format: str, out: Path | None,
            fmt: str, skip_invalid: bool, empty_candidates: str, show: bool | None, jobs: int, executor: str | None,
            scheduler: str | None, chunk_size: int | None, sample_candidates: int | None,
-           sample_references: int | None, sample_seed: int, signatures: bool) -> None:
+           sample_references: int | None, sample_seed: int, signatures: bool, *, images: Path | None = None,
+           require_references: bool = True) -> None:
     from capmetrics.data.loaders import load_dataset
     from capmetrics.parallel import Executor
     from capmetrics.progress import run_progress
@@ -306,7 +313,8 @@ def _score(data: Path, specs: list[str], cfg: Config, results: Path | None, inpu
             _emit(res, out, fmt, show is False, signatures)
             return
         dataset = load_dataset(data, results, input_format, "skip" if skip_invalid else "raise",
-                               empty_candidates)  # type: ignore[arg-type]
+                               empty_candidates, images=images,  # type: ignore[arg-type]
+                               require_references=require_references)
         if sample_candidates is not None or sample_references is not None:
             dataset = sample_dataset(dataset, sample_candidates, sample_references, sample_seed)
         with run_progress(show, len(dataset)) as progress:

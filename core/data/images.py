@@ -40,6 +40,8 @@ def resolve_image(value: Any, base: Path | None, images: Path | None) -> Any:
 
 def with_images(dataset: Dataset, base: Path | None = None, images: str | Path | None = None) -> Dataset:
     """The dataset with every item's image resolved (see the module doc)."""
+    if images is None and all(item.image is None for item in dataset.items):
+        return dataset
     root = Path(images).expanduser() if images is not None else None
     if root is not None and not root.is_dir():
         raise DataError([Problem(str(images), None, "--images is not a folder")], header="cannot use --images")

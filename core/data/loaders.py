@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
+from contextvars import ContextVar
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +24,8 @@ OnError = Literal["raise", "skip"]
 ON_ERROR_POLICIES = ("raise", "skip")
 EmptyCandidates = Literal["score", "error"]
 EMPTY_CANDIDATE_POLICIES = ("score", "error")
+#: Set while load_dataset(require_references=False) runs: items without references load.
+_references_optional: ContextVar[bool] = ContextVar("references_optional", default=False)
 
 
 class _Collector:
@@ -82,11 +85,11 @@ class _Collector:
         items = []
         for item_id, fields in self.items.items():
             refs, cands = fields.get("references", []), fields.get("candidates", [])
-            if not refs and item_id not in self.bad:
+            if not refs and item_id not in self.bad and not _references_optional.get():
                 self.problem(item_id, "has no references")
             if require_candidates and not cands and item_id not in self.bad:
                 self.problem(item_id, "has no candidates")
-            items.append(Item(item_id, tuple(refs), tuple(cands)))
+            items.append(Item(item_id, tuple(refs), tuple(cands), fields.get("image")))
         global_problems = [p for p in self.problems if p.item is None]
         if self.problems and (on_error == "raise" or global_problems):
             raise DataError(self.problems, header=f"cannot load {self.source}")
@@ -201,7 +204,7 @@ def from_coco(
     if isinstance(images, list):
         for img in images:
             if isinstance(img, Mapping) and col.check_id(img.get("id")):
-                col.items.setdefault(img["id"], {"references": [], "candidates": []})
+                col.items.setdefault(img["id"], {"references": [], "candidates": [], "image": img.get("file_name")})
     for role, rows in (("references", anns), ("candidates", results)):
         for n, row in enumerate(rows):
             what = "annotation" if role == "references" else "result"
@@ -247,8 +250,13 @@ def _collect(records: Iterable[tuple[int | None, Any]], source: str, id_keys: tu
             for role in ("references", "candidates")
         }
         for role in ("references", "candidates"):
-            if role not in rec:
+            if role not in rec and not (role == "references" and _references_optional.get()):
                 col.problem(item_id, f"has no {role!r} field", line)
+        if "image" in rec:
+            if isinstance(rec["image"], str) and rec["image"].strip():
+                col.items[item_id]["image"] = rec["image"]
+            else:
+                col.problem(item_id, f"'image' must be a path (a non-empty string), got {rec['image']!r}", line)
     return col
 
 
@@ -304,7 +312,30 @@ def load_dataset(
     format: str = "auto",
     on_error: OnError = "raise",
     empty_candidates: EmptyCandidates = "score",
+    *,
+    images: str | Path | None = None,
+    require_references: bool = True,
 ) -> Dataset:
+    """Load a dataset from a file.
+
+    Items' images (JSONL ``image``, COCO ``file_name``) are resolved against ``images`` (a
+    folder, ``--images``) or else the file's folder; with ``images``, an item without one gets
+    ``<images>/<id>.jpg`` (or another image suffix) when it exists (:mod:`capmetrics.data.images`).
+    ``require_references=False`` loads items without references (runs whose metrics are all
+    reference-free). Other arguments: see below.
+    """
+    token = _references_optional.set(not require_references)
+    try:
+        dataset = _load_dataset(path, results, format, on_error, empty_candidates)
+    finally:
+        _references_optional.reset(token)
+    from capmetrics.data.images import with_images
+
+    return with_images(dataset, Path(path).parent, images)
+
+
+def _load_dataset(path: str | Path, results: str | Path | None, format: str, on_error: OnError,
+                  empty_candidates: EmptyCandidates) -> Dataset:
     """Load a dataset from a file.
 
     Args:

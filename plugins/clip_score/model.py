@@ -122,18 +122,20 @@ class ClipModel(ImageTextModel):
         return (loaded.checksum, self.activation, self.precision, self._device)
 
     # ---------------------------------------------------------------- texts
-    def _tokens(self, texts: Sequence[str]) -> tuple[Any, list[int]]:
+    def _tokens(self, texts: Sequence[str]) -> dict[str, Any]:
+        """Model inputs for ``texts``, padded to the longest of them only: the causal mask keeps
+        every position from seeing later ones, so the end token's features do not depend on
+        the padding after it (the reference pads to the full context)."""
         import torch
 
         loaded = self._checkpoint()
         if loaded.tokenizer is None:
-            ids, cut = _bpe().tokenize(texts, loaded.context)
-            return {"input_ids": torch.from_numpy(ids)}, cut
-        tok = loaded.tokenizer
-        full = tok(list(texts), padding=False, truncation=False)["input_ids"]
-        cut = [i for i, ids in enumerate(full) if len(ids) > loaded.context]
-        enc = tok(list(texts), padding="max_length", truncation=True, max_length=loaded.context, return_tensors="pt")
-        return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}, cut
+            ids, _ = _bpe().tokenize(texts, loaded.context)
+            width = int((ids != 0).sum(axis=1).max()) if len(ids) else 1
+            return {"input_ids": torch.from_numpy(np.ascontiguousarray(ids[:, :width]))}
+        enc = loaded.tokenizer(list(texts), padding=True, truncation=True, max_length=loaded.context,
+                               return_tensors="pt")
+        return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
 
     def overlong(self, texts: Sequence[str]) -> list[int]:
         loaded = self._checkpoint()
@@ -152,13 +154,15 @@ class ClipModel(ImageTextModel):
         import torch
 
         loaded = self._checkpoint()
-        out = []
+        out = np.zeros((len(texts), loaded.model.config.projection_dim), np.float32)
+        order = np.argsort([-len(t) for t in texts], kind="stable")  # similar lengths share a batch
         with torch.inference_mode():
-            for start in range(0, len(texts), batch_size):
-                inputs, _ = self._tokens(texts[start : start + batch_size])
+            for start in range(0, len(order), batch_size):
+                rows = order[start : start + batch_size]
+                inputs = self._tokens([texts[k] for k in rows])
                 feats = _features(loaded.model.get_text_features(**{k: v.to(self._device) for k, v in inputs.items()}))
-                out.append(feats.float().cpu().numpy())
-        return np.concatenate(out) if out else np.zeros((0, loaded.model.config.projection_dim), np.float32)
+                out[rows] = feats.float().cpu().numpy()
+        return out
 
     # ---------------------------------------------------------------- images
     def embed_images(self, images: Sequence[Any]) -> np.ndarray:

@@ -230,3 +230,57 @@ def test_clip_score_without_a_model_names_the_parameter():
 
     with pytest.raises(SpecError, match="missing the required parameter.*'model'"):
         capmetrics.compose("clip-score")
+
+
+# ------------------------------------------------------------------------------------------
+# images through the loaders and the command line
+# ------------------------------------------------------------------------------------------
+def test_jsonl_images_resolve_against_the_file_folder_and_the_cli_scores_them(checkpoints, tmp_path):
+    from typer.testing import CliRunner
+
+    from capmetrics.cli import app
+
+    data = capmetrics.load_dataset(CLIP_DATA / "items.jsonl")
+    assert [Path(it.image) for it in data] == [CLIP_DATA / it["image"] for it in ITEMS]
+    out = tmp_path / "scores.json"
+    res = CliRunner().invoke(app, ["score", str(CLIP_DATA / "items.jsonl"), "-m", f'clip-score(model="{checkpoints["clip"]}")',
+                                   "--out", str(out), "-q"])
+    assert res.exit_code == 0, res.output
+    values = json.loads(out.read_text())
+    assert json.dumps(values).count("clip-score") >= 1
+    ours = capmetrics.score(data, [f'clip-score(model="{checkpoints["clip"]}")']).metrics[0]
+    assert ours.corpus == pytest.approx(np.mean(REFERENCE["clipscore"]["clip-score"]), abs=1e-6)
+
+
+def test_references_are_optional_for_reference_free_runs(checkpoints, tmp_path):
+    from typer.testing import CliRunner
+
+    from capmetrics.cli import app
+
+    path = tmp_path / "norefs.jsonl"
+    path.write_text(json.dumps({"id": "rocket", "candidates": ["a rocket"]}) + "\n")
+    images = str(CLIP_DATA / "images")
+    ok = CliRunner().invoke(app, ["score", str(path), "-m", f'clip-score(model="{checkpoints["clip"]}")',
+                                  "--images", images, "--format", "json", "-q"])
+    assert ok.exit_code == 0, ok.output
+    refused = CliRunner().invoke(app, ["score", str(path), "-m", f'ref-clip-score(model="{checkpoints["clip"]}")',
+                                       "--images", images, "-q"])
+    assert refused.exit_code == 1 and "has no 'references' field" in refused.output
+
+
+def test_coco_file_names_resolve_against_images(tmp_path):
+    ann = {"images": [{"id": 1, "file_name": "rocket.jpg"}, {"id": 2, "file_name": "chelsea.jpg"}],
+           "annotations": [{"image_id": 1, "caption": "a rocket"}, {"image_id": 2, "caption": "a cat"}]}
+    results = [{"image_id": 1, "caption": "a tall rocket"}, {"image_id": 2, "caption": "a tabby cat"}]
+    (tmp_path / "ann.json").write_text(json.dumps(ann))
+    (tmp_path / "res.json").write_text(json.dumps(results))
+    data = capmetrics.load_dataset(tmp_path / "ann.json", tmp_path / "res.json", images=CLIP_DATA / "images")
+    assert [Path(it.image).name for it in data] == ["rocket.jpg", "chelsea.jpg"]
+    assert all(Path(it.image).is_file() for it in data)
+
+
+def test_a_jsonl_image_that_is_not_a_path_is_a_load_problem(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps({"id": "a", "references": ["r"], "candidates": ["c"], "image": 3}) + "\n")
+    with pytest.raises(DataError, match="item 'a': 'image' must be a path"):
+        capmetrics.load_dataset(path)
