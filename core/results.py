@@ -505,7 +505,10 @@ class _CsvQuoter(dict):  # type: ignore[type-arg]
         self._buffer.seek(0)
         self._buffer.truncate()
         self._writer.writerow([value, ""])  # a second field: a lone empty field would be quoted
-        field = self[value] = self._buffer.getvalue()[:-2]
+        field = self._buffer.getvalue()[:-2]
+        if "\r" in field and not field.startswith('"'):  # the writer quotes only "\n" (its line end)
+            field = '"' + field.replace('"', '""') + '"'
+        self[value] = field
         return field
 
 
