@@ -48,7 +48,7 @@ def _worker(rank: int, world: int, port: int, specs: list[str], mode: str, out: 
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     try:
-        cands, refs = flickr8k_items()
+        cands, refs = flickr8k_items(3 if mode == "tiny" else N_ITEMS)
         indices = list(DistributedSampler(range(len(cands)), num_replicas=world, rank=rank, shuffle=False))
         if rank == 0:
             indices.append(indices[0])  # an item this rank sees twice
@@ -112,6 +112,17 @@ def test_four_ranks_token_ids_equal_one_process(tmp_path: Path, one_process: dic
     specs = ["cider-d", "bleu-4", "rouge-l"]
     for r in run_ddp(4, specs, "ids", tmp_path):
         assert r["values"] == {s: one_process[s] for s in specs}
+
+
+@needs_flickr8k
+def test_a_rank_left_with_only_padding(tmp_path: Path) -> None:
+    """3 items on 4 ranks: the last rank's one sample is the sampler's padding (item 0 again), so
+    after deduplication it scores nothing; every rank still gets the 3 items' values."""
+    specs = ["cider-d", "bleu-4", "rouge-l"]
+    cands, refs = flickr8k_items(3)
+    results = capmetrics.score(candidates=cands, references=refs, metrics=specs)
+    for r in run_ddp(4, specs, "tiny", tmp_path):
+        assert r["values"] == {s: results[s].corpus for s in specs}
 
 
 @needs_flickr8k
