@@ -23,9 +23,12 @@ def _pyplot():  # type: ignore[no-untyped-def]
 
 
 def _save(fig, path: str | Path) -> Path:  # type: ignore[no-untyped-def]
+    from capmetrics.atomic import atomic_write
+
     path = Path(path)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_write(path, "wb") as handle:  # never replaces a FIFO or device; old file kept on error
+        fig.savefig(handle, dpi=120, format=path.suffix.lstrip(".").lower() or "png")
     _pyplot().close(fig)
     return path
 

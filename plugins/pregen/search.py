@@ -43,15 +43,15 @@ def read_rows(path: str | Path) -> dict[str, list[Any]]:
 
 def write_rows(rows: Sequence[Mapping[str, Any]], path: str | Path) -> None:
     """Write rows as ``.jsonl``, ``.tsv`` or ``.csv`` (by suffix)."""
+    from capmetrics.atomic import atomic_write
+
     path = Path(path)
     if path.suffix == ".jsonl":
-        path.write_text(
-            "".join(json.dumps({k: _plain(v) for k, v in r.items()}) + "\n" for r in rows),
-            encoding="utf-8",
-        )
+        with atomic_write(path) as f:
+            f.write("".join(json.dumps({k: _plain(v) for k, v in r.items()}) + "\n" for r in rows))
         return
     names = list(dict.fromkeys(k for r in rows for k in r))
-    with path.open("w", encoding="utf-8", newline="") as f:
+    with atomic_write(path) as f:
         writer = csv.DictWriter(f, names, delimiter="\t" if path.suffix == ".tsv" else ",")
         writer.writeheader()
         writer.writerows(rows)
