@@ -76,6 +76,12 @@ def compare_cli(
     from capmetrics.strict_json import dumps
 
     try:
+        from capmetrics.atomic import check_output
+        from capmetrics.cli import check_run_options
+
+        check_run_options(input_format=input_format, jobs=jobs, executor=executor, scheduler=scheduler,
+                          sample_candidates=sample_candidates, sample_references=sample_references)
+        check_output(out, (system_a, system_b, references, config))
         cfg = load_config(config) if config else Config()
         for spec in metric:
             compose(spec, METRIC_KINDS, definitions=cfg.definitions)

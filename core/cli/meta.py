@@ -116,6 +116,9 @@ def register(app: typer.Typer) -> None:
         try:
             if fmt not in ("table", "json", "csv"):
                 raise SpecError(f"unknown format {fmt!r}; use table, json or csv")
+            from capmetrics.atomic import check_output
+
+            check_output(out, (judgments, references))
             specs = list(metric or DEFAULT_META_METRICS)
             built = [build_metric(s) for s in specs]
         except (SpecError, UnknownComponentError) as err:

@@ -154,6 +154,9 @@ def build_cli() -> typer.Typer:
         from capmetrics.scoring import score
 
         try:
+            from capmetrics.atomic import check_output
+
+            check_output(out, (data, model, Path(model) / "nneval.json", Path(model) / "weights.npz"))
             spec = f"nneval(model={json.dumps(str(model))})"
             results = score(load_dataset(data), [spec])
         except (SpecError, UnknownComponentError) as err:

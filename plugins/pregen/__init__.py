@@ -135,6 +135,9 @@ def build_cli() -> Any:
         from capmetrics.plugins.pregen.sources import write_probs
 
         try:
+            from capmetrics.atomic import check_output
+
+            check_output(out, (probs_file, data))
             comps = _compositions(metric, every)
             probs = _load_probs(probs_file, source, data, references)
             if save_probs:

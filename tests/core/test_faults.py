@@ -26,6 +26,7 @@ import pytest
 from typer.testing import CliRunner
 
 import capmetrics
+import capmetrics.cli
 from capmetrics import hookimpl
 from capmetrics.atomic import atomic_write, check_output, remove_stale_temporaries
 from capmetrics.cli import app
@@ -161,6 +162,18 @@ def test_out_equal_to_results_by_a_link_is_refused(tmp_path):
                     "-m", "bleu-4", "--out", str(tmp_path / "alias.json"))
     assert result.exit_code == 2 and "is an input" in result.output
     assert json.loads((tmp_path / "res.json").read_text()) == res
+
+
+def test_every_command_refuses_an_output_that_is_an_input(data, tmp_path):
+    other = write_jsonl(tmp_path / "other.jsonl", THREE)
+    before = data.read_bytes()
+    for args in (["compare", str(data), str(other), "-m", "bleu-4", "--out", str(data)],
+                 ["meta", str(data), "--out", str(data)],
+                 ["nneval", "score", str(other), "--model", "flickr8k-paper", "--out", str(other)]):
+        result = CliRunner().invoke(capmetrics.cli.get_app(), args)
+        assert result.exit_code == 2, (args, result.output)
+        assert "is an input of this run" in result.output
+    assert data.read_bytes() == before and other.read_bytes() == before
 
 
 def test_check_output_compares_files_not_names(tmp_path):
