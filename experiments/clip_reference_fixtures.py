@@ -104,7 +104,7 @@ def main(clipscore_dir: Path, pacscore_dir: Path) -> None:
         image_feats = model.encode_image(pixels).numpy()
         text_feats = model.encode_text(clip.tokenize([PROMPT + c for c in cands], truncate=True)).numpy()
     rng = np.random.default_rng(0)
-    index = rng.integers(0, 3 * 224 * 224, 4000)
+    index = rng.integers(0, 3 * 224 * 224, 1500)
     preprocess = {}
     for it, px in zip(items, pixels):
         arr = px.numpy().astype(np.float32)
@@ -144,7 +144,7 @@ def main(clipscore_dir: Path, pacscore_dir: Path) -> None:
         "preprocess": preprocess,
         "tokens": tokens,
     }
-    OUT.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    OUT.write_text(json.dumps(out, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {OUT}: {len(cands)} candidates; CLIP-S {np.mean(clip_s):.4f} RefCLIP-S {np.mean(ref_clip_s):.4f} "
           f"PAC-S {np.mean(pac_s):.4f} RefPAC-S {np.mean(ref_pac_s):.4f}; token lengths {lengths}; "
           f"state dict vs TorchScript max diff {np.max(np.abs(np.array(sd_clip_s) - clip_s)):.2e}")

@@ -284,3 +284,101 @@ def test_a_jsonl_image_that_is_not_a_path_is_a_load_problem(tmp_path):
     path.write_text(json.dumps({"id": "a", "references": ["r"], "candidates": ["c"], "image": 3}) + "\n")
     with pytest.raises(DataError, match="item 'a': 'image' must be a path"):
         capmetrics.load_dataset(path)
+
+
+# ------------------------------------------------------------------------------------------
+# Hugging Face CLIPModel folders: capmetrics' embeddings equal transformers' own pipeline
+# ------------------------------------------------------------------------------------------
+def _hf_tokenizer_files(folder: Path) -> None:
+    """vocab.json and merges.txt of CLIP's BPE (the vocabulary the plugin ships)."""
+    import gzip
+
+    from capmetrics.plugins.clip_score._bpe import DEFAULT_VOCAB, ClipBPE
+
+    bpe = ClipBPE()
+    (folder / "vocab.json").write_text(json.dumps(bpe.ids), encoding="utf-8")
+    with gzip.open(DEFAULT_VOCAB, "rt", encoding="utf-8") as f:
+        merges = f.read().split("\n")[1 : 49152 - 256 - 2 + 1]
+    (folder / "merges.txt").write_text("#version: 0.2\n" + "\n".join(merges) + "\n", encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def hf_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPTokenizer
+
+    folder = tmp_path_factory.mktemp("hf_clip")
+    torch.manual_seed(0)
+    config = CLIPConfig(text_config=dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
+                                         max_position_embeddings=77, eos_token_id=49407, bos_token_id=49406),
+                        vision_config=dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                           num_attention_heads=2, image_size=224, patch_size=32),
+                        projection_dim=32)
+    CLIPModel(config).save_pretrained(folder)
+    _hf_tokenizer_files(folder)
+    CLIPTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt")).save_pretrained(folder)
+    CLIPImageProcessor(size={"shortest_edge": 224}, crop_size={"height": 224, "width": 224}).save_pretrained(folder)
+    return folder
+
+
+def test_hf_folder_embeddings_equal_transformers_forward(hf_folder):
+    from transformers import AutoTokenizer, CLIPImageProcessor, CLIPModel
+
+    from capmetrics.data.images import open_image
+    from capmetrics.plugins.clip_score.model import ClipModel
+
+    paths = [str(CLIP_DATA / it["image"]) for it in ITEMS]
+    texts = [PROMPT + c for it in ITEMS for c in it["candidates"]]
+    hf = CLIPModel.from_pretrained(hf_folder).eval()
+    tok = AutoTokenizer.from_pretrained(hf_folder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        proc = CLIPImageProcessor.from_pretrained(hf_folder)
+    with torch.no_grad():
+        pixels = proc(images=[open_image(p) for p in paths], return_tensors="pt")["pixel_values"]
+        want_images = hf.get_image_features(pixel_values=pixels)
+        enc = tok(texts, padding="max_length", truncation=True, max_length=77, return_tensors="pt")
+        want_texts = hf.get_text_features(**enc)
+    want_images = getattr(want_images, "pooler_output", want_images).numpy()
+    want_texts = getattr(want_texts, "pooler_output", want_texts).numpy()
+    ours = ClipModel(str(hf_folder))
+    np.testing.assert_allclose(ours.embed_images(paths), want_images, atol=1e-5)
+    np.testing.assert_allclose(ours.embed_texts(texts), want_texts, atol=1e-5)
+    assert ours.signature_extra()["format"] == "hf-clipmodel"
+
+
+def test_hf_text_model_folder_is_refused_as_having_no_vision_tower(hf_folder, tmp_path):
+    from transformers import CLIPTextModel
+
+    CLIPTextModel.from_pretrained(hf_folder).save_pretrained(tmp_path / "text")
+    with pytest.raises(MetricError, match="no vision tower"):
+        capmetrics.score(Dataset([Item("a", (), ("c",), str(CLIP_DATA / "images/rocket.jpg"))]),
+                         [f'clip-score(model="{tmp_path / "text"}")'])
+
+
+# ------------------------------------------------------------------------------------------
+# open_clip checkpoints: capmetrics' embeddings equal open_clip's forward pass
+# (tests/data/clip/open_clip_reference.json, made by experiments/clip_open_clip_fixture.py)
+# ------------------------------------------------------------------------------------------
+OPEN_CLIP = json.loads((CLIP_DATA / "open_clip_reference.json").read_text(encoding="utf-8"))
+
+
+def test_open_clip_folder_embeddings_equal_open_clip_forward(tmp_path):
+    from capmetrics.plugins.clip_score.model import ClipModel
+
+    state = tiny_clip_state_dict(OPEN_CLIP["weights_seed"])
+    assert weights_digest(state) == OPEN_CLIP["weights_sha256"]
+    folder = tmp_path / "open_clip_tiny"
+    folder.mkdir()
+    (folder / "open_clip_config.json").write_text(json.dumps(OPEN_CLIP["open_clip_config"]))
+    torch.save({k: torch.from_numpy(v) for k, v in state.items()}, folder / "open_clip_pytorch_model.bin")
+    model = ClipModel(str(folder))
+    images = [str(CLIP_DATA / next(it["image"] for it in ITEMS if it["id"] == i)) for i in OPEN_CLIP["image_items"]]
+    np.testing.assert_allclose(model.embed_images(images), OPEN_CLIP["image"], atol=1e-5)
+    np.testing.assert_allclose(model.embed_texts(OPEN_CLIP["texts"]), OPEN_CLIP["text"], atol=1e-5)
+    assert model.signature_extra()["format"] == "open_clip-gelu"
+    # the same weights as a bare file: the activation is not in the state dict, so it is asked for
+    torch.save({k: torch.from_numpy(v) for k, v in state.items()}, tmp_path / "bare.pt")
+    gelu = ClipModel(str(tmp_path / "bare.pt"), activation="gelu").embed_texts(OPEN_CLIP["texts"][:3])
+    np.testing.assert_allclose(gelu, np.array(OPEN_CLIP["text"][:3]), atol=1e-5)
+    quick = ClipModel(str(tmp_path / "bare.pt")).embed_texts(OPEN_CLIP["texts"][:3])
+    assert np.max(np.abs(quick - np.array(OPEN_CLIP["text"][:3]))) > 1e-3
