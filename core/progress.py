@@ -110,15 +110,17 @@ class RunProgress:
 
     # the ``progress(name, done, total)`` callback of capmetrics.score ------------------------
     def __call__(self, name: str, done: int, total: int) -> None:
+        if self.items is None:  # a streamed file: the steps are its chunks ("chunk 2/9")
+            self.label = "scoring" if not name else f"scoring {name.split()[0]}s"
+            self.stack[:] = [[total, "chunks", done, self.stack[0][3] if self.stack else time.perf_counter()]]
+            self._show(force=True)
+            return
         if self.stack:  # the previous metric's own block
             self._finish_metric()
         if not name:
             return
         self.label = f"{name} ({done + 1}/{total})" if total > 1 else name
-        if self.items:
-            self.start(self.items, "items")
-        else:
-            self._show()
+        self.start(self.items, "items")
 
     def _finish_metric(self) -> None:
         while self.stack:

@@ -81,7 +81,6 @@ def _root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
 ) -> None:
     _state["debug"] = debug or os.environ.get("CAPMETRICS_DEBUG", "") not in ("", "0")
-    warnings.showwarning = _one_line_warning
     from capmetrics.progress import silence_third_party
 
     silence_third_party()
@@ -379,6 +378,7 @@ def main() -> None:
     from capmetrics.interrupts import interrupt_on_signals, received
 
     interrupt_on_signals()
+    warnings.showwarning = _one_line_warning
     try:
         get_app()(prog_name="capmetrics", standalone_mode=True)
     except SystemExit:
