@@ -190,11 +190,19 @@ def check_choice_parameters(spec: str, ctx: CheckContext) -> None:
     ``SpecError`` naming the parameter, and builds (or refuses with a capmetrics error) each
     of its choices. ``compose`` does this for every component; the check catches an
     annotation it cannot read (e.g. a forward reference that does not resolve)."""
+    import typing
+
     from capmetrics.errors import SpecError
     from capmetrics.registry.compose import compose
     from capmetrics.registry.spec import Spec, parse
 
     c = ctx.build(spec)
+    try:
+        typing.get_type_hints(type(c).__init__)
+    except Exception as err:  # noqa: BLE001 - any failure leaves compose blind to the annotations
+        raise _fail("check_choice_parameters", spec, f"the constructor's annotations do not resolve "
+                    f"({type(err).__name__}: {err}), so compose cannot validate its parameters; import "
+                    "the annotated types at module level") from err
     base = parse(c.spec)
     for key, allowed in choice_parameters(type(c)).items():
         args = tuple(a for a in base.args if a[0] != key)

@@ -416,6 +416,42 @@ def test_third_party_literal_and_enum_parameters_are_validated(add_plugin):
     assert "check_choice_parameters" in check_component("fault-choices", checks=["check_choice_parameters"])
 
 
+class CrashingChoice(ChoiceToy):
+    name = "fault-crashing-choice"
+
+    def __init__(self, mode: Literal["a", "b"] | None = None, colour: Colour = Colour.RED) -> None:
+        if mode == "b":
+            raise RuntimeError("b is not implemented")
+        super().__init__(mode, colour)
+
+
+class BlindChoice(ChoiceToy):
+    name = "fault-blind-choice"
+
+    def __init__(self, mode: "NoSuchType" = "a") -> None:  # type: ignore[name-defined]  # noqa: F821
+        self.mode = mode
+        self.colour = Colour.RED
+
+
+class FaultyChoicePlugin:
+    @hookimpl
+    def register_distances(self, register):
+        register(CrashingChoice)
+        register(BlindChoice)
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("fault-crashing-choice", "mode='b' raises RuntimeError"),
+    ("fault-blind-choice", "annotations do not resolve"),
+])
+def test_the_conformance_kit_names_choice_parameters_compose_cannot_handle(add_plugin, spec, message):
+    from capmetrics.testing import CheckFailed, check_component
+
+    add_plugin(FaultyChoicePlugin(), "fault-faulty-choices")
+    with pytest.raises(CheckFailed, match=message):
+        check_component(spec, checks=["check_choice_parameters"])
+
+
 # ------------------------------------------------------------------------------------------
 # rows 9, 10: --results with a JSONL, on_error typos
 # ------------------------------------------------------------------------------------------
