@@ -202,7 +202,7 @@ def leave_one_out(dataset: Dataset, groups: Sequence[str] | None = None) -> Data
             continue
         seen.add(group)
         refs = item.references
-        items += [Item(f"{group}#ref{i}", refs[:i] + refs[i + 1:], (refs[i],)) for i in range(len(refs))]
+        items += [Item(f"{group}#ref{i}", refs[:i] + refs[i + 1:], (refs[i],), item.image) for i in range(len(refs))]
     return Dataset(items, f"{dataset.source} (leave one reference out)")
 
 

@@ -16,7 +16,7 @@ COLUMNS = ("pearson", "spearman", "kendall_b", "kendall_c")
 
 
 def load_judgments_arg(judgments: str | None, preset: str | None, root: Path | None,
-                       references: Path | None):  # type: ignore[no-untyped-def]
+                       references: Path | None, images: Path | None = None):  # type: ignore[no-untyped-def]
     """Judgments from a preset name or a JSONL file; returns (judgments, primary statistic)."""
     from capmetrics.data.judgments import load_judgments
     from capmetrics.meta import PRESETS, load_preset
@@ -32,7 +32,8 @@ def load_judgments_arg(judgments: str | None, preset: str | None, root: Path | N
         from capmetrics.data.loaders import load_dataset
 
         refs = load_dataset(references)
-    return load_judgments(judgments, refs), "kendall_b"  # type: ignore[arg-type]
+    primary = "kendall_c" if str(judgments).endswith(".json") else "kendall_b"  # CLIPScore's files: tau-c
+    return load_judgments(judgments, refs, images), primary  # type: ignore[arg-type]
 
 
 def _table(rows: list[dict[str, object]], primary: str, pairwise: bool) -> str:
@@ -95,7 +96,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command("meta")
     def meta_cli(
-        judgments: Annotated[str | None, typer.Argument(help="Judgments JSONL (rated or pairwise).")] = None,
+        judgments: Annotated[str | None, typer.Argument(
+            help="Judgments JSONL (rated or pairwise), or a CLIPScore-format .json (flickr8k.json).")] = None,
         preset: Annotated[str | None, typer.Option(help="flickr8k-expert or flickr8k-cf.")] = None,
         root: Annotated[Path | None, typer.Option(help="Folder of the raw Flickr8k files (or $CAPMETRICS_FLICKR8K).")] = None,
         references: Annotated[Path | None, typer.Option(help="Dataset with the references of records that lack them.")] = None,
@@ -106,6 +108,8 @@ def register(app: typer.Typer) -> None:
         ceiling: Annotated[bool, typer.Option("--ceiling/--no-ceiling", help="Add each metric's human-ceiling mean.")] = True,
         fmt: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
         out: Annotated[Path | None, typer.Option(help="Write the result to this file.")] = None,
+        images: Annotated[Path | None, typer.Option(
+            "--images", help="Folder of the images (CLIPScore-format .json judgments; clip-score and kin).")] = None,
     ) -> None:
         """Agreement of metrics with human judgments: Pearson, Spearman, Kendall tau-b/tau-c
         with bootstrap intervals, or pairwise accuracy per category for pairwise judgments."""
@@ -124,7 +128,7 @@ def register(app: typer.Typer) -> None:
         except (SpecError, UnknownComponentError) as err:
             fail(err, 2)
         try:
-            data, primary = load_judgments_arg(judgments, preset, root, references)
+            data, primary = load_judgments_arg(judgments, preset, root, references, images)
             pairwise = isinstance(data, PairJudgments)
             rows = []
             for spec, component in zip(specs, built):

@@ -206,8 +206,8 @@ def _records(path: Path) -> list[tuple[int, Any]]:
     return out
 
 
-def load_judgments(path: str | Path, references: Dataset | Mapping[str, Sequence[str]] | None = None
-                   ) -> Judgments | PairJudgments:
+def load_judgments(path: str | Path, references: Dataset | Mapping[str, Sequence[str]] | None = None,
+                   images: str | Path | None = None) -> Judgments | PairJudgments:
     """Load a judgments JSONL file: rated records give :class:`Judgments`, pairwise records
     :class:`PairJudgments` (the kind is decided by the first record).
 
@@ -215,6 +215,8 @@ def load_judgments(path: str | Path, references: Dataset | Mapping[str, Sequence
         path: the JSONL file (format in the module docstring).
         references: a dataset (or mapping image id -> references) for records without
             ``references``.
+        images: the folder of the images (``.json`` files in the CLIPScore benchmark format,
+            :mod:`capmetrics.data.clipscore_json`, are read too).
 
     Raises:
         MissingRatingError, NonNumericRatingError, UnknownIdError, JudgmentsError.
@@ -222,6 +224,10 @@ def load_judgments(path: str | Path, references: Dataset | Mapping[str, Sequence
     path = Path(path)
     if not path.is_file():
         raise JudgmentsError([Problem(str(path), None, "file not found")], header="cannot load judgments")
+    if path.suffix == ".json":
+        from capmetrics.data.clipscore_json import load_clipscore_json
+
+        return load_clipscore_json(path, images)
     if isinstance(references, Dataset):
         references = {str(item.id): item.references for item in references}
     records = _records(path)

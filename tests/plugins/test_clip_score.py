@@ -382,3 +382,57 @@ def test_open_clip_folder_embeddings_equal_open_clip_forward(tmp_path):
     np.testing.assert_allclose(gelu, np.array(OPEN_CLIP["text"][:3]), atol=1e-5)
     quick = ClipModel(str(tmp_path / "bare.pt")).embed_texts(OPEN_CLIP["texts"][:3])
     assert np.max(np.abs(quick - np.array(OPEN_CLIP["text"][:3]))) > 1e-3
+
+
+# ------------------------------------------------------------------------------------------
+# meta-evaluation on CLIPScore-format benchmark files
+# ------------------------------------------------------------------------------------------
+def test_flickr8k_json_loads_as_the_expert_benchmark_and_bleu_agrees_with_the_clipscore_flow():
+    from tests.conftest import FLICKR8K
+
+    from capmetrics.data.judgments import load_judgments
+    from capmetrics.meta import agreement
+
+    path = FLICKR8K / "flickr8k.json"
+    if not path.is_file():
+        pytest.skip("needs ../shared/data/flickr8k/flickr8k.json")
+    judged = load_judgments(path)
+    assert (len(judged.dataset), judged.n_points) == (5664, 16992)
+    assert all(Path(it.image).name.endswith(".jpg") for it in judged.dataset)
+    res = agreement("bleu-1", judged, n_boot=0, ceiling=False)
+    # CLIPScore's flickr8k_example flow (PTB + pycocoevalcap per caption, scipy kendalltau), x100:
+    # 32.175 (tau-b) and 32.324 (tau-c) -- ../shared/data/flickr8k/PROVENANCE.md
+    assert res.as_dict()["kendall_b"] == pytest.approx(0.32175, abs=5e-6)
+    assert res.as_dict()["kendall_c"] == pytest.approx(0.32324, abs=5e-6)
+
+
+def test_meta_on_a_clipscore_json_with_images_matches_the_reference_values(checkpoints, tmp_path):
+    from scipy.stats import kendalltau
+    from typer.testing import CliRunner
+
+    from capmetrics.cli import app
+
+    rng = np.random.default_rng(1)
+    bench, ratings = {}, []
+    for it in ITEMS:
+        judged = []
+        for c in it["candidates"]:
+            if not c.strip():
+                continue
+            for _ in range(2):  # two raters per candidate, as separate points
+                ratings.append(float(rng.integers(1, 5)))
+                judged.append({"image_id": it["id"], "image_path": Path(it["image"]).name, "caption": c,
+                               "rating": ratings[-1]})
+        bench[it["id"]] = {"image_path": Path(it["image"]).name, "ground_truth": it["references"],
+                           "human_judgement": judged}
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(bench))
+    ref_values = [v for v, c in zip(REFERENCE["clipscore"]["clip-score"],
+                                    [c for it in ITEMS for c in it["candidates"]]) if c.strip()]
+    expected = kendalltau(np.repeat(ref_values, 2), ratings, variant="c").statistic
+    res = CliRunner().invoke(app, ["meta", str(path), "--images", str(CLIP_DATA / "images"), "--bootstrap", "0",
+                                   "--no-ceiling", "--format", "json", "-m", f'clip-score(model="{checkpoints["clip"]}")'])
+    assert res.exit_code == 0, res.output
+    row = json.loads(res.stdout[res.stdout.index("["):])[0]
+    assert row["n_points"] == len(ratings)
+    assert row["kendall_c"] == pytest.approx(expected, abs=1e-9)

@@ -1,0 +1,95 @@
+"""Human judgments in the CLIPScore benchmark format (``flickr8k.json``,
+``crowdflower_flickr8k.json``, Composite, ...), the files CLIP-S and PAC-S report on::
+
+    {"<image key>": {"image_path": "Flickr8k_Dataset/<image>.jpg",
+                     "ground_truth": ["ref 1", ...],
+                     "human_judgement": [{"image_id", "image_path", "caption", "rating"}, ...]}, ...}
+
+Every judgement entry is a data point (Flickr8k-Expert: 3 per candidate, 16,992 in all); entries
+with the same image and caption are one item with several ratings, which gives the correlations
+the scripts compute over the flat list (a metric's value depends on the pair only). Image paths
+resolve against ``images`` (``--images DIR``: ``DIR/<image_path>``, else ``DIR/<file name>``)
+or the JSON file's folder.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from capmetrics.data.judgments import Judgments, JudgmentsError, _error
+from capmetrics.data.loaders import read_json
+from capmetrics.data.model import Dataset, Item, Problem
+
+
+def is_clipscore_format(data: Any) -> bool:
+    """Whether parsed JSON looks like a CLIPScore benchmark file."""
+    if not isinstance(data, dict) or not data:
+        return False
+    first = next(iter(data.values()))
+    return isinstance(first, dict) and "human_judgement" in first
+
+
+def _image(path: str, base: Path, images: Path | None) -> str:
+    p = Path(path)
+    if p.is_absolute():
+        return str(p)
+    if images is not None:
+        whole = images / p
+        return str(whole if whole.exists() or not (images / p.name).exists() else images / p.name)
+    return str(base / p)
+
+
+def load_clipscore_json(path: str | Path, images: str | Path | None = None, data: Any = None) -> Judgments:
+    """Rated judgments from a CLIPScore-format file (see the module doc).
+
+    Raises:
+        JudgmentsError: naming the image key and the problem, every problem at once.
+    """
+    path = Path(path)
+    source = str(path)
+    data = read_json(path) if data is None else data
+    root = Path(images).expanduser() if images is not None else None
+    problems: list[Problem] = []
+    if not is_clipscore_format(data):
+        raise JudgmentsError([Problem(source, None, "not a CLIPScore-format file (an object of images, each "
+                                      "with 'ground_truth' and 'human_judgement')")])
+    index: dict[tuple[str, str], int] = {}
+    items: list[Item] = []
+    groups: list[str] = []
+    point_item: list[int] = []
+    point_rating: list[float] = []
+    for key, entry in data.items():
+        refs = entry.get("ground_truth") if isinstance(entry, dict) else None
+        if not isinstance(refs, list) or not refs or not all(isinstance(r, str) and r.strip() for r in refs):
+            problems.append(Problem(source, key, "ground_truth must be a non-empty list of non-empty strings"))
+            continue
+        judged = entry.get("human_judgement")
+        if not isinstance(judged, list):
+            problems.append(Problem(source, key, "human_judgement must be a list"))
+            continue
+        for n, j in enumerate(judged):
+            caption, rating = (j.get("caption"), j.get("rating")) if isinstance(j, dict) else (None, None)
+            image_path = (j.get("image_path") if isinstance(j, dict) else None) or entry.get("image_path")
+            if not isinstance(caption, str) or not caption.strip():
+                problems.append(Problem(source, key, f"human_judgement {n}: caption must be a non-empty string"))
+                continue
+            if isinstance(rating, bool) or not isinstance(rating, (int, float)) or not math.isfinite(rating):
+                problems.append(Problem(source, key, f"human_judgement {n}: rating {rating!r} is not a finite number"))
+                continue
+            if not isinstance(image_path, str):
+                problems.append(Problem(source, key, f"human_judgement {n}: no image_path"))
+                continue
+            pair = (str(key), caption)
+            if pair not in index:
+                index[pair] = len(items)
+                items.append(Item(f"{key}#{len(items)}", tuple(refs), (caption,), _image(image_path, path.parent, root)))
+                groups.append(str(key))
+            point_item.append(index[pair])
+            point_rating.append(float(rating))
+    if problems:
+        raise _error(problems, source)
+    return Judgments(Dataset(items, source), np.array(point_item, dtype=int), np.array(point_rating, dtype=float),
+                     groups, source)
