@@ -20,7 +20,9 @@ strings) and, at :meth:`CaptionMetric.compute`, the ranks exchange only sufficie
 - the per-item values (8 bytes each, with their ids), from which a corpus value that is the mean of
   the item values is taken in item-id order, as one process computes it;
 - BLEU's summed n-gram counts (``score_part``), METEOR's summed fragment statistics
-  (``score_shard``/``corpus_from_sums``): the corpus value from the sums, as from one process.
+  (``score_shard``/``corpus_from_sums``): the corpus value from the sums, as from one process;
+- BERTScore's idf (``idf=true``): token-id document counts, summed; each rank embeds only its own
+  texts (:class:`BERTScoreMetric`; float32 embeddings: values within about 1e-7, see there).
 
 Values equal those of one process over the deduplicated set: bit-identical when ``ids`` are given
 (item order = id order), the corpus mean within 1 ulp-scale rounding otherwise (rank order);
@@ -44,9 +46,12 @@ from capmetrics.component import Component, Scores
 from capmetrics.errors import MetricError
 from capmetrics.rewards import check_end_word, decode, vocab_array
 
-__all__ = ["COCO_METRICS", "CaptionMetric", "CocoCaptionMetrics", "gram_keys"]
+__all__ = ["COCO_METRICS", "MEAN_CORPUS", "BERTScoreMetric", "CaptionMetric", "CocoCaptionMetrics", "gram_keys"]
 
 COCO_METRICS = ("bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "rouge-l", "cider-d")
+#: Registered names of components whose corpus value is the mean of their item values and whose
+#: item values do not depend on the other items of a call (given fixed corpus statistics).
+MEAN_CORPUS = frozenset({"bertscore"})
 
 
 def gram_keys(grams: Sequence[str]) -> np.ndarray:
@@ -123,9 +128,13 @@ class CaptionMetric(Metric):
             raise MetricError("CaptionMetric: no metrics given")
         self.components: list[Component] = [compose(s, METRIC_KINDS) for s in self.specs]
         for spec, c in zip(self.specs, self.components):
-            if not (hasattr(c, "score_shard") or (hasattr(c, "score_part") and hasattr(c, "merge_scores"))):
+            if not (hasattr(c, "score_shard") or (hasattr(c, "score_part") and hasattr(c, "merge_scores"))
+                    or getattr(c, "name", None) in MEAN_CORPUS):
                 raise MetricError(f"CaptionMetric: {spec} cannot be combined across ranks (it has neither "
                                   "score_part/merge_scores nor score_shard/corpus_from_sums)")
+            if getattr(c, "name", None) == "bertscore" and getattr(c, "floor", None) == "bert-score":
+                raise MetricError(f"CaptionMetric: {spec}: floor=bert-score makes each value depend on the "
+                                  "other pairs of its batch of 64, which differ across ranks; use floor=off or zero")
         self.words = None if vocab is None else vocab_array(vocab)
         self.end_id, self.keep_end = end_id, keep_end
         if keep_end:
@@ -226,12 +235,29 @@ class CaptionMetric(Metric):
         component.fit_states([(dict(zip([grams[i] for i in np.flatnonzero(found).tolist()],  # type: ignore[attr-defined]
                                         totals[where[found]].tolist())), total_images)])
 
+    @staticmethod
+    def _fit_idf(component: Component, comm: _Collectives, refs: list[tuple[str, ...]]) -> None:
+        """BERTScore's idf over every rank's references: token-id document counts summed (exact)."""
+        component.fit(refs)  # type: ignore[attr-defined]
+        local = component.idf_  # type: ignore[attr-defined]
+        tokens = comm.arrays(np.fromiter(local.df, np.int64, len(local.df)))
+        counts = comm.arrays(np.fromiter(local.df.values(), np.int32, len(local.df)))
+        documents = int(sum(int(n[0]) for n in comm.arrays(np.array([local.documents], np.int64))))
+        every, inverse = np.unique(np.concatenate(tokens), return_inverse=True)
+        totals = np.bincount(inverse, np.concatenate(counts).astype(float), minlength=len(every)).astype(np.int64)
+        component.idf_ = type(local)(dict(zip(every.tolist(), totals.tolist())), documents)  # type: ignore[attr-defined]
+
     def _score(self, component: Component, comm: _Collectives, order: np.ndarray, cands: list[str],
                refs: list[tuple[str, ...]]) -> float:
         """The corpus value of ``component`` over every rank's items."""
         if hasattr(component, "fit_state") and hasattr(component, "fit_states"):
             self._fit(component, comm, cands, refs)
+        if getattr(component, "idf", False) is True and hasattr(component, "fit"):
+            self._fit_idf(component, comm, refs)
         empty = Scores(np.zeros(0), float("nan"))
+        if getattr(component, "name", None) in MEAN_CORPUS:
+            scores = component.score(cands, refs) if cands else empty  # type: ignore[attr-defined]
+            return _mean_in_order(comm, order, scores.values)
         if hasattr(component, "score_shard"):
             scores, sums = component.score_shard(cands, refs) if cands else (empty, None)  # type: ignore[attr-defined]
             total = _sum(comm.objects(sums))
@@ -239,9 +265,7 @@ class CaptionMetric(Metric):
         scores, extra = component.score_part(cands, refs) if cands else (empty, None)  # type: ignore[attr-defined]
         extras = comm.objects(None if extra is None else np.asarray(extra))
         if all(e is None for e in extras):  # the corpus value is the mean of the item values
-            keys, values = comm.arrays(order), comm.arrays(np.asarray(scores.values, dtype=np.float64))
-            merged = np.concatenate(values)[np.argsort(np.concatenate(keys), kind="stable")]
-            return float(np.mean(merged)) if len(merged) else float("nan")
+            return _mean_in_order(comm, order, scores.values)
         total = _sum(extras)
         corpus = float(component.merge_scores([(scores, total)]).corpus) if cands else float("nan")  # type: ignore[attr-defined]
         values = comm.arrays(np.array([corpus]))  # the ranks with items agree; take the first
@@ -262,6 +286,13 @@ class CaptionMetric(Metric):
         return out[self.specs[0]] if len(out) == 1 else out
 
 
+def _mean_in_order(comm: _Collectives, order: np.ndarray, values: np.ndarray) -> float:
+    """The mean of every rank's item values, taken in item order (as one process takes it)."""
+    keys, parts = comm.arrays(order), comm.arrays(np.asarray(values, dtype=np.float64))
+    merged = np.concatenate(parts)[np.argsort(np.concatenate(keys), kind="stable")]
+    return float(np.mean(merged)) if len(merged) else float("nan")
+
+
 def _sum(parts: Sequence[Any]) -> np.ndarray | None:
     """The sum of the ranks' statistics vectors (None: ranks without items)."""
     present = [np.asarray(p, dtype=np.float64) for p in parts if p is not None]
@@ -274,3 +305,16 @@ class CocoCaptionMetrics(CaptionMetric):
     def __init__(self, vocab: Sequence[str] | Mapping[int, str] | None = None, end_id: int | None = 0,
                  keep_end: bool = False, **kwargs: Any) -> None:
         super().__init__(list(COCO_METRICS), vocab, end_id, keep_end, **kwargs)
+
+
+class BERTScoreMetric(CaptionMetric):
+    """BERTScore (the ``bertscore`` spec: its defaults, or e.g. ``"bertscore(idf=true)"``): each rank
+    embeds only its own items' texts; with ``idf`` the token-id document counts of every rank's
+    references are summed first. Item values are float32 embeddings' cosines, so a rank's batch
+    composition can move them by about 1e-7 (the corpus mean likewise): not bit-identical."""
+
+    def __init__(self, spec: str = "bertscore", vocab: Sequence[str] | Mapping[int, str] | None = None,
+                 end_id: int | None = 0, keep_end: bool = False, **kwargs: Any) -> None:
+        super().__init__(spec, vocab, end_id, keep_end, **kwargs)
+        if getattr(self.components[0], "name", None) != "bertscore":
+            raise MetricError(f"BERTScoreMetric: {spec!r} is not a bertscore spec")

@@ -13,7 +13,7 @@ from torchmetrics import Metric  # noqa: E402
 
 import capmetrics  # noqa: E402
 from capmetrics.errors import MetricError  # noqa: E402
-from capmetrics.torchmetrics import COCO_METRICS, CaptionMetric, CocoCaptionMetrics  # noqa: E402
+from capmetrics.torchmetrics import COCO_METRICS, BERTScoreMetric, CaptionMetric, CocoCaptionMetrics  # noqa: E402
 from tests.core.test_torchmetrics_ddp import flickr8k_items  # noqa: E402
 from tests.plugins.coco_reference import needs_flickr8k  # noqa: E402
 
@@ -65,6 +65,10 @@ def test_bad_input(items: tuple[list[str], list[list[str]]]) -> None:
         metric.update(cands[:2], refs[:2], ids=[0.5, 1.5])
     with pytest.raises(MetricError, match="meteor-jar cannot be combined across ranks"):
         CaptionMetric("meteor-jar")
+    with pytest.raises(MetricError, match="'cider-d' is not a bertscore spec"):
+        BERTScoreMetric("cider-d")
+    with pytest.raises(MetricError, match="floor=bert-score makes each value depend on the other pairs"):
+        BERTScoreMetric("bertscore(floor=bert-score)")
     metric.update(cands[:2], refs[:2], ids=[0, 1])
     mixed = CaptionMetric("bleu-4")
     mixed.update(cands[:1], refs[:1])

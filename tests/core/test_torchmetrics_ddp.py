@@ -44,11 +44,11 @@ def _worker(rank: int, world: int, port: int, specs: list[str], mode: str, out: 
     from torch.utils.data import DistributedSampler
 
     from capmetrics.errors import MetricError
-    from capmetrics.torchmetrics import CaptionMetric
+    from capmetrics.torchmetrics import BERTScoreMetric, CaptionMetric
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     try:
-        cands, refs = flickr8k_items(3 if mode == "tiny" else N_ITEMS)
+        cands, refs = flickr8k_items({"tiny": 3, "bertscore": 25}.get(mode, N_ITEMS))
         indices = list(DistributedSampler(range(len(cands)), num_replicas=world, rank=rank, shuffle=False))
         if rank == 0:
             indices.append(indices[0])  # an item this rank sees twice
@@ -62,6 +62,11 @@ def _worker(rank: int, world: int, port: int, specs: list[str], mode: str, out: 
                 for row, k in enumerate(batch):
                     ids[row, : len(cands[k].split())] = torch.tensor([index[w] for w in cands[k].split()])
                 metric.update(ids, [refs[k] for k in batch], ids=torch.tensor(batch))
+        elif mode == "bertscore":
+            metric = BERTScoreMetric(specs[0]) if len(specs) == 1 else CaptionMetric(specs)
+            for start in range(0, len(indices), 8):
+                batch = indices[start : start + 8]
+                metric.update([cands[k] for k in batch], [refs[k] for k in batch], ids=batch)
         else:
             metric = CaptionMetric(specs if mode != "mismatch" or rank == 0 else specs[::-1])
             for start in range(0, len(indices), 8):
@@ -123,6 +128,22 @@ def test_a_rank_left_with_only_padding(tmp_path: Path) -> None:
     results = capmetrics.score(candidates=cands, references=refs, metrics=specs)
     for r in run_ddp(4, specs, "tiny", tmp_path):
         assert r["values"] == {s: results[s].corpus for s in specs}
+
+
+@needs_flickr8k
+def test_bertscore_embeds_each_rank_s_texts_and_sums_idf(tmp_path: Path) -> None:
+    """BERTScore (the bundled MiniLM) on 2 ranks: idf from the summed token-id document counts of
+    both ranks' references; float32 embeddings of other batches: equal within 1e-6."""
+    pytest.importorskip("transformers")
+    specs = ["bertscore", "bertscore(idf=true)"]
+    cands, refs = flickr8k_items(25)
+    results = capmetrics.score(candidates=cands, references=refs, metrics=specs)
+    for r in run_ddp(2, specs, "bertscore", tmp_path):
+        for s in specs:
+            assert abs(r["values"][s] - results[s].corpus) < 1e-6
+    # without the summed idf each rank's own references would weigh the tokens: far from it
+    half = capmetrics.score(candidates=cands[::2], references=refs[::2], metrics=specs[1])[specs[1]].item_values
+    assert np.abs(half - results[specs[1]].item_values[::2]).max() > 1e-3
 
 
 @needs_flickr8k
