@@ -52,7 +52,8 @@ SEED = 0
 #: Shipped model name -> feature specs (the paper's order first, so the default model is the one
 #: experiments/nneval_flickr8k.py trains with seed 0).
 EMBEDDING_FEATURES = [*PAPER_FEATURES, "rouge-l", "cider-original", "wembsim", "embedding-cosine", "embedding-cosine(combine=max)",
-                      "bertscore", "bertscore(part=p)", "bertscore(part=r)"]
+                      # floor=zero: the clamped best matches they were trained on (bertscore's default until issue 30)
+                      "bertscore(floor=zero)", "bertscore(part=p, floor=zero)", "bertscore(part=r, floor=zero)"]
 #: SPICE's F, precision and recall, and the F (P, R for objects) of its main tuple categories.
 SPICE_FEATURES = ["spice", "spice(part=p)", "spice(part=r)", "spice(category=object)", "spice(category=object, part=p)",
                   "spice(category=object, part=r)", "spice(category=attribute)", "spice(category=relation)"]
@@ -74,7 +75,7 @@ RATING_MODELS = {
 #: Share of the seen images whose judgments early-stop a ratings model (the rest train it).
 EARLY_STOPPING_SHARE = 0.25
 #: Every single (non-learned) metric of capmetrics that runs offline (SPICE after ``capmetrics setup spice``).
-SINGLE_METRICS = ["bertscore", "bertscore(part=p)", "bertscore(part=r)", "bleu-1", "bleu-2", "bleu-3", "bleu-4",
+SINGLE_METRICS = ["bertscore(floor=zero)", "bertscore(part=p, floor=zero)", "bertscore(part=r, floor=zero)", "bleu-1", "bleu-2", "bleu-3", "bleu-4",
                   "cider-original", "cider-d", "embedding-cosine", "embedding-cosine(combine=max)", "meteor", "rouge-l",
                   *SPICE_FEATURES, "wembsim", "wmd"]
 #: Libraries whose versions decide the numbers.

@@ -1,10 +1,16 @@
-"""BERTScore (Zhang et al. 2020) as bert-score 0.3.13 computes it, and as the BERT distance of TRM.
+"""BERTScore (Zhang et al. 2020) by its definition, bert-score 0.3.13's numbers on request, and the
+BERT distance of TRM.
 
 Precision, recall and F1 of greedy cosine matching between the token embeddings of a
 candidate and a reference (any Hugging Face encoder cut at ``layer``), optionally idf-weighted
 and rescaled with a baseline file; several references combine by the maximum of each of P, R
-and F, as bert-score does. Every distinct text is embedded once per run (see ``_encoder``), and
-all pairs are matched in batched matrix products (see ``_greedy``).
+and F, as bert-score does. Each token's best match is its maximum cosine over the other text's
+real tokens ([CLS] and [SEP] among them; they weigh 0 in the averages), whatever else is in a
+batch. bert-score multiplies its padded positions' cosines by 0 and takes them into the maximum,
+so a token whose real cosines are all negative scores 0 there whenever the other text was padded
+in its batch: ``floor`` reproduces that (see docs/metrics/bertscore.md). Every distinct text is
+embedded once per run (see ``_encoder``), and all pairs are matched in batched matrix products
+(see ``_greedy``).
 """
 
 from __future__ import annotations
@@ -40,11 +46,14 @@ class BERTScore(Distance):
         baseline: a bert-score baseline file (CSV ``LAYER,P,R,F``) to rescale with.
         device: torch device of the encoder and of the matching (``auto``, ``cpu``, ``cuda``,
             ``cuda:N``); none = the run's (``--device``).
-        floor: ``zero``: a token's best match is at least 0 (bert-score multiplies padded
-            positions' cosines by 0 and includes them in the maximum, so this is its value
-            whenever the other text of the pair is padded in its batch); ``bert-score``:
-            exactly bert-score's batches of 64 pairs in ``score`` (a pair's value then depends
-            on its neighbours; ``zero`` in ``pairwise``); ``off``: the plain maximum cosine.
+        floor: how a token's best match treats padding. ``off`` (default): the maximum cosine
+            over the other text's real tokens, BERTScore's definition (bert-score with
+            ``batch_size=1`` gives it). ``bert-score``: bert-score 0.3.13's numbers at its
+            default ``batch_size=64`` (the pairs in batches of 64 in order; a pair whose other
+            text is shorter than its batch's longest gets a best match of at least 0, the
+            cosine of a padded position; ``zero`` in ``pairwise``), for matching numbers made
+            with it. ``zero``: every best match at least 0 (bert-score whenever the other text
+            was padded; capmetrics' former default, kept by the shipped NNEval models).
     """
 
     name = "bertscore"
@@ -55,7 +64,7 @@ class BERTScore(Distance):
 
     def __init__(self, part: Literal["f", "p", "r"] = "f", model: str | None = None, layer: int | None = None,
                  idf: bool = False, baseline: str | None = None, device: str | None = None,
-                 floor: Literal["zero", "bert-score", "off"] = "zero") -> None:
+                 floor: Literal["off", "bert-score", "zero"] = "off") -> None:
         self.part = part
         self.model = model
         self.layer = layer
@@ -69,8 +78,8 @@ class BERTScore(Distance):
         """The shared encoder of this model, layer and device (loaded on first call)."""
         if self.part not in PARTS:
             raise MetricError(f"part={self.part!r} is not one of f, p, r")
-        if self.floor not in ("zero", "bert-score", "off"):
-            raise MetricError(f"floor={self.floor!r} is not one of zero, bert-score, off")
+        if self.floor not in ("off", "bert-score", "zero"):
+            raise MetricError(f"floor={self.floor!r} is not one of off, bert-score, zero")
         enc = shared_encoder(self.model, self.layer, self.torch_device())
         register_in_run(enc)
         return enc
@@ -97,7 +106,9 @@ class BERTScore(Distance):
 
     def signature_extra(self) -> dict[str, str]:
         enc = self.encoder()
-        sig = {"model": enc.identity.split("|")[0], "layer": str(enc.layer)}
+        # "floor" always: a default-spec signature of the clamped numbers (before floor=off was
+        # the default) does not pass for the definition's
+        sig = {"model": enc.identity.split("|")[0], "layer": str(enc.layer), "floor": self.floor}
         if self.idf:
             sig["idf"] = f"fitted:{self.idf_.digest()}" if hasattr(self, "idf_") else "per-call references"
         if self.baseline is not None:

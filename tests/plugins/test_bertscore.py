@@ -55,14 +55,73 @@ def test_equals_bert_score(expert, scorer):
     assert np.array_equal(ours.values, ours.details["f1"])
     part_p = capmetrics.compose("bertscore(part=p,floor=bert-score)", "distance").score(cands, refs)
     assert np.array_equal(part_p.values, ours.details["precision"])
-    # the default floor differs from bert-score only where bert-score did not pad the pair
-    zero = capmetrics.compose("bertscore", "distance").score(cands, refs)
-    assert np.mean(np.abs(zero.details["f1"] - reference[2].numpy()) <= 1e-6) >= 0.9
     single = [[group[0]] for group in refs]
-    zero = capmetrics.compose("bertscore", "distance").score(cands, single)
-    plain = capmetrics.compose("bertscore(floor=off)", "distance").score(cands, single)
+    zero = capmetrics.compose("bertscore(floor=zero)", "distance").score(cands, single)
+    plain = capmetrics.compose("bertscore", "distance").score(cands, single)
     assert (zero.details["precision"] >= plain.details["precision"] - 1e-7).all()
     assert (plain.details["precision"] < zero.details["precision"] - 1e-3).any()  # negative best matches occur
+
+
+def _oracle(model_path: str, cands: list[str], refs: list[list[str]]) -> np.ndarray:
+    """BERTScore by its definition, written here from the paper: each text embedded by its own
+    forward pass (batch of one: no padding, no attention mask), float64 cosines, each token's
+    best cosine over the other text's tokens ([CLS]/[SEP] included), averaged over the tokens
+    that are not [CLS]/[SEP]; F1 = 2PR/(P+R); per item the maximum of each over the references."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_path, use_fast=False, local_files_only=True)
+    model = AutoModel.from_pretrained(model_path, local_files_only=True).eval()
+    special = {tokenizer.cls_token_id, tokenizer.sep_token_id}
+
+    def embed(text: str) -> tuple[np.ndarray, np.ndarray]:
+        ids = tokenizer.encode(text.strip(), add_special_tokens=True)
+        with torch.inference_mode():
+            out = model(torch.tensor([ids]))[0][0].double().numpy()
+        return out / np.linalg.norm(out, axis=1, keepdims=True), np.array([i not in special for i in ids])
+
+    def prf(cand: str, ref: str) -> list[float]:
+        (ec, wc), (er, wr) = embed(cand), embed(ref)
+        sim = ec @ er.T
+        p, r = sim.max(axis=1)[wc].mean(), sim.max(axis=0)[wr].mean()
+        return [p, r, 2 * p * r / (p + r)]
+
+    return np.array([np.max([prf(c, r) for r in rs], axis=0) for c, rs in zip(cands, refs)])
+
+
+@needs_flickr8k
+def test_default_is_the_definition_whatever_the_batch(expert, model_path):
+    """Every token's best match over the other text's real tokens: an oracle that embeds each
+    text alone agrees, and so does bert-score with batch_size=1; bert-score's default batches
+    (floor=bert-score) and the clamp at 0 (floor=zero) do not on some items."""
+    cands, refs = expert
+    ours = capmetrics.compose("bertscore", "distance").score(cands, refs)
+    oracle = _oracle(model_path, cands, refs)
+    got = np.stack([ours.details[k] for k in ("precision", "recall", "f1")], axis=1)
+    assert np.abs(got - oracle).max() <= 1e-6  # float32 embeddings of padded batches against float64
+    for floor in ("zero", "bert-score"):
+        other = capmetrics.compose(f"bertscore(floor={floor})", "distance").score(cands, refs)
+        assert np.abs(other.details["f1"] - oracle[:, 2]).max() > 1e-3, floor
+
+
+@needs_flickr8k
+def test_the_issues_example_by_setting(model_path, scorer):
+    """"Naked people riding bikes ." against its five Flickr8k-Expert references: F1 0.0308 by the
+    definition (bert-score with batch_size=1), 0.0170 at bert-score's default batch of 64,
+    0.0384 with every best match clamped at 0."""
+    from capmetrics.data.flickr8k import load_expert
+
+    dataset, _ = load_expert(FLICKR8K)
+    item = next(it for it in dataset.items if it.candidates[0] == "Naked people riding bikes .")
+    cands, refs = [item.candidates[0]], [list(item.references)]
+    f1 = {floor: capmetrics.compose(f"bertscore(floor={floor})", "distance").score(cands, refs).details["f1"][0]
+          for floor in ("off", "bert-score", "zero")}
+    assert f1["off"] == pytest.approx(0.030836, abs=2e-6)
+    assert f1["off"] == pytest.approx(scorer.score(cands, refs, batch_size=1)[2].item(), abs=1e-6)
+    assert f1["bert-score"] == pytest.approx(scorer.score(cands, refs)[2].item(), abs=1e-6)
+    assert f1["bert-score"] == pytest.approx(0.016964, abs=2e-6)
+    assert f1["zero"] == pytest.approx(0.038398, abs=2e-6)
+    assert capmetrics.compose("bertscore", "distance").signature()["floor"] == "off"
 
 
 @needs_flickr8k
