@@ -13,6 +13,7 @@ import collections
 import itertools
 import multiprocessing
 import multiprocessing.context
+import os
 import pickle
 import sys
 from collections import Counter
@@ -57,6 +58,9 @@ class Executor:
             same inputs everywhere and the results are the same bytes.
         timeout: seconds to wait for a Dask scheduler.
         dask_processes: LocalCluster workers are processes (True) or threads (False).
+        to_the_work: local processes are sized to the work (``--jobs``, :meth:`from_options`):
+            at most the cores and the chunks of work, and this process alone when the items are
+            too few to pay for workers (:func:`sized`). Otherwise ``jobs`` is taken as given.
     """
 
     kind: ExecutorName = "serial"
@@ -65,6 +69,7 @@ class Executor:
     chunk_size: int = 64
     timeout: float = 10.0
     dask_processes: bool = True
+    to_the_work: bool = False
 
     @classmethod
     def from_options(cls, executor: str | None = None, jobs: int = 1, address: str | None = None) -> Executor:
@@ -74,12 +79,65 @@ class Executor:
             raise CapmetricsError(f"unknown executor {kind!r}; use one of {', '.join(EXECUTORS)}")
         if jobs < 1:
             raise CapmetricsError(f"--jobs must be at least 1, got {jobs}")
-        return cls(kind, jobs, address)  # type: ignore[arg-type]
+        return cls(kind, jobs, address, to_the_work=True)  # type: ignore[arg-type]
 
     def chunks(self, count: int) -> list[range]:
         """Contiguous index ranges covering ``count`` items."""
         size = max(1, self.chunk_size)
         return [range(start, min(count, start + size)) for start in range(0, count, size)]
+
+
+#: Items per worker process below which local processes do not pay for themselves (forking,
+#: starting the pool and sending results back against each worker's share of the items): with
+#: fewer, the items run in this process. Measured with TRM-CIDEr-D 5+5 (benchmarks/bench_cold.py):
+#: 200 items are faster serial, 6,000 faster on two processes.
+PROCESS_MIN_ITEMS = 256
+_NOTED: set[str] = set()
+
+
+def available_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _note(message: str) -> None:
+    """One line on stderr, once per process (``CAPMETRICS_QUIET=1`` silences it)."""
+    from capmetrics.notices import QUIET_ENV
+
+    if message not in _NOTED and os.environ.get(QUIET_ENV, "") in ("", "0"):
+        _NOTED.add(message)
+        print(f"capmetrics: {message}", file=sys.stderr, flush=True)
+
+
+def sized(executor: Executor, count: int | None, chunks: int | None = None) -> Executor:
+    """The executor to run ``count`` items on (None: a stream of unknown length). Local processes
+    are capped at the cores and at the chunks of work, and give way to this process when there
+    are fewer than :data:`PROCESS_MIN_ITEMS` items per process; what was chosen is said in one
+    line on stderr. ``chunks``: how many tasks the items make (default: the executor's chunks
+    of ``count``). Other executors are returned as they are."""
+    if executor.kind != "processes" or not executor.to_the_work:
+        return executor
+    asked, cores = executor.jobs, available_cores()
+    jobs, why = min(asked, cores), []
+    if jobs < asked:
+        why.append(f"{cores} CPU cores")
+    if count is not None:
+        chunks = len(executor.chunks(count)) if chunks is None else chunks
+        if jobs > chunks:
+            jobs = max(1, chunks)
+            why.append(f"{chunks} chunk{'s' * (chunks != 1)} of work")
+        if count // PROCESS_MIN_ITEMS < jobs:
+            jobs = max(1, count // PROCESS_MIN_ITEMS)
+            why.append(f"{count} items: fewer than {PROCESS_MIN_ITEMS} per process do not pay for starting it")
+    reason = f" ({'; '.join(why)})" if why else ""
+    if jobs <= 1:
+        _note(f"--jobs {asked}: running in this process{reason}")
+        return replace(executor, kind="serial", jobs=1)
+    _note(f"--jobs {asked}: {jobs} worker processes ({_start_method()} start){reason}")
+    return replace(executor, jobs=jobs)
 
 
 # ------------------------------------------------------------------------------------------
@@ -122,7 +180,7 @@ def map_chunks(function: Callable[[T, list[Any]], list[R]], shared: T, items: Se
     Raises:
         ExecutorError: the pool or cluster failed; no partial results are returned.
     """
-    executor = executor or Executor()
+    executor = sized(executor or Executor(), len(items))
     chunks = ((r, [items[i] for i in r]) for r in executor.chunks(len(items)))
     return map_stream(function, shared, chunks, executor)
 
@@ -141,33 +199,43 @@ def map_stream(function: Callable[[T, list[Any]], list[R]], shared: T, chunks: I
 
 
 def iter_stream(function: Callable[[T, list[Any]], Any], shared: T, chunks: Iterable[Chunk],
-                executor: Executor | None = None, per_item: bool = True) -> Iterator[Any]:
+                executor: Executor | None = None, per_item: bool = True,
+                while_running: Callable[[], None] | None = None) -> Iterator[Any]:
     """``function(shared, chunk)`` of every chunk, yielded in chunk order as they finish (the
     caller can fold them as they come). ``per_item``: the function returns one result per item
-    of its chunk (checked); otherwise one object per chunk."""
+    of its chunk (checked); otherwise one object per chunk. ``while_running`` is called once in
+    this process while local workers have chunks to run (other executors: after the last)."""
     executor = executor or Executor()
     stream = iter(chunks)
     if executor.kind == "serial":
         for _, chunk in stream:
             yield _run_chunk(function, shared, chunk, per_item)
-        return
-    first = next(stream, None)  # produced before any worker starts (see _process_context)
-    if first is None:
-        return
-    stream = itertools.chain([first], stream)
-    if executor.kind == "processes":
-        yield from _map_processes(function, shared, stream, executor, per_item)
     else:
-        yield from _map_dask(function, shared, stream, executor, per_item)
+        first = next(stream, None)  # produced before any worker starts (see _process_context)
+        if first is not None:
+            stream = itertools.chain([first], stream)
+            if executor.kind == "processes":
+                yield from _map_processes(function, shared, stream, executor, per_item, while_running)
+                return
+            yield from _map_dask(function, shared, stream, executor, per_item)
+    if while_running is not None:
+        while_running()
 
 
 def _in_order(submit: Callable[[list[Any]], Any], result: Callable[[Any], Any], chunks: Iterator[Chunk],
               window: int, failed: Callable[[BaseException, range], ExecutorError | None],
-              succeeded: Callable[[Any], bool]) -> Iterator[Any]:
+              succeeded: Callable[[Any], bool], idle: Callable[[], None] | None = None) -> Iterator[Any]:
     """Submit chunks with at most ``window`` in flight; yield their results in order.
     ``failed(error, items)`` turns an executor failure into the error to raise (None: re-raise),
-    ``items`` spanning the chunks in flight that had not succeeded."""
+    ``items`` spanning the chunks in flight that had not succeeded. ``idle`` runs once, when the
+    first window is in flight (this process's own work, overlapping the workers')."""
     pending: collections.deque[tuple[range, Any]] = collections.deque()
+
+    def use_idle() -> None:
+        nonlocal idle
+        if idle is not None:
+            todo, idle = idle, None
+            todo()
 
     def collect() -> Any:
         span, future = pending.popleft()
@@ -183,7 +251,9 @@ def _in_order(submit: Callable[[list[Any]], Any], result: Callable[[Any], Any], 
     for span, chunk in chunks:
         pending.append((span, submit(chunk)))
         if len(pending) >= window:
+            use_idle()
             yield collect()
+    use_idle()
     while pending:
         yield collect()
 
@@ -192,19 +262,33 @@ def _items_text(items: range) -> str:
     return f"item {items.start}" if len(items) == 1 else f"items {items.start}-{items.stop - 1}"
 
 
-def _process_context() -> multiprocessing.context.BaseContext:
-    # fork (Linux) hands ``shared`` to the workers without pickling it, but a process that has
-    # started torch's (or OpenMP's) threads cannot fork safely: the children can hang, and CUDA
-    # cannot be used in a forked child. Then the workers come from a fresh forkserver (which
-    # never imports torch) and get ``shared`` pickled. The first chunk is produced before this
-    # is decided, so an embedder that loads torch for it is seen here.
-    forking_safe = sys.platform.startswith("linux") and "torch" not in sys.modules
-    method = "fork" if forking_safe else "forkserver" if sys.platform.startswith("linux") else "spawn"
-    return multiprocessing.get_context(method)
+def _start_method() -> str:
+    # fork (Linux) hands ``shared`` to the workers without pickling it and starts them with
+    # everything this process has imported, but a process that has started torch's (or OpenMP's)
+    # threads cannot fork safely: the children can hang, and CUDA cannot be used in a forked
+    # child. Then the workers come from a forkserver (which never imports torch) that has
+    # imported capmetrics once (``set_forkserver_preload``), and get ``shared`` pickled. The
+    # first chunk is produced before this is decided, so an embedder that loads torch for it
+    # is seen here.
+    if not sys.platform.startswith("linux"):
+        return "spawn"
+    return "fork" if "torch" not in sys.modules else "forkserver"
+
+
+#: Modules the forkserver imports once, before it forks any worker.
+FORKSERVER_PRELOAD = ["capmetrics", "capmetrics.parallel", "capmetrics.permutation", "numpy"]
+
+
+def _process_context(function: Callable[..., Any] | None = None) -> multiprocessing.context.BaseContext:
+    context = multiprocessing.get_context(_start_method())
+    if context.get_start_method() == "forkserver":
+        extra = [function.__module__] if function is not None and function.__module__ != "__main__" else []
+        context.set_forkserver_preload(FORKSERVER_PRELOAD + extra)  # used when the server starts
+    return context
 
 
 def _map_processes(function: Callable[[Any, list[Any]], Any], shared: Any, chunks: Iterator[Chunk],
-                   executor: Executor, per_item: bool) -> Iterator[Any]:
+                   executor: Executor, per_item: bool, idle: Callable[[], None] | None = None) -> Iterator[Any]:
     def failed(err: BaseException, running: range) -> ExecutorError | None:
         if isinstance(err, BrokenProcessPool):
             return ExecutorError(f"the processes executor ({executor.jobs} jobs) lost a worker process (killed "
@@ -212,12 +296,12 @@ def _map_processes(function: Callable[[Any, list[Any]], Any], shared: Any, chunk
                                  "and no results were kept")
         return None
 
-    with ProcessPoolExecutor(max_workers=executor.jobs, mp_context=_process_context(),
+    with ProcessPoolExecutor(max_workers=executor.jobs, mp_context=_process_context(function),
                              initializer=_set_process_shared, initargs=(function, shared, per_item)) as pool:
         try:
             yield from _in_order(lambda chunk: pool.submit(_run_process_chunk, chunk), lambda f: f.result(),
                              chunks, 2 * executor.jobs + 2, failed,
-                             lambda f: f.done() and not f.cancelled() and f.exception() is None)
+                             lambda f: f.done() and not f.cancelled() and f.exception() is None, idle)
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
@@ -421,7 +505,8 @@ def fit_statistic(statistic: Statistic, references: list[list[str]], executor: E
 
 
 def compare_items(statistic: Statistic, items: Sequence[tuple[Sequence[str], Sequence[str]]],
-                  executor: Executor | None = None) -> list[StatResult]:
+                  executor: Executor | None = None,
+                  while_running: Callable[[], None] | None = None) -> list[StatResult]:
     """Run ``statistic.compare(candidates, references)`` for every item on ``executor``.
 
     The statistic is first fitted on all the items' references (e.g. CIDEr-D's document
@@ -429,16 +514,25 @@ def compare_items(statistic: Statistic, items: Sequence[tuple[Sequence[str], Seq
     statistic whose pooled matrices need a model (embeddings, anything on a GPU) builds them
     here in large batches; the workers get only the matrices and a model-free copy of the
     statistic, so they never load torch or touch CUDA.
+
+    Local processes are sized to the work (:func:`sized`: capped at the cores and the chunks,
+    this process when the items are too few). ``while_running`` is this process's own work, run
+    once while the workers run the items (after them where there are none).
     """
-    executor = executor or Executor()
-    keep_freed_memory()
     lists = [(list(c), list(r)) for c, r in items]
+    executor = sized(executor or Executor(), len(lists))
+    keep_freed_memory()
     if isinstance(statistic, PermutationStatistic) and statistic.tests_in_parent:
         fit_statistic(statistic, [r for _, r in lists], executor)
         with single_threaded_blas():
-            return _counted((statistic.compare_pooled(chunk) for _, chunk in pooled_chunks(statistic, lists, executor)),
-                            len(lists))
+            out = _counted((statistic.compare_pooled(chunk) for _, chunk in pooled_chunks(statistic, lists, executor)),
+                           len(lists))
+        if while_running is not None:
+            while_running()
+        return out
     if not lists:
+        if while_running is not None:
+            while_running()
         return []
     with started(executor) as ready:  # a LocalCluster starts while this process fits and embeds
         fit_statistic(statistic, [r for _, r in lists], executor)
@@ -446,10 +540,12 @@ def compare_items(statistic: Statistic, items: Sequence[tuple[Sequence[str], Seq
             chunks = pooled_chunks(statistic, lists, executor)
             first = next(chunks)  # the first block's matrices (embeddings) while the cluster starts
             return _counted(iter_stream(_compare_pooled_chunk, statistic.for_workers(),
-                                        itertools.chain([first], chunks), ready()), len(lists))
+                                        itertools.chain([first], chunks), ready(), while_running=while_running),
+                            len(lists))
         running = ready()
         spans = ((r, [lists[i] for i in r]) for r in running.chunks(len(lists)))
-        return _counted(iter_stream(_compare_chunk, statistic, spans, running), len(lists))
+        return _counted(iter_stream(_compare_chunk, statistic, spans, running, while_running=while_running),
+                        len(lists))
 
 
 def _counted(parts: Iterator[list[R]], total: int) -> list[R]:
@@ -482,7 +578,9 @@ def evaluate_statistic(component: Statistic, dataset: Dataset, name: str | None 
     from capmetrics.results import MetricResult
     from capmetrics.scoring import run_signature
 
-    stats = compare_items(component, [(item.candidates, item.references) for item in dataset], executor)
+    signature: list[str] = []  # computed while the workers run the items (it needs the fitted state)
+    stats = compare_items(component, [(item.candidates, item.references) for item in dataset], executor,
+                          while_running=lambda: signature.append(run_signature(component, dataset)))
     values = np.array([s.value for s in stats], dtype=float)
     p = [s.p_value for s in stats]
     p_values = None if all(x is None for x in p) else np.array([np.nan if x is None else x for x in p], dtype=float)
@@ -497,4 +595,5 @@ def evaluate_statistic(component: Statistic, dataset: Dataset, name: str | None 
     corpus = float(values[defined].mean()) if defined.any() else float("nan")
     return MetricResult(name or component.spec, component.spec, component.kind, bool(component.higher_is_better),
                         corpus, dataset.ids, values, [np.array([v]) for v in values],
-                        run_signature(component, dataset), p_values=p_values, details=details)
+                        signature[0] if signature else run_signature(component, dataset), p_values=p_values,
+                        details=details)

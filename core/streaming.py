@@ -23,7 +23,7 @@ from capmetrics.component import Component, Distance, Scores
 from capmetrics.data.loaders import EMPTY_CANDIDATE_POLICIES, EmptyCandidates, OnError, iter_jsonl
 from capmetrics.data.model import Dataset, ItemId, Problem
 from capmetrics.errors import DataError, MetricError, component_errors
-from capmetrics.parallel import Executor, iter_stream
+from capmetrics.parallel import Executor, iter_stream, sized
 from capmetrics.prepared import run_scope
 from capmetrics.registry.compose import METRIC_KINDS, compose
 from capmetrics.registry.spec import Spec
@@ -133,7 +133,8 @@ def score_file(
     size = DEFAULT_CHUNK_ITEMS if chunk_size is None else chunk_size
     if size < 1:
         raise MetricError(f"--chunk-size must be at least 1, got {size}")
-    executor = executor or Executor()
+    asked = executor or Executor()
+    executor = sized(asked, None)  # pass 1: capped at the cores (the file's length is not known yet)
     built: list[tuple[str, Distance]] = []
     for m in metrics:
         name = m if isinstance(m, str) else m.spec
@@ -190,6 +191,7 @@ def score_file(
                 progress(f"chunk {k + 1}/{scan.chunks}", k, scan.chunks)
             yield range(start, len(ids)), [(item.candidates, item.references) for item in kept]
 
+    executor = sized(asked, scan.items, scan.chunks)  # pass 2: sized to the work
     scored = list(iter_stream(_score_part, [c for _, c in built], parts(), executor, per_item=False))
     if not ids:
         raise MetricError("the dataset has no items to score")

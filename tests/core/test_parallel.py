@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -151,7 +152,7 @@ def test_a_dead_dask_worker_fails_the_run():
 
 def test_executor_from_options():
     assert Executor.from_options().kind == "serial"
-    assert Executor.from_options(jobs=2) == Executor("processes", 2)
+    assert Executor.from_options(jobs=2) == Executor("processes", 2, to_the_work=True)
     assert Executor.from_options(address="tcp://h:8786").kind == "dask"
     with pytest.raises(CapmetricsError, match="unknown executor 'threads'"):
         Executor.from_options("threads")
@@ -267,3 +268,100 @@ def test_local_clusters_run_dasks_periodic_checks_rarely():
         assert "profile" not in worker.periodic_callbacks
     finally:
         cluster.close()
+
+
+# ------------------------------------------------------------------ --jobs sized to the work
+@pytest.fixture
+def notes(monkeypatch, capsys):
+    from capmetrics import parallel
+
+    monkeypatch.delenv("CAPMETRICS_QUIET", raising=False)
+    parallel._NOTED.clear()
+    capsys.readouterr()
+
+    def read() -> list[str]:
+        parallel._NOTED.clear()
+        return capsys.readouterr().err.splitlines()
+
+    return read
+
+
+def test_jobs_are_capped_at_the_cores_and_the_chunks_with_a_note(monkeypatch, notes):
+    from capmetrics import parallel
+
+    monkeypatch.setattr(parallel, "available_cores", lambda: 2)
+    big = parallel.sized(Executor.from_options(jobs=1000), 6000)
+    assert (big.kind, big.jobs) == ("processes", 2)
+    assert notes() == ["capmetrics: --jobs 1000: 2 worker processes (fork start) (2 CPU cores)"]
+    monkeypatch.setattr(parallel, "available_cores", lambda: 64)
+    five = parallel.sized(Executor.from_options(jobs=1000), 5 * 10_000, chunks=5)  # a stream of 5 chunks
+    assert (five.kind, five.jobs) == ("processes", 5)
+    assert notes() == ["capmetrics: --jobs 1000: 5 worker processes (fork start) (64 CPU cores; 5 chunks of work)"]
+    assert parallel.sized(Executor.from_options(jobs=4), None).jobs == 4 and notes() == [
+        "capmetrics: --jobs 4: 4 worker processes (fork start)"]
+    # taken as given: an Executor built by hand, serial and Dask
+    for executor in (Executor("processes", jobs=1000), Executor(), Executor("dask", jobs=3)):
+        assert parallel.sized(executor, 10) is executor
+    assert notes() == []
+
+
+def test_too_few_items_run_in_this_process_with_a_note(monkeypatch, notes):
+    from capmetrics import parallel
+
+    monkeypatch.setattr(parallel, "available_cores", lambda: 2)
+    few = parallel.sized(Executor.from_options(jobs=2), 200)
+    assert (few.kind, few.jobs) == ("serial", 1)
+    assert notes() == ["capmetrics: --jobs 2: running in this process (200 items: fewer than "
+                       f"{parallel.PROCESS_MIN_ITEMS} per process do not pay for starting it)"]
+    assert parallel.sized(Executor.from_options(jobs=2), 3 * parallel.PROCESS_MIN_ITEMS - 1).jobs == 2
+    assert parallel.sized(Executor.from_options(jobs=4), 3 * parallel.PROCESS_MIN_ITEMS - 1).jobs == 2
+    notes()
+    monkeypatch.setenv("CAPMETRICS_QUIET", "1")
+    parallel.sized(Executor.from_options(jobs=2), 10)
+    assert notes() == []
+
+
+def test_sized_runs_give_the_same_bytes_and_this_process_works_meanwhile(monkeypatch, items, serial_bytes, notes):
+    from capmetrics import parallel
+
+    monkeypatch.setattr(parallel, "available_cores", lambda: 2)
+    for min_items, kind in ((1, "worker processes"), (10_000, "running in this process")):
+        monkeypatch.setattr(parallel, "PROCESS_MIN_ITEMS", min_items)
+        meanwhile: list[int] = []
+        out = compare_items(TRM(LineDistance(), permutations=30, seed=1), items,
+                            replace(Executor.from_options(jobs=2), chunk_size=3),
+                            while_running=lambda: meanwhile.append(os.getpid()))  # noqa: B023
+        assert as_bytes(out) == serial_bytes and meanwhile == [os.getpid()]
+        assert kind in notes()[0]
+
+
+def test_forkserver_workers_are_started_with_capmetrics_imported(monkeypatch):
+    from multiprocessing import forkserver
+
+    from capmetrics import parallel
+
+    monkeypatch.setattr(parallel, "_start_method", lambda: "forkserver")
+    context = parallel._process_context(_double)
+    assert context.get_start_method() == "forkserver"
+    preload = forkserver._forkserver._preload_modules
+    assert {"capmetrics.parallel", "capmetrics.permutation", _double.__module__} <= set(preload)
+    data = list(range(9))
+    assert map_chunks(_double, None, data, Executor("processes", jobs=2, chunk_size=2)) == [2 * x for x in data]
+
+
+def test_cli_jobs_above_the_work_are_capped_with_a_note(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    sample = Path(__file__).resolve().parents[2] / "core" / "sample" / "flickr8k_expert_sample.jsonl"
+    env = {k: v for k, v in os.environ.items() if k != "CAPMETRICS_QUIET"}
+    run = subprocess.run([sys.executable, "-m", "capmetrics.cli", "score", str(sample), "-m", "trm(distance=cider-d)",
+                          "--jobs", "1000", "--format", "json", "-q"], env=env, capture_output=True, text=True,
+                         timeout=600, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "capmetrics: --jobs 1000: running in this process (" in run.stderr
+    serial = subprocess.run([sys.executable, "-m", "capmetrics.cli", "score", str(sample), "-m",
+                             "trm(distance=cider-d)", "--format", "json", "-q"], env=env, capture_output=True,
+                            text=True, timeout=600, check=True)
+    assert json.loads(run.stdout)["metrics"] == json.loads(serial.stdout)["metrics"]
