@@ -136,14 +136,15 @@ def _entries(gts: Mapping[Hashable, Sequence[str]], res: Sequence[Mapping[str, A
     slot: dict[int, int] = {}
     refset = np.empty(len(res), dtype=np.int64)
     for i, entry in enumerate(res):
-        if not isinstance(entry, Mapping) or "image_id" not in entry or "caption" not in entry:
-            raise MetricError(f"{scorer}.compute_score: res[{i}] must be a dict with 'image_id' and 'caption'")
-        key, hypo = entry["image_id"], entry["caption"]
-        if not isinstance(hypo, list) or len(hypo) != 1 or not isinstance(hypo[0], str):
+        try:
+            key, hypo = entry["image_id"], entry["caption"]
+        except (TypeError, KeyError, IndexError):
+            raise MetricError(f"{scorer}.compute_score: res[{i}] must be a dict with 'image_id' and 'caption'") from None
+        if type(hypo) is not list or len(hypo) != 1 or type(hypo[0]) is not str:
             raise MetricError(f"{scorer}.compute_score: res[{i}]['caption'] must be a list of one string, got {hypo!r:.80}")
-        if key not in gts:
+        ref = gts.get(key, None)
+        if ref is None:
             raise MetricError(f"{scorer}.compute_score: res[{i}] has image_id {key!r}, which gts lacks")
-        ref = gts[key]
         q = slot.get(id(ref))
         if q is None:
             if not isinstance(ref, list) or not ref or not all(isinstance(r, str) for r in ref):
