@@ -38,9 +38,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import torch
-import torch.distributed as dist
-from torchmetrics import Metric
+
+try:
+    import torch
+    import torch.distributed as dist
+    from torchmetrics import Metric
+except ImportError as err:  # pragma: no cover - the extra is not installed
+    raise ImportError(f"capmetrics.torchmetrics needs torch and torchmetrics ({err}): "
+                      "pip install 'capmetrics[torchmetrics]'") from err
 
 from capmetrics.component import Component, Scores
 from capmetrics.errors import MetricError
