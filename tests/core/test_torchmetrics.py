@@ -79,3 +79,14 @@ def test_bad_input(items: tuple[list[str], list[list[str]]]) -> None:
         metric.update(cands[2:3], refs[2:3], ids=[2])
     with pytest.raises(MetricError, match="vocab has no word for end_id 0"):
         CaptionMetric("bleu-4", vocab={1: "a", 2: "dog"}, end_id=0, keep_end=True)
+
+
+def test_meteor_shards_sum_to_the_corpus_value(items: tuple[list[str], list[list[str]]]) -> None:
+    """meteor's score_shard/corpus_from_sums, which CaptionMetric combines ranks with: the halves'
+    summed fragment statistics give the whole set's corpus value (the jar's aggregate), to the bit."""
+    cands, refs = items
+    meteor = capmetrics.compose("meteor")
+    whole = meteor.score(cands, refs)
+    (first, sums_a), (second, sums_b) = meteor.score_shard(cands[:25], refs[:25]), meteor.score_shard(cands[25:], refs[25:])
+    assert np.array_equal(np.concatenate([first.values, second.values]), whole.values)
+    assert meteor.corpus_from_sums(sums_a + sums_b) == whole.corpus != float(np.mean(whole.values))
