@@ -97,6 +97,8 @@ class ClipModel(ImageTextModel):
                 import torch
 
                 loaded = load_checkpoint(self.path, self.activation)
+                if loaded.tokenizer is None:
+                    _bpe()  # the vocabulary is read with the model, not by the first caption
                 loaded.model = loaded.model.to(device=self._device, dtype=getattr(torch, _DTYPES[self.precision]))
                 _loaded[key] = loaded
                 while len(_loaded) > _KEEP:
