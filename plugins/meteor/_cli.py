@@ -14,8 +14,8 @@ def setup_meteor(
         "--check", help="Only report what is in place; build nothing.")] = False,
 ) -> None:
     """METEOR: build the resource cache (from the jar and paraphrase table pycocoevalcap installs,
-    about 40 s of CPU) and compile the aligner (numba.pycc, 10-20 s), which the first use would
-    otherwise do. Idempotent."""
+    10-30 s) and compile the aligner (numba.pycc, 5-20 s), which the first use would otherwise do;
+    each step is announced on stderr with a progress bar on a terminal. Idempotent."""
     from capmetrics.plugins.meteor._compiled import describe, module_folder
     from capmetrics.plugins.meteor._resources import cache_root, load_resources, meteor_files, resource_key
 

@@ -17,7 +17,6 @@ numbers are put in that order at the end.
 from __future__ import annotations
 
 import gzip
-import re
 import zlib
 from collections.abc import Callable, Iterator
 from itertools import repeat
@@ -28,21 +27,22 @@ from capmetrics.errors import MetricError
 
 #: Decompressed bytes read at a time.
 BLOCK = 4 << 20
-#: Characters that make a block's phrases need Java's whitespace rules (``java_split``).
-_ODD_ASCII = ("\t", "\f", "\r", "\x0b", "\x1c", "\x1d", "\x1e", "\x1f", "  ", " \n", "\n ")
-_ODD_OTHER = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+#: Bytes after which a block's phrases may not be single spaces between words (Java's
+#: StringTokenizer splits on space, tab, newline, carriage return and form feed; other spaces are
+#: letters to it, and phrases are split on single spaces here): such blocks are normalised with
+#: ``java_split``, which changes nothing in a regular phrase.
+_ODD = (b"\t", b"\f", b"\r", b"  ", b" \n", b"\n ")
 _UNSEEN = np.iinfo(np.int32).max
 
 
-def _irregular(text: str) -> bool:
-    """Whether a phrase in ``text`` may hold whitespace other than single spaces between words."""
-    return (text.startswith(" ") or text.endswith(" ") or any(odd in text for odd in _ODD_ASCII)
-            or (not text.isascii() and _ODD_OTHER.search(text) is not None))
+def _irregular(block: bytes) -> bool:
+    """Whether a phrase in ``block`` may hold whitespace other than single spaces between words."""
+    return block.startswith(b" ") or any(odd in block for odd in _ODD)
 
 
-def _text_blocks(table: Path, advance: Callable[[int], None]) -> Iterator[str]:
-    """The table's text in blocks that end at a line end (the last may not); ``advance`` gets the
-    compressed bytes read."""
+def _text_blocks(table: Path, advance: Callable[[int], None]) -> Iterator[tuple[str, bool]]:
+    """The table's text in blocks that end at a line end (the last may not), each with whether
+    it is irregular; ``advance`` gets the compressed bytes read."""
     raw = table.open("rb")
     with raw, gzip.GzipFile(fileobj=raw) as f:
         carry, read = b"", 0
@@ -53,9 +53,9 @@ def _text_blocks(table: Path, advance: Callable[[int], None]) -> Iterator[str]:
             cut = block.rfind(b"\n") + 1
             carry = block[cut:]
             if cut:
-                yield block[:cut].decode("utf-8", "replace")
+                yield block[:cut].decode("utf-8", "replace"), _irregular(block[:cut])
         if carry:
-            yield carry.decode("utf-8", "replace")
+            yield carry.decode("utf-8", "replace"), _irregular(carry)
 
 
 def _entries(table: Path, split_lines: Callable[[str], list[str]], normal: Callable[[str], str],
@@ -64,10 +64,10 @@ def _entries(table: Path, split_lines: Callable[[str], list[str]], normal: Calla
     whitespace-normalised (``normal``) where the block's text is irregular."""
     pending: list[str] = []
     pending_odd = False
-    for text in _text_blocks(table, advance):
+    for text, irregular in _text_blocks(table, advance):
         lines = pending + split_lines(text)
         whole = len(lines) - len(lines) % 3
-        odd = _irregular(text) or pending_odd
+        odd = irregular or pending_odd
         pending, pending_odd = lines[whole:], odd and whole < len(lines)
         refs, pars = lines[1:whole:3], lines[2:whole:3]
         if odd:
@@ -88,9 +88,8 @@ class _Words:
             return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
         lengths = np.fromiter(map(str.count, phrases, repeat(" ")), dtype=np.int64, count=len(phrases)) + 1
         words = " ".join(phrases).split(" ")
-        empty = np.fromiter(map(len, phrases), dtype=np.int64, count=len(phrases)) == 0
-        if empty.any():  # an empty phrase has no words (its "" is dropped)
-            lengths[empty] = 0
+        if "" in phrases:  # an empty phrase has no words (its "" is dropped)
+            lengths[[i for i, p in enumerate(phrases) if not p]] = 0
             words = [w for w in words if w]
         get = self.number.get
         ids = np.fromiter(map(get, words, repeat(-1)), dtype=np.int64, count=len(words))
