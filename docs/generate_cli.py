@@ -35,7 +35,8 @@ What a run shows:
 * `capmetrics plugins` marks the components that cannot run yet and the command that readies
   each (`pip install 'capmetrics[torch]'`, `capmetrics setup spice`); `capmetrics doctor`
   checks the whole installation in one table (versions, torch device, Java, the cache folder,
-  extras, every `setup --check`).
+  extras, every `setup --check`); `capmetrics verify` checks its numbers: every bundled metric
+  that runs on text scores the bundled sample, compared with the stored reference values.
 """
 
 

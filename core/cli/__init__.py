@@ -346,9 +346,9 @@ def _emit(res: Results, out: Path | None, fmt: str, quiet: bool, signatures: boo
 
 
 def _add_core_commands() -> None:
-    from capmetrics.cli import compare, doctor, meta
+    from capmetrics.cli import compare, doctor, meta, verify
 
-    for module in (compare, meta, doctor):
+    for module in (compare, meta, doctor, verify):
         module.register(app)
 
 
