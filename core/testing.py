@@ -355,6 +355,44 @@ def check_tokenizer_edge_inputs(spec: str, ctx: CheckContext) -> None:
         raise _fail("check_tokenizer_edge_inputs", spec, "tokenize() must return one list of str per text")
 
 
+def _toy_images() -> list[Any]:
+    """Four small drawn images of different sizes and modes (Pillow only)."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    rgb = Image.fromarray(rng.integers(0, 256, (180, 240, 3), dtype=np.uint8), "RGB")
+    gray = Image.fromarray(rng.integers(0, 256, (300, 120), dtype=np.uint8), "L")
+    rgba = Image.fromarray(rng.integers(0, 256, (64, 64, 4), dtype=np.uint8), "RGBA")
+    return [rgb, gray, rgba, rgb.quantize(16)]
+
+
+@_check("image-text-model")
+def check_image_text_model(spec: str, ctx: CheckContext) -> None:
+    """``embed_images``/``embed_texts`` give one finite row per input in one space, the same rows
+    whatever else is in the batch, and (0, dim) for no input; ``overlong`` gives indices."""
+    c = ctx.build(spec)
+    images = _toy_images()
+    texts = ["A photo depicts a dog.", "", *EDGE_TEXTS.values()]
+    img, txt = np.asarray(c.embed_images(images)), np.asarray(c.embed_texts(texts))
+    if img.ndim != 2 or img.shape[0] != len(images) or txt.ndim != 2 or txt.shape[0] != len(texts):
+        raise _fail("check_image_text_model", spec, f"shapes {img.shape} for {len(images)} images, {txt.shape} for "
+                    f"{len(texts)} texts; expected one row each")
+    if img.shape[1] != txt.shape[1]:
+        raise _fail("check_image_text_model", spec, f"images ({img.shape[1]}) and texts ({txt.shape[1]}) must share a space")
+    if not (np.isfinite(img).all() and np.isfinite(txt).all()):
+        raise _fail("check_image_text_model", spec, "non-finite features")
+    alone = np.asarray(c.embed_images(images[1:2]))
+    if not np.allclose(alone[0], img[1], atol=1e-5):
+        raise _fail("check_image_text_model", spec, "an image's features depend on the other images of the batch")
+    if not np.allclose(np.asarray(c.embed_texts(texts[:1]))[0], txt[0], atol=1e-5):
+        raise _fail("check_image_text_model", spec, "a text's features depend on the other texts of the batch")
+    if np.asarray(c.embed_texts([])).shape[0] != 0 or np.asarray(c.embed_images([])).shape[0] != 0:
+        raise _fail("check_image_text_model", spec, "no input must give no rows")
+    over = c.overlong(texts)
+    if not all(isinstance(i, (int, np.integer)) and 0 <= i < len(texts) for i in over):
+        raise _fail("check_image_text_model", spec, f"overlong() must return indices into the texts, got {over}")
+
+
 @_check("aggregator")
 def check_aggregator_groups(spec: str, ctx: CheckContext) -> None:
     """``reduce_groups`` equals ``reduce`` applied to each group, and order does not matter."""

@@ -17,6 +17,7 @@ TITLES = {
     "tokenizer": "Tokenizers",
     "learner": "Learners",
     "probability-source": "Probability sources (pre-gen)",
+    "image-text-model": "Image–text models (for clip-score and kin)",
 }
 HEADER = """# Bundled components
 

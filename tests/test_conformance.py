@@ -22,7 +22,7 @@ NEEDS_USER_FILES = {
     "torch-model": "needs the user's torch caption model (tests/plugins/test_pregen_sources.py)",
     "hf-causal-lm": "needs a Hugging Face causal LM (tests/plugins/test_pregen_sources.py, slow)",
     **{name: "needs a CLIP checkpoint and images (tests/plugins/test_clip_score.py builds a tiny CLIP)"
-       for name in ("clip-score", "ref-clip-score", "pac-score", "ref-pac-score")},
+       for name in ("clip-score", "ref-clip-score", "pac-score", "ref-pac-score", "clip-model")},
 }
 
 

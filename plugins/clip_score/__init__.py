@@ -1,6 +1,6 @@
 """Image-grounded caption metrics and the models they run on.
 
-- image–text model ``clip``: CLIP from a local OpenAI ``.pt``, PAC-S ``.pth``, Hugging Face
+- image–text model ``clip-model``: CLIP from a local OpenAI ``.pt``, PAC-S ``.pth``, Hugging Face
   ``CLIPModel`` folder or open_clip checkpoint (:mod:`.model`);
 - distances ``clip-score``, ``ref-clip-score``, ``pac-score``, ``ref-pac-score`` as the papers'
   code computes them (:mod:`.metrics`; docs/metrics/clip-score.md).

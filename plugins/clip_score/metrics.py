@@ -37,8 +37,8 @@ class ClipScore(Distance):
     the prompt).
 
     Args:
-        model: the image–text model: a checkpoint path (read by the ``clip`` model) or a spec
-            such as ``clip("ViT-B-32.pt", precision=fp16)``; nothing is downloaded.
+        model: the image–text model: a checkpoint path (read by the ``clip-model`` model) or a spec
+            such as ``clip-model("ViT-B-32.pt", precision=fp16)``; nothing is downloaded.
         w: the scale (2.5 as in the paper).
         prompt: put before every caption (a space is added if it does not end with one).
         truncate: ``true`` cuts captions longer than the text tower takes, as the papers' code
@@ -66,7 +66,7 @@ class ClipScore(Distance):
         return self.default_w if self.w is None else float(self.w)
 
     def backbone(self) -> ImageTextModel:
-        """The image–text model (a path becomes the ``clip`` model)."""
+        """The image–text model (a path becomes the ``clip-model`` model)."""
         if isinstance(self.model, ImageTextModel):
             return self.model
         built = getattr(self, "_backbone", None)
@@ -75,6 +75,9 @@ class ClipScore(Distance):
                 raise MetricError(f"{self.name} needs model=<path of a CLIP checkpoint> (nothing is downloaded)")
             built = self._backbone = ClipModel(self.model)
         return built
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_backbone"}
 
     def signature_extra(self) -> dict[str, str]:
         sig = {"prompt": self._prefix(), "w": repr(self.weight),

@@ -1,4 +1,4 @@
-"""The ``clip`` image–text model: CLIP weights from a local checkpoint (OpenAI ``.pt``, PAC-S
+"""The ``clip-model`` image–text model: CLIP weights from a local checkpoint (OpenAI ``.pt``, PAC-S
 ``.pth``, Hugging Face ``CLIPModel`` folder, open_clip), run by transformers' ``CLIPModel``.
 
 Images are decoded and preprocessed in a thread pool exactly as the checkpoint's own library
@@ -60,7 +60,7 @@ class ClipModel(ImageTextModel):
         workers: threads that decode and preprocess images (0: one per CPU, at most 8).
     """
 
-    name = "clip"
+    name = "clip-model"
     requires = ("clip",)
     path_params = ("path",)
     example_specs = ()
@@ -74,6 +74,10 @@ class ClipModel(ImageTextModel):
         self.device = device
         self.batch_size = batch_size
         self.workers = workers
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Parameters only: a copy (another process) loads the checkpoint again when used."""
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
 
     # ---------------------------------------------------------------- loading
     def _checkpoint(self) -> Loaded:

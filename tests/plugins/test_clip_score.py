@@ -436,3 +436,74 @@ def test_meta_on_a_clipscore_json_with_images_matches_the_reference_values(check
     row = json.loads(res.stdout[res.stdout.index("["):])[0]
     assert row["n_points"] == len(ratings)
     assert row["kendall_c"] == pytest.approx(expected, abs=1e-9)
+
+
+# ------------------------------------------------------------------------------------------
+# the image-text model kind: conformance kit, a third-party (toy) model, the bundled CLIP
+# ------------------------------------------------------------------------------------------
+class ToyImageText(capmetrics.ImageTextModel):
+    """Mean colour of the image; letter counts of r, g and b in the text (a toy for the kit)."""
+
+    name = "toy-image-text"
+
+    def __init__(self, bias: float = 1.0) -> None:
+        self.bias = bias
+
+    def embed_images(self, images):
+        from capmetrics.data.images import open_image
+
+        rows = [np.asarray(open_image(im).convert("RGB"), dtype=float).reshape(-1, 3).mean(axis=0) / 255 for im in images]
+        return np.array([[*r, self.bias] for r in rows]).reshape(len(images), 4)
+
+    def embed_texts(self, texts):
+        return np.array([[t.count("r"), t.count("g"), t.count("b"), self.bias] for t in texts], dtype=float).reshape(len(texts), 4)
+
+
+class ToyPlugin:
+    @staticmethod
+    @capmetrics.hookimpl
+    def register_image_text_models(register):
+        register(ToyImageText)
+
+
+def test_the_kit_checks_a_third_party_image_text_model_that_the_metrics_then_use(add_plugin):
+    from capmetrics.testing import check_component
+
+    add_plugin(ToyPlugin(), "toy-image-text")
+    ran = check_component("toy-image-text", checks=["check_image_text_model", "check_spec_round_trip", "check_pickle"])
+    assert ran == ["check_spec_round_trip", "check_pickle", "check_image_text_model"]
+    res = capmetrics.score(Dataset([Item("r", (), ("red rocket", "bbb"), str(CLIP_DATA / "images/rocket.jpg"))]),
+                           ["clip-score(model=toy-image-text)"])
+    values = res.metrics[0].candidate_values[0]
+    image = ToyImageText().embed_images([str(CLIP_DATA / "images/rocket.jpg")])[0]
+    for value, text in zip(values, ["A photo depicts red rocket", "A photo depicts bbb"]):
+        t = ToyImageText().embed_texts([text])[0]
+        assert value == pytest.approx(2.5 * max(0.0, image @ t / np.linalg.norm(image) / np.linalg.norm(t)))
+
+
+def test_the_kit_passes_the_bundled_clip_model(checkpoints):
+    from capmetrics.plugins.clip_score.model import ClipModel
+    from capmetrics.testing import check_component
+
+    check_component(ClipModel(checkpoints["clip"]), checks=["check_image_text_model", "check_spec_round_trip",
+                                                           "check_pickle"])
+
+
+def test_the_kit_catches_a_model_whose_rows_depend_on_the_batch(add_plugin):
+    from capmetrics.testing import CheckFailed, check_component
+
+    class Leaky(ToyImageText):
+        name = "leaky-image-text"
+
+        def embed_texts(self, texts):
+            return super().embed_texts(texts) + len(texts)
+
+    class LeakyPlugin:
+        @staticmethod
+        @capmetrics.hookimpl
+        def register_image_text_models(register):
+            register(Leaky)
+
+    add_plugin(LeakyPlugin(), "leaky-image-text")
+    with pytest.raises(CheckFailed, match="depend on the other texts"):
+        check_component("leaky-image-text", checks=["check_image_text_model"])
