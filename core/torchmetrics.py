@@ -15,8 +15,10 @@ strings) and, at :meth:`CaptionMetric.compute`, the ranks exchange only sufficie
   last batch with repeated samples) or twice by one rank is scored once, by the lowest rank that
   has it;
 - CIDEr-D's document frequencies (any component with ``fit_state``/``fit_states`` whose state is
-  ``(n-gram -> count, images)``): each n-gram as a 64-bit key (its BLAKE2b digest) with a 32-bit
-  count, summed over ranks; each rank then reads the global count of the n-grams of its own items;
+  ``(n-gram -> count, images)``): the ranks agree on word ids (each word as its 64-bit BLAKE2b
+  digest, about 8 bytes a distinct word), each n-gram is then an exact int64 key of its word ids,
+  and the sorted keys (as differences) with their counts go zlib-compressed (about 4 bytes an
+  n-gram); the counts are summed, and each rank reads the global count of its own n-grams;
 - the per-item values (8 bytes each, with their ids), from which a corpus value that is the mean of
   the item values is taken in item-id order, as one process computes it;
 - BLEU's summed n-gram counts (``score_part``), METEOR's summed fragment statistics
@@ -26,14 +28,16 @@ strings) and, at :meth:`CaptionMetric.compute`, the ranks exchange only sufficie
 
 Values equal those of one process over the deduplicated set: bit-identical when ``ids`` are given
 (item order = id order), the corpus mean within 1 ulp-scale rounding otherwise (rank order);
-CIDEr-D's hashed n-gram keys could collide with probability about n²/2⁶⁵ (1e-8 for 500,000
-distinct n-grams). ``gathered_bytes`` reports what the last compute received.
+two distinct words would have to share a 64-bit digest to mix two n-grams' counts (probability
+about w²/2⁶⁵: 1e-11 for 20,000 distinct words). ``gathered_bytes`` reports what the last compute
+received.
 """
 
 from __future__ import annotations
 
 import hashlib
 import pickle
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -65,6 +69,43 @@ def gram_keys(grams: Sequence[str]) -> np.ndarray:
     blake = hashlib.blake2b
     return np.fromiter((int.from_bytes(blake(g.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
                                        "little", signed=True) for g in grams), np.int64, len(grams))
+
+
+def _ngram_keys(grams: list[str], comm: _Collectives) -> np.ndarray:
+    """An int64 key of each n-gram, the same on every rank: its words' ids in a vocabulary shared
+    by the ranks (each word by its 64-bit :func:`gram_keys` digest, the ids their rank in the
+    union of every rank's digests), in base (words + 1), as exact as the word digests; n-grams of
+    more than 4 words, or vocabularies too large for 4 digits in int64, get the n-gram's digest."""
+    flat = " ".join(grams).split(" ") if grams else []
+    words = list(dict.fromkeys(flat))
+    digests = gram_keys(words)
+    vocabulary = np.unique(np.concatenate(comm.arrays(digests)))
+    orders = np.fromiter((g.count(" ") + 1 for g in grams), np.int64, len(grams))
+    base = len(vocabulary) + 1
+    if base**4 >= 2**63 or (len(orders) and orders.max() > 4):
+        return gram_keys(grams)
+    word_id = np.searchsorted(vocabulary, digests) + 1
+    position = {w: i for i, w in enumerate(words)}
+    ids = word_id[np.fromiter(map(position.__getitem__, flat), np.int64, len(flat))]
+    starts = np.cumsum(orders) - orders
+    keys = np.zeros(len(grams), np.int64)
+    for t in range(4):  # every n-gram at once, word position by word position
+        has = np.flatnonzero(orders > t)
+        keys[has] = keys[has] * base + ids[starts[has] + t]
+    return keys
+
+
+def _pack(keys: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Sorted int64 keys and their counts as zlib-compressed bytes (keys as differences)."""
+    body = np.diff(keys, prepend=np.int64(0)).tobytes() + counts.astype(np.int32).tobytes()
+    return np.frombuffer(np.int64(len(keys)).tobytes() + zlib.compress(body, 1), dtype=np.uint8)
+
+
+def _unpack(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    raw = packed.tobytes()
+    n = int(np.frombuffer(raw[:8], np.int64)[0])
+    body = zlib.decompress(raw[8:])
+    return np.cumsum(np.frombuffer(body[: 8 * n], np.int64)), np.frombuffer(body[8 * n :], np.int32).astype(np.int64)
 
 
 class _Collectives:
@@ -224,19 +265,19 @@ class CaptionMetric(Metric):
             component.fit_states(comm.objects(state))  # type: ignore[attr-defined]  # a small generic state
             return
         table, images = state
-        grams = list(table)
-        own_keys = gram_keys(grams)
-        keys = comm.arrays(own_keys)
-        counts = comm.arrays(np.fromiter(table.values(), np.int32, len(table)))
+        # this rank's n-grams: its references' (counted) and its candidates' (looked up only)
+        grams = list(table) + [g for g in component.fit_state([[c] for c in cands])[0] if g not in table]  # type: ignore[attr-defined]
+        keys = _ngram_keys(grams, comm)
+        counted = len(table)
+        order = np.argsort(keys[:counted], kind="stable")
+        sent = _pack(keys[:counted][order], np.fromiter(table.values(), np.int64, counted)[order])
+        parts = [_unpack(p) for p in comm.arrays(sent)]
         total_images = int(sum(int(n[0]) for n in comm.arrays(np.array([images], np.int64))))
-        every, inverse = np.unique(np.concatenate(keys), return_inverse=True)
-        totals = np.bincount(inverse, np.concatenate(counts).astype(float), minlength=len(every)).astype(np.int64)
-        # the global count of every n-gram of this rank's references and candidates
-        extra = [g for g in component.fit_state([[c] for c in cands])[0] if g not in table]  # type: ignore[attr-defined]
-        grams += extra
-        own_keys = np.concatenate([own_keys, gram_keys(extra)])
-        where = np.minimum(np.searchsorted(every, own_keys), max(len(every) - 1, 0))
-        found = every[where] == own_keys if len(every) else np.zeros(len(own_keys), bool)
+        every, inverse = np.unique(np.concatenate([k for k, _ in parts]), return_inverse=True)
+        totals = np.bincount(inverse, np.concatenate([c for _, c in parts]).astype(float),
+                             minlength=len(every)).astype(np.int64)
+        where = np.minimum(np.searchsorted(every, keys), max(len(every) - 1, 0))
+        found = every[where] == keys if len(every) else np.zeros(len(keys), bool)
         component.fit_states([(dict(zip([grams[i] for i in np.flatnonzero(found).tolist()],  # type: ignore[attr-defined]
                                         totals[where[found]].tolist())), total_images)])
 
