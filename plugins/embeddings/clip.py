@@ -1,5 +1,8 @@
 """The ``clip`` embedder: the text tower of a CLIP model (its projected text features, as
-``CLIPModel.get_text_features``), loaded through transformers from a local directory."""
+``CLIPModel.get_text_features``), loaded through transformers from a local directory, or from
+an OpenAI ``.pt`` / PAC-S ``.pth`` file or an open_clip folder through the ``clip-model``
+image–text model (capmetrics.plugins.clip_score), whose loaded checkpoints and per-run text
+features it then shares with ``clip-score`` and kin."""
 
 from __future__ import annotations
 
@@ -21,7 +24,8 @@ class ClipTextEmbedder(Embedder):
 
     Args:
         model: a CLIP model directory (a full CLIP checkpoint or its text model) with its
-            tokenizer; nothing is downloaded.
+            tokenizer, an OpenAI ``clip`` ``.pt`` / PAC-S ``.pth`` file or an open_clip folder;
+            nothing is downloaded.
         batch_size: texts per forward pass (halved while the GPU is out of memory).
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``; none = the run's (``--device``).
         normalize: return unit-length vectors.
@@ -78,10 +82,34 @@ class ClipTextEmbedder(Embedder):
         self._tower = tower.eval().to(self._device)
         return self._tokenizer, self._tower
 
+    def _shared(self):  # type: ignore[no-untyped-def]
+        """The ``clip-model`` image–text model for checkpoints transformers cannot read as a
+        folder (OpenAI/PAC-S files, open_clip folders); None for Hugging Face folders."""
+        if self.model is None:
+            return None
+        path = Path(self.model).expanduser()
+        if not (path.is_file() or (path / "open_clip_config.json").is_file()):
+            return None
+        shared = getattr(self, "_clip_model", None)
+        if shared is None:
+            from capmetrics.plugins.clip_score.model import ClipModel
+
+            shared = self._clip_model = ClipModel(str(self.model), device=self.device, batch_size=self.batch_size)
+        return shared
+
+    def __getstate__(self) -> dict[str, object]:
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
     def identity(self) -> str:
+        shared = self._shared()
+        if shared is not None:
+            return shared.identity()
         return _model_identity(self.model, str(Path(str(self.model)).expanduser()), None)
 
     def signature_extra(self) -> dict[str, str]:
+        shared = self._shared()
+        if shared is not None:
+            return {**shared.signature_extra(), "normalize": str(self.normalize)}
         device = getattr(self, "_device", None) or resolve_device(self.device)
         return {"model": self.identity(), "normalize": str(self.normalize), **device_signature(device)}
 
@@ -113,5 +141,15 @@ class ClipTextEmbedder(Embedder):
         return out
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        shared = self._shared()
+        if shared is not None:
+            distinct, inverse = unique_texts(texts)
+            cut = len(shared.overlong(distinct))
+            if cut:
+                warnings.warn(f"clip: {cut} text(s) longer than the text tower takes were truncated", stacklevel=2)
+            feats = np.asarray(shared.embed_texts(distinct), dtype=np.float32)
+            if self.normalize and len(feats):
+                feats = feats / np.linalg.norm(feats, axis=1, keepdims=True)
+            return feats[inverse]
         distinct, inverse = unique_texts(texts)
         return self.encode(distinct)[inverse]

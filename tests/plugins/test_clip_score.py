@@ -507,3 +507,17 @@ def test_the_kit_catches_a_model_whose_rows_depend_on_the_batch(add_plugin):
     add_plugin(LeakyPlugin(), "leaky-image-text")
     with pytest.raises(CheckFailed, match="depend on the other texts"):
         check_component("leaky-image-text", checks=["check_image_text_model"])
+
+
+def test_the_clip_text_embedder_reads_openai_checkpoints_through_the_shared_loader(checkpoints):
+    from capmetrics.plugins.clip_score.model import ClipModel
+
+    emb = capmetrics.compose(f'clip(model="{checkpoints["clip"]}", normalize=true)', "embedder")
+    texts = ["a dog runs", "a cat", "a dog runs"]
+    ours = emb.embed_texts(texts)
+    want = ClipModel(checkpoints["clip"]).embed_texts(texts)
+    np.testing.assert_allclose(ours, want / np.linalg.norm(want, axis=1, keepdims=True), atol=1e-6)
+    assert emb.signature()["model"].startswith("sha256:")
+    res = capmetrics.score(Dataset([Item("a", ("a dog", "a dog runs", "dogs run"), ("a dog runs", "a cat"))]),
+                           [f'mmd(embedder=clip(model="{checkpoints["clip"]}"))'])
+    assert np.isfinite(res.metrics[0].corpus)
