@@ -302,8 +302,7 @@ def test_a_terminated_or_killed_run_leaves_no_jvm(tmp_path, cache_dir, how) -> N
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     # the CLI turns SIGTERM into the same exception as Ctrl-C
-    handler = ("signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))"
-               if how == "SIGTERM" else "")
+    handler = "from capmetrics.interrupts import interrupt_on_signals; interrupt_on_signals()" if how == "SIGTERM" else ""
     child = _run_child(cache_dir, tmp, handler)
     try:
         assert _wait_for(lambda: any(p != child.pid for p in _jvms_in(tmp))), "no JVM started"
@@ -391,3 +390,26 @@ def test_jvms_and_heaps_are_chosen_from_the_work(tmp_path, monkeypatch) -> None:
 
     found = _parse.parse_captions(["a", "b"], command("small"), 1, 60, lambda parsed: None, command("large"))
     assert found == {"a": [["a"]], "b": [["b"]]} and used == ["small", "large"]
+
+
+@needs_spice
+def test_sigterm_to_the_cli_while_spice_parses_leaves_no_jvm_and_no_folder(tmp_path, cache_dir) -> None:  # type: ignore[no-untyped-def]
+    """Issue 26 row 11, end to end: ``capmetrics score -m spice`` terminated while its JVM runs."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"id": "1", "references": ["a dog runs on the grass"],
+                                "candidates": ["a brown dog runs"]}) + "\n")
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    cli = Path(sys.executable).with_name("capmetrics")
+    child = subprocess.Popen([str(cli), "score", str(data), "-m", "spice"], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert _wait_for(lambda: any(p != child.pid for p in _jvms_in(tmp)), 120), "no JVM started"
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(60) == 128 + signal.SIGTERM
+        assert _wait_for(lambda: not _jvms_in(tmp)), "a JVM outlived the CLI"
+        assert list(tmp.glob("capmetrics-spice-*")) == []
+    finally:
+        child.kill()
+        child.wait()
