@@ -335,6 +335,9 @@ def _emit(res: Results, out: Path | None, fmt: str, quiet: bool, signatures: boo
         try:
             res.write(out, fmt)
         except CapmetricsError as err:  # full disk, read-only folder: the OS's reason, exit 1
+            if isinstance(err.__cause__, BrokenPipeError):  # `--out - | head`: quiet, as printing is
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                return
             fail(err)
         if not quiet and str(out) != "-":
             typer.echo(f"wrote {out}", err=True)

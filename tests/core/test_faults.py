@@ -572,3 +572,11 @@ def test_ids_1_and_quoted_1_are_refused_together(tmp_path):
     ds = load_dataset(write_jsonl(tmp_path / "d.jsonl", records))
     csv = capmetrics.score(ds, ["bleu-1"]).to_csv().splitlines()
     assert [line.split(",")[2] for line in csv if line.startswith("bleu-1,item,")] == ["1", "01", records[2]["id"]]
+
+
+def test_out_dash_into_a_closed_pipe_is_quiet_as_printing_is(data, tmp_path):
+    big = write_jsonl(tmp_path / "big.jsonl", [{**r, "id": f"{r['id']}-{k}"} for k in range(200) for r in THREE])
+    script = f"{' '.join(CLI)} score {big} -m bleu-1 --format csv -q --out - | head -1"
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.stdout == "metric,level,item,candidate,value,p_value,signature\n"
+    assert done.returncode == 0 and "Error" not in done.stderr, done.stderr
