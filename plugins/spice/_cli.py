@@ -150,7 +150,12 @@ def server_status() -> None:
     from capmetrics.plugins.spice import PARSER_VERSION, _server
 
     info = _server.read_info()
-    if info is None or not _server.ping(info):
+    try:
+        alive = info is not None and _server.ping(info)
+    except _server.Impostor as err:
+        typer.echo(f"no spice parser server is running: {err}")
+        raise typer.Exit(1) from None
+    if info is None or not alive:
         typer.echo("no spice parser server is running")
         raise typer.Exit(1)
     usable = info.version == _server.server_version(PARSER_VERSION)

@@ -413,3 +413,19 @@ def test_sigterm_to_the_cli_while_spice_parses_leaves_no_jvm_and_no_folder(tmp_p
     finally:
         child.kill()
         child.wait()
+
+
+def test_server_commands_name_an_impostor_instead_of_failing(cache_dir) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from capmetrics.plugins.spice._cli import server_app
+
+    version = _server.server_version(spice.PARSER_VERSION)
+    impostor = Impostor(version)
+    cache_dir.mkdir(parents=True)
+    _server.info_path().write_text(json.dumps({"port": impostor.port, "token": "t", "pid": 1, "version": version}))
+    status = CliRunner().invoke(server_app, ["status"])
+    assert status.exit_code == 1 and "did not prove that it is the parser server" in status.output
+    stop = CliRunner().invoke(server_app, ["stop"])
+    assert stop.exit_code == 0 and "no spice parser server was running" in stop.output
+    assert not _server.info_path().exists() and b"STOP" not in impostor.received
