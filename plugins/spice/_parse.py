@@ -5,10 +5,12 @@ source is next to it) runs ``edu.anu.spice.SpiceParser`` of pycocoevalcap's ``sp
 (CoreNLP 3.6.0 + SPICE's dependency patterns) and writes each caption's tuples as one JSON line,
 flushed after every chunk. It starts faster than the jar (CoreNLP without the ``ner`` annotator,
 whose tags the parser never reads; no synonym tables): 2.8 s against 5.8 s, the same tuples
-(``experiments/spice_parser_equivalence.py``). The captions are split over ``jobs`` JVMs (each loads its own CoreNLP,
-1-3 GB) run side by side, each with ``cores / jobs`` CoreNLP threads. A JVM that dies (killed, out
-of memory) keeps the chunks it finished; the rest of its shard is run again on a fresh JVM, up to
-``RETRIES`` times, so no caption is silently missing.
+(``experiments/spice_parser_equivalence.py``). The captions are split over ``jobs`` JVMs run
+side by side (by default chosen from the work: :func:`default_jobs`), each loading the parser
+model once for its whole shard, with a :data:`HEAP` heap and ``cores / jobs`` CoreNLP threads. A
+JVM that dies (killed, out of memory) keeps the chunks it finished; the rest of its shard is run
+again on a fresh JVM (with :data:`RETRY_HEAP`), up to ``RETRIES`` times, so no caption is silently
+missing. No JVM outlives the run (:data:`PARENT_PIPE`).
 """
 
 from __future__ import annotations
