@@ -82,6 +82,12 @@ def compare_cli(
         check_run_options(input_format=input_format, jobs=jobs, executor=executor, scheduler=scheduler,
                           sample_candidates=sample_candidates, sample_references=sample_references)
         check_output(out, (system_a, system_b, references, config))
+        for option, count in (("--trials", trials), ("--resamples", resamples)):
+            if count < 1:
+                raise SpecError(f"{option} must be at least 1, got {count}")
+        for option, level in (("--confidence", confidence), ("--alpha", alpha)):
+            if not 0 < level < 1:
+                raise SpecError(f"{option} must lie strictly between 0 and 1, got {level}")
         cfg = load_config(config) if config else Config()
         for spec in metric:
             compose(spec, METRIC_KINDS, definitions=cfg.definitions)

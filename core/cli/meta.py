@@ -123,6 +123,10 @@ def register(app: typer.Typer) -> None:
             from capmetrics.atomic import check_output
 
             check_output(out, (judgments, references))
+            if bootstrap < 0:
+                raise SpecError(f"--bootstrap must be 0 (no intervals) or more, got {bootstrap}")
+            if not 0 < confidence < 1:
+                raise SpecError(f"--confidence must lie strictly between 0 and 1, got {confidence}")
             specs = list(metric or DEFAULT_META_METRICS)
             built = [build_metric(s) for s in specs]
         except (SpecError, UnknownComponentError) as err:

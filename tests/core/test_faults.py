@@ -580,3 +580,17 @@ def test_out_dash_into_a_closed_pipe_is_quiet_as_printing_is(data, tmp_path):
     done = subprocess.run(["bash", "-o", "pipefail", "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.stdout == "metric,level,item,candidate,value,p_value,signature\n"
     assert done.returncode == 0 and "Error:" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(("command", "message"), [
+    (["compare", "{a}", "{a}", "-m", "bleu-4", "--trials", "0"], "--trials must be at least 1"),
+    (["compare", "{a}", "{a}", "-m", "bleu-4", "--alpha", "1"], "--alpha must lie strictly between 0 and 1"),
+    (["compare", "{a}", "{a}", "-m", "bleu-4", "--confidence", "0"], "--confidence must lie strictly"),
+    (["compare", "{a}", "{a}", "-m", "bleu-4", "--sample-candidates", "0"], "--sample-candidates must be at least 1"),
+    (["meta", "{a}", "--confidence", "1.5"], "--confidence must lie strictly"),
+    (["meta", "{a}", "--bootstrap", "-1"], "--bootstrap must be 0"),
+])
+def test_usage_errors_of_compare_and_meta_exit_2(data, command, message):
+    result = CliRunner().invoke(capmetrics.cli.get_app(), [c.format(a=data) for c in command])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
