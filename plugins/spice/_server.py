@@ -206,9 +206,14 @@ def parse(info: ServerInfo, texts: Sequence[str], store: Callable[[dict[str, Par
     body = json.dumps(list(texts), ensure_ascii=False).encode("utf-8")
     try:
         connection, lines = _connect(info, f"PARSE {len(body)}", 5.0)
-        connection.sendall(body)
     except OSError as err:
         raise ServerError(f"spice: cannot reach the parser server on port {info.port}: {err}") from None
+    try:
+        connection.sendall(body)
+    except OSError as err:
+        lines.close()
+        connection.close()
+        raise ServerError(f"spice: the parser server on port {info.port} dropped the request: {err}") from None
     found: dict[str, Parse] = {}
     chunk: dict[str, Parse] = {}
     seen: set[int] = set()
