@@ -38,6 +38,8 @@ class _Collector:
         self.items: OrderedDict[Any, dict[str, Any]] = OrderedDict()
         self.problems: list[Problem] = []
         self.bad: set[Any] = set()
+        #: Ids of earlier parts of a streamed file.
+        self.seen: set[Any] = set()
 
     def problem(self, item: ItemId | None, message: str, line: int | None = None) -> None:
         self.problems.append(Problem(self.source, item, message, line))
@@ -74,7 +76,7 @@ class _Collector:
             self.problem(None, f"item id {value!r} {_unencodable(value)}", line)
             return False
         twin = str(value) if isinstance(value, int) else _int_text(value)
-        if twin is not None and twin in self.items and twin != value:
+        if twin is not None and (twin in self.items or twin in self.seen) and twin != value:
             self.problem(None, f"item ids {twin!r} and {value!r} are both present: they are one id as text "
                                "(CSV, pycocoevalcap's dict keys); use one type for every id", line)
             return False
@@ -231,6 +233,7 @@ def _collect(records: Iterable[tuple[int | None, Any]], source: str, id_keys: tu
              empty_candidates: EmptyCandidates = "score", seen: set[Any] | None = None) -> _Collector:
     """Validate records into a collector; ``seen`` holds the ids of earlier parts of the file."""
     col = _Collector(source, empty_candidates)
+    col.seen = seen if seen is not None else set()
     for line, rec in records:
         if not isinstance(rec, Mapping):
             col.problem(None, f"expected an object, got {type(rec).__name__}", line)

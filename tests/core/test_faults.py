@@ -568,6 +568,10 @@ def test_ids_1_and_quoted_1_are_refused_together(tmp_path):
     records[0]["id"], records[1]["id"] = 1, "1"
     with pytest.raises(DataError, match="item ids 1 and '1' are both present"):
         load_dataset(write_jsonl(tmp_path / "d.jsonl", records))
+    from capmetrics.data.loaders import iter_jsonl
+
+    parts = list(iter_jsonl(write_jsonl(tmp_path / "d.jsonl", records), 1, seen=set()))  # streamed: the same
+    assert "item ids 1 and '1' are both present" in str(parts[1].skipped[0])
     records[1]["id"] = "01"  # different text: fine, and told apart in CSV
     ds = load_dataset(write_jsonl(tmp_path / "d.jsonl", records))
     csv = capmetrics.score(ds, ["bleu-1"]).to_csv().splitlines()
