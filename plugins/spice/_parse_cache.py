@@ -73,7 +73,12 @@ def truncation(path: Path) -> str | None:
     """Why the SQLite file at ``path`` is shorter than its header says (a cut copy), or None.
 
     Reads only the 100-byte header: page size (offset 16) times the in-header page count (offset
-    28, valid when the change counter at 24 equals the version-valid-for number at 92)."""
+    28, valid when the change counter at 24 equals the version-valid-for number at 92). A file with
+    a journal beside it (a commit that a killed process left for SQLite to roll back) is left to
+    SQLite."""
+    journal = path.with_name(path.name + "-journal")
+    if journal.exists() and journal.stat().st_size > 0:
+        return None
     try:
         with open(path, "rb") as handle:
             header = handle.read(100)
