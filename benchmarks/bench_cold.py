@@ -14,8 +14,9 @@
 
 Every row carries the 1-minute load average: on a shared 2-core machine wall times (the speed-up
 above all) are noisy, so the CPU seconds of each process are sampled from /proc as well and the
-run's wall on an idle box is projected from them (the main process's CPU, plus the workers' CPU
-shared over the cores).
+run's wall on an idle box is projected from them (the main process alone before its first worker
+and after its last; in between the longer of its own work and the workers' CPU shared over the
+cores).
 
 Run: ``.venv/bin/python benchmarks/bench_cold.py [--repeat 3] [--skip-meteor] [--skip-jobs]``.
 """
@@ -55,6 +56,7 @@ class Tree:
     peak_sum: int = 0  # bytes: the largest sum of the tree's RSS at one moment
     peak_one: int = 0  # bytes: the largest single process
     cpu: dict[int, float] = field(default_factory=dict)  # pid -> CPU seconds (last sample)
+    main_at_kids: list[float] = field(default_factory=list)  # main CPU while it had children
     stdout: str = ""
     stderr: str = ""
 
@@ -63,6 +65,16 @@ class Tree:
 
     def others_cpu(self, pid: int) -> float:
         return sum(c for p, c in self.cpu.items() if p != pid)
+
+    def idle_wall(self, pid: int, cores: int) -> float:
+        """The wall time on an idle box of ``cores`` cores, from the CPU seconds: the main
+        process alone before its first child and after its last, and in between the longer of
+        its own work and the children's shared over the cores."""
+        main, others = self.main_cpu(pid), self.others_cpu(pid)
+        if not self.main_at_kids or not others:
+            return main + others
+        first, last = self.main_at_kids[0], self.main_at_kids[-1]
+        return first + max(last - first, others / cores) + (main - last)
 
 
 def _children() -> dict[int, list[int]]:
@@ -80,6 +92,13 @@ def _children() -> dict[int, list[int]]:
 
 def _sample(root: int, tree: Tree) -> None:
     kids, todo, total = _children(), [root], 0
+    if kids.get(root):
+        try:
+            with open(f"/proc/{root}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            tree.main_at_kids.append((int(fields[11]) + int(fields[12])) / TICK)
+        except OSError:
+            pass
     while todo:
         pid = todo.pop()
         todo.extend(kids.get(pid, []))
@@ -173,7 +192,7 @@ def bench_jobs(counts: list[int], repeat: int) -> None:
                                      "--format", "json", "-q", "--out", str(out)])
                     notes.update(line for line in tree.stderr.splitlines() if line.startswith("capmetrics:"))
                     best[jobs] = min(best.get(jobs, float("inf")), tree.wall)
-                    idle = tree.main_cpu(pid) + tree.others_cpu(pid) / min(jobs, cores)
+                    idle = tree.idle_wall(pid, min(jobs, cores))
                     if idle < projected.get(jobs, float("inf")):
                         projected[jobs], split[jobs] = idle, (tree.main_cpu(pid), tree.others_cpu(pid))
                     outputs[jobs] = out.read_bytes()
