@@ -39,17 +39,22 @@ def one_time_step(what: str, usual: str, total: int | None = None,
     if _quiet():
         yield lambda n=1: None
         return
+    from capmetrics.progress import listening, work
+
     stream = sys.stderr
     print(f"capmetrics: {what} (once; usually {usual})...", file=stream, flush=True)
     start = time.perf_counter()
     bar = None
-    if total and stream.isatty():
+    if total and stream.isatty() and not listening():
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
         bar = Progress(TextColumn("  "), BarColumn(), TaskProgressColumn(), TextColumn(unit),
                        TimeRemainingColumn(), console=Console(file=stream), transient=True)
-    if bar is None:
+    if total and listening():  # a run's progress bar is up: it shows this step (one bar per run)
+        with work(total, unit or "steps") as advance:
+            yield advance
+    elif bar is None:
         yield lambda n=1: None
     else:
         with bar:

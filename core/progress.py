@@ -58,6 +58,11 @@ def _ignore(n: int = 1) -> None:
     return None
 
 
+def listening() -> bool:
+    """Whether a front end listens to :func:`work` here (a run's progress bar is up)."""
+    return _reporter.get() is not None
+
+
 @contextlib.contextmanager
 def reporting(reporter: Reporter | None) -> Iterator[None]:
     """Send the :func:`work` of this context (this thread, this process) to ``reporter``."""
@@ -157,7 +162,7 @@ class RunProgress:
         if self.plain and (force or now - self.last_print >= self.every) and total is not None:
             self.last_print = now
             rate = done / (now - started) if now > started else 0.0
-            print(f"capmetrics: {self.label}: {done:,}/{total:,} {unit} ({rate:,.0f} {unit}/s)", file=self.stream,
+            print(f"capmetrics: {self.label}: {done:,}/{total:,} {unit} ({_rate(rate)} {unit}/s)", file=self.stream,
                   flush=True)
 
     def __enter__(self) -> RunProgress:
@@ -177,6 +182,11 @@ class RunProgress:
             self.bar.__exit__(*exc)
 
 
+def _rate(per_second: float) -> str:
+    """A rate with the digits that matter: ``1,234``, ``56``, ``0.22``."""
+    return f"{per_second:,.0f}" if per_second >= 10 else f"{per_second:.2g}"
+
+
 def _rate_column() -> Any:
     from rich.progress import ProgressColumn
     from rich.text import Text
@@ -186,7 +196,7 @@ def _rate_column() -> Any:
 
         def render(self, task: Any) -> Text:
             speed = task.finished_speed or task.speed
-            return Text("" if speed is None else f"{speed:,.0f} {task.fields.get('unit', '')}/s")
+            return Text("" if speed is None else f"{_rate(speed)} {task.fields.get('unit', '')}/s")
 
     return RateColumn()
 

