@@ -16,8 +16,10 @@ from capmetrics.cli import get_app
 HEADER = """# Command line
 
 `capmetrics` is a typer application. Errors print one message on stderr and exit non-zero
-(2 for usage and spec errors, 1 for data and metric errors); `--debug` (or `CAPMETRICS_DEBUG=1`)
-shows the traceback instead; warnings are one line, `Warning: ...`. Plugins can add commands
+(2 for usage and spec errors, 1 for data and metric errors and outputs that cannot be written,
+3 for a bug in capmetrics or a plugin, 128 + N after signal N: 130 Ctrl-C, 143 SIGTERM, 129
+SIGHUP, each cleaned up as Ctrl-C is; what each command promises about its outputs:
+[guarantees.md](guarantees.md)); `--debug` (or `CAPMETRICS_DEBUG=1`) shows the traceback instead; warnings are one line, `Warning: ...`. Plugins can add commands
 through the `register_commands` hook. This page is generated from the commands themselves
 (`python docs/generate_cli.py`).
 
