@@ -16,6 +16,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -305,8 +306,11 @@ def _gone(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    with open(f"/proc/{pid}/stat") as status:  # a zombie no one reaped yet counts as gone
-        return status.read().split(")")[-1].split()[0] == "Z"
+    try:
+        with open(f"/proc/{pid}/stat") as status:  # a zombie no one reaped yet counts as gone
+            return status.read().split(")")[-1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGINT, 130)])
@@ -321,6 +325,45 @@ def test_sigterm_and_sighup_clean_up_as_sigint_does(tmp_path, signum, code):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["slow.py"]  # no temporary output, no partial file
     if signum != signal.SIGINT:
         assert f"interrupted by {signal.Signals(signum).name}" in err
+
+
+def _spice_ready() -> bool:
+    try:
+        from capmetrics.plugins.spice import _resources
+
+        return not _resources.check()
+    except Exception:  # noqa: BLE001 - not set up, not installed: skip
+        return False
+
+
+def _children(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+@pytest.mark.java
+@pytest.mark.skipif(not _spice_ready(), reason="SPICE is not set up (capmetrics setup spice)")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_while_spice_parses_kills_the_jvm_and_removes_its_folder(tmp_path, signum):
+    records = [{**r, "candidates": [f"{c} beside zebra {os.getpid()} {time.time_ns()} {k}"
+                                    for k, c in enumerate(r["candidates"])]} for r in THREE]  # never cached
+    data = write_jsonl(tmp_path / "d.jsonl", records)
+    proc = subprocess.Popen([*CLI, "score", str(data), "-m", "spice", "-q"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    deadline = time.monotonic() + 60
+    jvms: list[int] = []
+    while not jvms and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+        jvms = [c for c in _children(proc.pid) if "java" in Path(f"/proc/{c}/comm").read_text()]
+    if not jvms:
+        proc.kill()
+        pytest.skip("the parse finished (or failed) before a JVM was seen")
+    folders = sorted(Path(tempfile.gettempdir()).glob(f"capmetrics-spice-{proc.pid}-*"))
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signum, err
+    assert all(_gone(jvm) for jvm in jvms)
+    assert not any(folder.exists() for folder in folders)
 
 
 def test_a_forked_worker_still_dies_of_sigterm(tmp_path):
