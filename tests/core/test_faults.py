@@ -94,6 +94,32 @@ def test_out_onto_a_link_to_dev_null_keeps_the_link(data, tmp_path):
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
 
 
+def test_out_onto_a_link_to_a_terminal_writes_to_the_terminal(data, tmp_path):
+    master, slave = os.openpty()
+    try:
+        link = tmp_path / "tty"
+        link.symlink_to(os.ttyname(slave))
+        got = bytearray()
+        reader = threading.Thread(target=lambda: _drain(master, got))
+        reader.start()
+        assert invoke("score", str(data), "-m", "bleu-4", "--out", str(link), "--format", "csv", "-q").exit_code == 0
+        reader.join(10)
+        assert link.is_symlink() and stat.S_ISCHR(os.stat(link).st_mode)
+        assert b"metric,level,item" in got
+    finally:
+        os.close(slave)
+        os.close(master)
+
+
+def _drain(fd: int, into: bytearray, seconds: float = 5.0) -> None:
+    import select
+
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and b"bleu-4,candidate" not in into:
+        if select.select([fd], [], [], 0.1)[0]:
+            into.extend(os.read(fd, 65536))
+
+
 def test_out_onto_a_link_to_a_file_replaces_the_file_and_keeps_the_link(data, tmp_path):
     target, link = tmp_path / "target.json", tmp_path / "link.json"
     target.write_text("{}")
