@@ -141,15 +141,19 @@ def _build_paraphrases(table: Path, advance: Callable[[int], None] = lambda n: N
             "max_len": np.asarray([int(np.diff(phrases.offsets).max(initial=0))])}
 
 
-def _phrase_keys(phrases: Ragged) -> np.ndarray:
-    lengths = np.diff(phrases.offsets)
-    keys = np.zeros(len(lengths), dtype=np.uint64)
+def _phrase_keys(phrases: Ragged, chunk: int = 1 << 18) -> np.ndarray:
+    """:func:`phrase_key` of every phrase, vectorised a chunk of phrases at a time (bounded
+    temporaries)."""
+    keys = np.zeros(len(phrases.offsets) - 1, dtype=np.uint64)
     mult = np.uint64(KEY_MULT)
     with np.errstate(over="ignore"):
-        for t in range(int(lengths.max(initial=0))):
-            rows = np.flatnonzero(lengths > t)
-            ids = phrases.values[phrases.offsets[rows] + t].astype(np.uint64)
-            keys[rows] = keys[rows] * mult + ids + np.uint64(1)
+        for start in range(0, len(keys), chunk):
+            offsets = phrases.offsets[start:start + chunk + 1]
+            lengths, part = np.diff(offsets), keys[start:start + chunk]
+            for t in range(int(lengths.max(initial=0))):
+                rows = np.flatnonzero(lengths > t)
+                ids = phrases.values[offsets[rows] + t].astype(np.uint64)
+                part[rows] = part[rows] * mult + ids + np.uint64(1)
     return keys
 
 
