@@ -203,8 +203,8 @@ def test_flickr8k_cf_equals_the_jar(pair, step: int, count: int) -> None:  # typ
     cands, refs = cands[::step], refs[::step]
     ours, theirs = native.score(cands, refs), jar.score(cands, refs)
     assert len(ours.values) == count
-    np.testing.assert_allclose(ours.values, theirs.values, rtol=0, atol=1e-12)  # last bits: the JVM's Math.pow
-    assert abs(ours.corpus - theirs.corpus) <= 1e-12
+    np.testing.assert_array_equal(ours.values, theirs.values)  # to the bit (the C library's pow, as the jar's)
+    assert ours.corpus == theirs.corpus
 
 
 # ------------------------------------------------------------------ the compiled aligner and its fallback
