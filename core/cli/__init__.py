@@ -224,7 +224,7 @@ def score_cli(
             raise SpecError(f"unknown --empty-candidates {empty_candidates!r}; use score or error")
         check_run_options(data=data, results=results, input_format=input_format, jobs=jobs, executor=executor,
                           scheduler=scheduler, chunk_size=chunk_size, sample_candidates=sample_candidates,
-                          sample_references=sample_references)
+                          sample_references=sample_references, sample_seed=sample_seed)
         from capmetrics.atomic import check_output
 
         check_output(out, (data, results, config))
@@ -256,7 +256,7 @@ def score_cli(
 def check_run_options(*, data: Path | None = None, results: Path | None = None, input_format: str = "auto",
                       jobs: int = 1, executor: str | None = None, scheduler: str | None = None,
                       chunk_size: int | None = None, sample_candidates: int | None = None,
-                      sample_references: int | None = None) -> None:
+                      sample_references: int | None = None, sample_seed: int = 0) -> None:
     """Refuse, before any work, an option out of its range or one that this combination of
     options would silently ignore (a usage error: exit 2).
 
@@ -278,6 +278,10 @@ def check_run_options(*, data: Path | None = None, results: Path | None = None, 
         raise SpecError(f"--scheduler names a Dask scheduler; it cannot be used with --executor {executor}")
     if jobs > 1 and executor == "serial":
         raise SpecError(f"--jobs {jobs} starts worker processes; --executor serial runs none (drop one of them)")
+    if jobs > 1 and scheduler is not None:
+        raise SpecError(f"--jobs {jobs} sizes a local cluster; the Dask cluster at --scheduler has its own workers")
+    if sample_seed != 0 and sample_candidates is None and sample_references is None:
+        raise SpecError("--sample-seed seeds --sample-candidates/--sample-references; give one of them or drop it")
     jsonl = data is not None and (input_format == "jsonl" or (input_format == "auto" and data.suffix == ".jsonl"))
     if chunk_size is not None and data is not None and not jsonl:
         raise SpecError(f"--chunk-size streams JSONL files only; {data} is not JSONL (--input-format jsonl)")

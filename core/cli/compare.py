@@ -80,7 +80,8 @@ def compare_cli(
         from capmetrics.cli import check_run_options
 
         check_run_options(input_format=input_format, jobs=jobs, executor=executor, scheduler=scheduler,
-                          sample_candidates=sample_candidates, sample_references=sample_references)
+                          sample_candidates=sample_candidates, sample_references=sample_references,
+                          sample_seed=sample_seed)
         check_output(out, (system_a, system_b, references, config))
         for option, count in (("--trials", trials), ("--resamples", resamples)):
             if count < 1:

@@ -548,6 +548,8 @@ def test_unknown_policies_are_refused(data, kwargs):
     (["--chunk-size", "0"], "--chunk-size must be at least 1"),
     (["--executor", "serial", "--scheduler", "tcp://127.0.0.1:1"], "cannot be used with --executor serial"),
     (["--executor", "serial", "--jobs", "2"], "--executor serial runs none"),
+    (["--scheduler", "tcp://127.0.0.1:1", "--jobs", "2"], "has its own workers"),
+    (["--sample-seed", "3"], "--sample-seed seeds --sample-candidates"),
     (["--executor", "threads"], "unknown --executor"),
     (["--input-format", "csv"], "unknown --input-format"),
     (["--input-format", "vdtk", "--chunk-size", "5"], "streams JSONL files only"),
