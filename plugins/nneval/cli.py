@@ -11,7 +11,8 @@ from capmetrics.errors import CapmetricsError, SpecError, UnknownComponentError
 DEFAULT_CACHE = Path.home() / ".cache" / "capmetrics" / "nneval"
 
 
-def _training_images(train: Path | None, flickr8k_split: str | None, root: Path | None):  # type: ignore[no-untyped-def]
+def _training_images(train: Path | None, flickr8k_split: str | None, root: Path | None,  # type: ignore[no-untyped-def]
+                     images: Path | None = None):
     from capmetrics.data.loaders import load_dataset
     from capmetrics.meta import flickr8k_root
     from capmetrics.plugins.nneval.training_data import load_flickr8k_split
@@ -19,11 +20,12 @@ def _training_images(train: Path | None, flickr8k_split: str | None, root: Path 
     if (train is None) == (flickr8k_split is None):
         raise SpecError("give either --train DATASET or --flickr8k-split train|dev|test")
     if train is not None:
-        return load_dataset(train)
-    return load_flickr8k_split(flickr8k_root(root), flickr8k_split)  # type: ignore[arg-type]
+        return load_dataset(train, images=images)
+    return load_flickr8k_split(flickr8k_root(root), flickr8k_split, images)  # type: ignore[arg-type]
 
 
-def _validation(spec: str | None, root: Path | None, fraction: float, seed: int):  # type: ignore[no-untyped-def]
+def _validation(spec: str | None, root: Path | None, fraction: float, seed: int,  # type: ignore[no-untyped-def]
+                images: Path | None = None):
     """Validation judgments: a preset name or a JSONL file, optionally one seeded half of its images."""
     from capmetrics.cli.meta import load_judgments_arg
     from capmetrics.data.judgments import Judgments
@@ -32,7 +34,7 @@ def _validation(spec: str | None, root: Path | None, fraction: float, seed: int)
     if spec is None:
         return None
     preset = spec if spec in PRESETS else None
-    judgments, _ = load_judgments_arg(None if preset else spec, preset, root, None)
+    judgments, _ = load_judgments_arg(None if preset else spec, preset, root, None, None if preset else images)
     if not isinstance(judgments, Judgments):
         raise SpecError(f"{spec}: early stopping needs rated judgments, not pairwise ones")
     if fraction < 1:
@@ -43,22 +45,23 @@ def _validation(spec: str | None, root: Path | None, fraction: float, seed: int)
 
 def _train_human_vs_machine(model, out: Path, train: Path | None, flickr8k_split: str | None,  # type: ignore[no-untyped-def]
                             root: Path | None, system_output: Path | None, validation: str | None,
-                            validation_fraction: float, impostor_pool: int, impostor_sampling: str, seed: int) -> None:
+                            validation_fraction: float, impostor_pool: int, impostor_sampling: str, seed: int,
+                            images_dir: Path | None = None) -> None:
     """The paper's training: human vs machine (or impostor) captions, early-stopped on judgments."""
     from capmetrics.plugins.nneval.training_data import build_training_set, load_system_output
 
-    images = _training_images(train, flickr8k_split, root)
+    images = _training_images(train, flickr8k_split, root, images_dir)
     machine = load_system_output(system_output) if system_output else None
     training = build_training_set(images, system_output=machine, impostor_pool=impostor_pool,
                                   impostor_sampling=impostor_sampling, seed=seed)
-    judged = _validation(validation, root, validation_fraction, seed)
+    judged = _validation(validation, root, validation_fraction, seed, images_dir)
     typer.echo(f"training on {len(training)} candidates from {len(images)} images", err=True)
     model.fit(training, judged)
     model.save(out)
 
 
 def _rating_sets(fit_specs: list[str], stop_specs: list[str], root: Path | None, fraction: float,
-                 stop_share: float, seed: int) -> tuple[list[Any], list[Any], int, int]:
+                 stop_share: float, seed: int, images: Path | None = None) -> tuple[list[Any], list[Any], int, int]:
     """(training, early-stopping) judgments for ``fit_ratings``: of a seeded share ``fraction`` of the
     images judged in any of the sets (the same images in every set; the rest stays unseen), a
     seeded ``stop_share`` early-stops on ``stop_specs``, the others train on ``fit_specs``."""
@@ -68,7 +71,7 @@ def _rating_sets(fit_specs: list[str], stop_specs: list[str], root: Path | None,
     if not 0 < fraction <= 1 or not 0 < stop_share < 1:
         raise SpecError(f"--rating-fraction must be in (0, 1] and --early-stopping-share in (0, 1), not "
                         f"{fraction} and {stop_share}")
-    loaded = {spec: _validation(spec, root, 1.0, seed) for spec in dict.fromkeys([*fit_specs, *stop_specs])}
+    loaded = {spec: _validation(spec, root, 1.0, seed, images) for spec in dict.fromkeys([*fit_specs, *stop_specs])}
     used = split_images(list(loaded.values()), fraction, seed)
     fit = choose_groups(used, 1 - stop_share, seed)
     stop = used - fit
@@ -101,6 +104,7 @@ def build_cli() -> typer.Typer:
         stop_on: Annotated[list[str] | None, typer.Option("--stop-on", help="With --ratings: early-stop on these judgments (repeat); default: the --ratings sets.")] = None,
         seed: Annotated[int, typer.Option(help="Seeds the training set, the validation split and the network.")] = 0,
         cache: Annotated[Path | None, typer.Option(help="Feature cache folder.")] = DEFAULT_CACHE,
+        images: Annotated[Path | None, typer.Option(help="Folder of the items' images, for features that need images (clip-score, ...): relative image paths resolve against it (Flickr8k: its .jpg files).")] = None,
     ) -> None:
         """Train NNEval: human vs machine captions, early-stopped on human judgments; or, with
         --ratings, fitted to human ratings."""
@@ -120,7 +124,7 @@ def build_cli() -> typer.Typer:
                     raise SpecError("--ratings trains on judged images: give none of --train, --flickr8k-split, "
                                     "--system-output, --validation")
                 fit, stop, n_fit, n_stop = _rating_sets(ratings, stop_on or ratings, root, rating_fraction,
-                                                        early_stopping_share, seed)
+                                                        early_stopping_share, seed, images)
                 typer.echo(f"fitting ratings of {n_fit} judged images, early-stopping on {n_stop}", err=True)
                 model.fit_ratings(fit, stop)  # type: ignore[attr-defined]
                 model.save(out)  # type: ignore[attr-defined]
@@ -128,7 +132,7 @@ def build_cli() -> typer.Typer:
                 if stop_on:
                     raise SpecError("--stop-on goes with --ratings")
                 _train_human_vs_machine(model, out, train, flickr8k_split, root, system_output, validation,
-                                        validation_fraction, impostor_pool, impostor_sampling, seed)
+                                        validation_fraction, impostor_pool, impostor_sampling, seed, images)
         except SpecError as err:
             fail(err, 2)
         except CapmetricsError as err:
@@ -145,6 +149,8 @@ def build_cli() -> typer.Typer:
         model: Annotated[Path, typer.Option(help="Model folder written by `capmetrics nneval train`.")],
         fmt: Annotated[str, typer.Option("--format", help="json, csv or table.")] = "table",
         out: Annotated[Path | None, typer.Option(help="Write the results to this file.")] = None,
+        images: Annotated[Path | None, typer.Option(help="Folder of the items' images (models with image features).")] = None,
+        file: Annotated[list[str] | None, typer.Option("--file", help="A file the model's features need that is not in its folder (e.g. a CLIP checkpoint); repeat.")] = None,
     ) -> None:
         """Score a dataset with a trained NNEval model (same as --metric 'nneval(model=PATH)')."""
         import json
@@ -157,8 +163,9 @@ def build_cli() -> typer.Typer:
             from capmetrics.atomic import check_output
 
             check_output(out, (data, model, Path(model) / "nneval.json", Path(model) / "weights.npz"))
-            spec = f"nneval(model={json.dumps(str(model))})"
-            results = score(load_dataset(data), [spec])
+            files = f", files=[{', '.join(json.dumps(f) for f in file)}]" if file else ""
+            spec = f"nneval(model={json.dumps(str(model))}{files})"
+            results = score(load_dataset(data, images=images), [spec])
         except (SpecError, UnknownComponentError) as err:
             fail(err, 2)
         except CapmetricsError as err:

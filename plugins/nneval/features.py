@@ -6,9 +6,11 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from capmetrics.component import Distance, Embedder
@@ -150,13 +152,73 @@ def data_hash(candidates: Sequence[str], references: Sequence[Sequence[str]]) ->
     return h.hexdigest()
 
 
+def images_hash(images: Sequence[Any]) -> str | None:
+    """A digest of the candidates' image files (path, size, modification time; order matters),
+    or None when an image is a loaded object (its column is then not cached)."""
+    h = hashlib.sha256()
+    for image in images:
+        if not isinstance(image, (str, os.PathLike)):
+            return None
+        path = os.fspath(image)
+        try:
+            st = os.stat(path)
+            stamp = [path, st.st_size, st.st_mtime_ns]
+        except OSError:
+            stamp = [path, None, None]
+        h.update(json.dumps(stamp).encode("utf-8") + b"\n")
+    return h.hexdigest()
+
+
+def check_feature_images(metric: Distance, images: Sequence[Any] | None, n: int,
+                         ids: Sequence[object] | None = None, shown: int = 5) -> list[Any]:
+    """``images`` (one per candidate) for a feature that needs images, or one MetricError naming
+    the feature and the first candidates' items without a usable image."""
+    from capmetrics.data.images import image_problem
+
+    if images is None:
+        images = [None] * n
+    if len(images) != n:
+        raise MetricError(f"NNEval feature {metric.spec!r}: {len(images)} images for {n} candidates")
+    problems: dict[object, str] = {}
+    seen: dict[Any, str | None] = {}
+    for k, image in enumerate(images):
+        key = os.fspath(image) if isinstance(image, (str, os.PathLike)) else id(image)
+        if key not in seen:
+            seen[key] = image_problem(image)
+        if seen[key] is not None:
+            label = f"item {ids[k]!r}" if ids is not None else f"candidate {k}"
+            problems.setdefault(label, seen[key])  # type: ignore[arg-type]
+    if problems:
+        first = "; ".join(f"{label} {why}" for label, why in list(problems.items())[:shown])
+        more = f" (and {len(problems) - shown} more)" if len(problems) > shown else ""
+        raise MetricError(f"NNEval feature {metric.spec!r} needs an image for every candidate; "
+                          f"{len(problems)} without a usable one: {first}{more}")
+    return list(images)
+
+
 def feature_column(metric: Distance, candidates: Sequence[str], references: Sequence[Sequence[str]],
-                   cache_dir: str | Path | None = None, digest: str | None = None) -> np.ndarray:
+                   cache_dir: str | Path | None = None, digest: str | None = None,
+                   images: Sequence[Any] | None = None, ids: Sequence[object] | None = None) -> np.ndarray:
     """``metric``'s per-candidate scores, read from / written to an .npz cache in ``cache_dir``.
 
-    The cache key is the metric's signature (spec plus versions and file checksums) and the
-    digest of the data.
+    A metric that needs images (``needs_images``: CLIP-S, ...) is scored with ``images`` (the
+    candidates' images) through ``score_images``, as :func:`capmetrics.score` scores it; items
+    without one are named (``ids``: each candidate's item id). The cache key is the metric's
+    signature (spec plus versions and file checksums) and the digest of the data (and of the
+    image files).
     """
+    if metric.needs_images:
+        pictures = check_feature_images(metric, images, len(candidates), ids)
+
+        def compute() -> np.ndarray:
+            return np.asarray(metric.score_images(list(candidates), list(references), pictures).values, dtype=float)
+
+        image_digest = images_hash(pictures) if cache_dir is not None else None
+        if image_digest is None:
+            return compute()
+        digest = digest or data_hash(candidates, references)
+        return cached_columns([metric.signature(), digest, image_digest], compute, metric.spec, digest, cache_dir)
+
     def compute() -> np.ndarray:
         return np.asarray(metric.score(list(candidates), list(references)).values, dtype=float)
 
@@ -167,15 +229,18 @@ def feature_column(metric: Distance, candidates: Sequence[str], references: Sequ
 
 
 def feature_matrix(metrics: Sequence[Distance], candidates: Sequence[str], references: Sequence[Sequence[str]],
-                   cache_dir: str | Path | None = None, interaction: Embedder | None = None) -> np.ndarray:
-    """One column per metric (see :func:`feature_column`), then ``interaction``'s
-    :func:`interaction_inputs` when given (cached likewise)."""
+                   cache_dir: str | Path | None = None, interaction: Embedder | None = None,
+                   images: Sequence[Any] | None = None, ids: Sequence[object] | None = None) -> np.ndarray:
+    """One column per metric (see :func:`feature_column`; ``images`` and ``ids`` for the metrics
+    that need images), then ``interaction``'s :func:`interaction_inputs` when given (cached likewise)."""
     digest = data_hash(candidates, references) if cache_dir is not None else None
     columns = []
     for metric in metrics:
         try:
-            columns.append(feature_column(metric, candidates, references, cache_dir, digest))
+            columns.append(feature_column(metric, candidates, references, cache_dir, digest, images, ids))
         except MetricError as err:
+            if str(err).startswith("NNEval feature"):
+                raise
             raise MetricError(f"NNEval feature {metric.spec!r}: {err}") from err
     if interaction is not None:
         key = ["interaction", interaction.signature(), digest]

@@ -35,7 +35,9 @@ from capmetrics.plugins.nneval.model_files import (
     MODEL_FORMAT,
     MODEL_JSON,
     WEIGHTS,
+    attach_feature_files,
     confine_model_specs,
+    detach_feature_files,
     model_folder,
     write_weights,
 )
@@ -113,10 +115,11 @@ class NNEval(Learner):
             return list(self.features_)
         return list(self.features) if self.features is not None else paper_features()
 
-    def raw_features(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:
-        """Feature matrix (candidates × features) before the non-finite policy and scaling."""
-        from capmetrics.plugins.nneval.features import feature_matrix
+    def needs_images(self) -> bool:
+        """Whether a feature needs the candidates' images (``clip-score``, ...)."""
+        return any(m.needs_images for m in self._built()[1])
 
+    def _built(self) -> tuple[Any, list[Any], Any]:
         specs = self.feature_specs()
         built = self.__dict__.get("_feature_metrics")
         if built is None or built[0] != (specs, self.interaction):  # built once: a JVM or a model loads once
@@ -126,7 +129,25 @@ class NNEval(Learner):
             embedder = (next(shared, None) or build_interaction(self.interaction, "NNEval")) if self.interaction else None
             built = (specs, self.interaction), metrics, embedder
             self.__dict__["_feature_metrics"] = built
-        return feature_matrix(built[1], candidates, references, self.cache_dir, built[2])
+        return built  # type: ignore[no-any-return]
+
+    def raw_features(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
+                     images: Sequence[Any] | None = None, ids: Sequence[object] | None = None) -> np.ndarray:
+        """Feature matrix (candidates × features) before the non-finite policy and scaling.
+
+        ``images``: each candidate's image (a path or a loaded image), for the features that
+        need images; ``ids``: each candidate's item id, to name the items without one."""
+        from capmetrics.plugins.nneval.features import feature_matrix
+
+        built = self._built()
+        return feature_matrix(built[1], candidates, references, self.cache_dir, built[2], images, ids)
+
+    def dataset_features(self, dataset: Any) -> np.ndarray:
+        """:meth:`raw_features` of every candidate of a :class:`~capmetrics.data.model.Dataset`,
+        with its item's image and id."""
+        cands, refs, offsets = dataset.flat_pairs()
+        ids = [item.id for item in dataset.items for _ in item.candidates]
+        return self.raw_features(cands, refs, dataset.flat_images(), ids)
 
     def _clean(self, x: np.ndarray, fitting: bool) -> np.ndarray:
         bad = ~np.isfinite(x)
@@ -160,11 +181,10 @@ class NNEval(Learner):
         """Fit on a :class:`~capmetrics.plugins.nneval.training_data.TrainingSet`, early-stopping on
         :class:`~capmetrics.data.judgments.Judgments` when given."""
         self.features_ = self.feature_specs()
-        x = self.raw_features(training.candidates, training.references)
+        x = self.raw_features(training.candidates, training.references, training.item_images, training.images)
         val = None
         if validation is not None:
-            cands, refs, _ = validation.dataset.flat_pairs()
-            val = (self.raw_features(cands, refs), validation)
+            val = (self.dataset_features(validation.dataset), validation)
         return self.fit_features(x, training.labels, val)
 
     def fit_features(self, x: np.ndarray, labels: np.ndarray,
@@ -187,7 +207,7 @@ class NNEval(Learner):
         self.features_ = self.feature_specs()
 
         def with_features(sets: Sequence[Any]) -> list[tuple[np.ndarray, Any]]:
-            return [(self.raw_features(*j.dataset.flat_pairs()[:2]), j) for j in sets]
+            return [(self.dataset_features(j.dataset), j) for j in sets]
 
         return self.fit_rating_features(with_features(training), with_features(validation))
 
@@ -282,10 +302,12 @@ class NNEval(Learner):
             return self.mlp_.predict(inputs)
         return 1.0 / (1.0 + np.exp(-np.mean([m.log_odds(inputs) for m, _ in self.members_], axis=0)))
 
-    def predict(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:
-        """P(human) of each candidate against its references."""
+    def predict(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
+                images: Sequence[Any] | None = None) -> np.ndarray:
+        """P(human) of each candidate against its references (and ``images[i]``, its image, for
+        the features that need images)."""
         self._check_fitted()
-        return self.predict_features(self.raw_features(candidates, references))
+        return self.predict_features(self.raw_features(candidates, references, images))
 
     # -- persistence ------------------------------------------------------------------------------
     def save(self, path: str | Path, provenance: dict[str, Any] | None = None) -> Path:
@@ -303,9 +325,11 @@ class NNEval(Learner):
         write_weights(folder / WEIGHTS, arrays)
         from capmetrics import __version__
 
+        features, files = detach_feature_files(list(self.features_), folder)
         meta: dict[str, Any] = {
             "format": MODEL_FORMAT, "version": 1, "capmetrics": __version__,
-            "features": self.features_,
+            "features": features,
+            **({"feature_files": files} if files else {}),
             "feature_signatures": [build_feature(s).signature() for s in self.features_],
             **({"interaction_signature": build_interaction(self.interaction, "NNEval").signature()}
                if self.interaction else {}),
@@ -330,8 +354,10 @@ class NNEval(Learner):
         return folder
 
     @classmethod
-    def load(cls, path: str | Path) -> NNEval:
-        """Load a model written by :meth:`save` (the folder or its ``nneval.json``)."""
+    def load(cls, path: str | Path, files: list[str] | None = None) -> NNEval:
+        """Load a model written by :meth:`save` (the folder or its ``nneval.json``); ``files``:
+        the files its features need (a CLIP checkpoint) that are not in its folder
+        (:func:`~capmetrics.plugins.nneval.model_files.attach_feature_files`)."""
         from capmetrics.plugins.nneval.network import MLP, MinMaxScaler
 
         folder = model_folder(path)
@@ -341,11 +367,12 @@ class NNEval(Learner):
         if meta.get("format") != MODEL_FORMAT:
             raise MetricError(f"{folder / MODEL_JSON} is not a {MODEL_FORMAT} file")
         confine_model_specs(meta, folder)
-        check_features(meta["features"], f"NNEval model {folder}")
+        features = attach_feature_files(meta, folder, files)
+        check_features(features, f"NNEval model {folder}")
         if meta["params"].get("interaction"):
             build_interaction(meta["params"]["interaction"], f"NNEval model {folder}")
-        model = cls(features=list(meta["features"]), **meta["params"])
-        model.features_ = list(meta["features"])
+        model = cls(features=list(features), **meta["params"])
+        model.features_ = list(features)
         with np.load(folder / WEIGHTS) as arrays:
             n = len([k for k in arrays.files if k.startswith("w")])
             count = 1 + len(meta["training"].get("members", [None])[1:])

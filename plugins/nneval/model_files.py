@@ -121,3 +121,79 @@ def _inside(folder: Path, value: str) -> bool:
     if os.path.commonpath([root, resolved]) != root:
         return False
     return os.path.exists(resolved) or not os.path.exists(value)
+
+
+def file_digest(path: str | Path) -> str:
+    """SHA-256 of a file's bytes, or of a folder's files (relative names and bytes, in order)."""
+    root = Path(path)
+    h = hashlib.sha256()
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    for file in files:
+        if file is not root:
+            h.update(file.relative_to(root).as_posix().encode("utf-8") + b"\0")
+        with open(file, "rb") as stream:
+            for block in iter(lambda: stream.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def _replace_argument(spec: str, old: str, new: str) -> str:
+    """``spec`` (canonical) with the path argument ``old`` written as ``new``."""
+    from capmetrics.registry.spec import format_value
+
+    return spec.replace(f"={format_value(old)}", f"={format_value(new)}")
+
+
+def detach_feature_files(specs: list[str], folder: Path) -> tuple[list[str], dict[str, str]]:
+    """The feature specs to write into a model saved in ``folder``, and the files they need
+    (name -> SHA-256). A path argument naming an existing file (or folder) is written as its
+    path inside ``folder`` when it is there, else as its base name: a model file names only
+    files inside its own folder (:func:`confine_model_specs`); one elsewhere (a CLIP checkpoint)
+    is put in the folder or passed when loading (:func:`attach_feature_files`)."""
+    from capmetrics.plugins.nneval.features import build_feature
+
+    out, needed = [], {}
+    root = os.path.realpath(folder)
+    for spec in specs:
+        files = [value for _, value in _path_arguments(spec) if os.path.exists(os.path.expanduser(value))]
+        if not files:
+            out.append(spec)
+            continue
+        canonical = build_feature(spec).spec
+        for value in files:
+            real = os.path.realpath(os.path.expanduser(value))
+            inside = os.path.commonpath([root, real]) == root and real != root
+            name = Path(os.path.relpath(real, root)).as_posix() if inside else Path(real).name
+            needed[name] = file_digest(real)
+            canonical = _replace_argument(canonical, value, name)
+        out.append(canonical)
+    return out, needed
+
+
+def attach_feature_files(meta: dict[str, Any], folder: Path, files: list[str] | None = None) -> list[str]:
+    """A loaded model's feature specs with the files they need (``meta["feature_files"]``) as
+    paths: each one in the model's folder, or one of ``files`` (paths the user passes) with the
+    same base name; each checked against the checksum the model was saved with."""
+    source = f"NNEval model {folder}"
+    needed: dict[str, str] = meta.get("feature_files") or {}
+    given: dict[str, str] = {}
+    for file in files or []:
+        path = Path(file).expanduser()
+        if not path.exists():
+            raise MetricError(f"{source}: the file {file!r} passed with files= does not exist")
+        if path.name not in needed:
+            raise MetricError(f"{source}: its features need no file named {path.name!r} (files=); "
+                              f"they need: {', '.join(needed) or 'none'}")
+        given[path.name] = str(path)
+    specs = list(meta["features"])
+    for name, digest in needed.items():
+        path = given.get(name) or (str(folder / name) if (folder / name).exists() else None)
+        if path is None:
+            raise MetricError(f"{source}: a feature needs the file {name!r}; put it in the model's folder or pass "
+                              f"it: nneval(model=..., files=[\"/path/to/{name}\"])")
+        if file_digest(path) != digest:
+            raise MetricError(f"{source}: {path!r} is not the file {name!r} the model was trained with "
+                              "(its SHA-256 differs)")
+        specs = [_replace_argument(spec, name, path) if any(v == name for _, v in _path_arguments(spec)) else spec
+                 for spec in specs]
+    return specs

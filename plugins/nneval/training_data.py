@@ -33,19 +33,25 @@ HUMAN, MACHINE = 1, 0
 
 @dataclass
 class TrainingSet:
-    """Candidates with their references and labels (1 = human-written, 0 = machine)."""
+    """Candidates with their references and labels (1 = human-written, 0 = machine).
+
+    ``images``: each candidate's image id (its item's); ``item_images``: each candidate's image
+    (its item's path or loaded image, None where the item has none), for features that need
+    images; an impostor keeps the image of the item it is scored for."""
 
     candidates: list[str]
     references: list[tuple[str, ...]]
     labels: np.ndarray
     images: list[str]
+    item_images: list[Any] | None = None
 
     def __len__(self) -> int:
         return len(self.candidates)
 
 
-def load_flickr8k_split(root: str | Path, split: str = "train") -> Dataset:
-    """The images of a Flickr8k split (``train``, ``dev``, ``test``) with their 5 references."""
+def load_flickr8k_split(root: str | Path, split: str = "train", images: str | Path | None = None) -> Dataset:
+    """The images of a Flickr8k split (``train``, ``dev``, ``test``) with their 5 references;
+    with ``images`` (the folder of Flickr8k's .jpg files) each item's image is its file there."""
     from capmetrics.data.flickr8k import load_captions, normalize_space
 
     names = {"train": "Flickr_8k.trainImages.txt", "dev": "Flickr_8k.devImages.txt", "test": "Flickr_8k.testImages.txt"}
@@ -55,13 +61,15 @@ def load_flickr8k_split(root: str | Path, split: str = "train") -> Dataset:
     if not path.is_file():
         raise DataError([Problem(str(path), None, "file not found")], header="cannot load the Flickr8k split")
     _, by_image = load_captions(root)
-    images = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    missing = [Problem(str(path), img, "image has no captions in Flickr8k.token.txt") for img in images
+    names_in_split = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    missing = [Problem(str(path), img, "image has no captions in Flickr8k.token.txt") for img in names_in_split
                if img.split(".")[0] not in by_image]
     if missing:
         raise DataError(missing, header=f"cannot load {path}")
-    items = [Item(img.split(".")[0], tuple(normalize_space(c) for c in by_image[img.split(".")[0]]), ())
-             for img in images]
+    folder = Path(images).expanduser() if images is not None else None
+    items = [Item(img.split(".")[0], tuple(normalize_space(c) for c in by_image[img.split(".")[0]]), (),
+                  str(folder / img) if folder is not None else None)
+             for img in names_in_split]
     return Dataset(items, str(path))
 
 
@@ -161,7 +169,7 @@ def build_training_set(dataset: Dataset, *, system_output: Mapping[str, Sequence
         machine = [by_id.get(str(item.id), []) for item in dataset]
     else:
         machine = impostor_captions(dataset, n_machine, impostor_pool, impostor_sampling, rng)
-    cands, refs, labels, images = [], [], [], []
+    cands, refs, labels, images, pictures = [], [], [], [], []
     for item, machine_caps in zip(dataset, machine):
         all_refs = list(item.references)
         for h in rng.choice(len(all_refs), min(n_human, len(all_refs)), replace=False):
@@ -169,12 +177,14 @@ def build_training_set(dataset: Dataset, *, system_output: Mapping[str, Sequence
             refs.append(_refs(all_refs[:h] + all_refs[h + 1:], n_refs, rng))
             labels.append(HUMAN)
             images.append(str(item.id))
+            pictures.append(item.image)
         for caption in machine_caps:
             cands.append(caption)
             refs.append(_refs(all_refs, n_refs, rng))
             labels.append(MACHINE)
             images.append(str(item.id))
-    return TrainingSet(cands, refs, np.array(labels, dtype=int), images)
+            pictures.append(item.image)
+    return TrainingSet(cands, refs, np.array(labels, dtype=int), images, pictures)
 
 
 def load_system_output(path: str | Path) -> dict[str, list[str]]:
