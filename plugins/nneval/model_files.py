@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,8 +73,17 @@ def confine_model_specs(meta: dict[str, Any], folder: Path) -> None:
     own folder (an absolute path, a ``..`` step, a link that leads out, or an existing file
     elsewhere): a model someone sends you may name only distances (checked where they are
     built) and files it brings along. To use a file elsewhere, pass it yourself, in a spec
-    you write, not through a model file."""
+    you write, not through a model file. The files it declares (``feature_files``, see
+    :func:`detach_feature_files`) are paths inside its folder, whatever lies in the current
+    folder under the same name."""
     source = f"NNEval model {folder}"
+    declared = meta.get("feature_files") or {}
+    if not isinstance(declared, dict):
+        raise MetricError(f"{source}: feature_files must be an object (file name -> SHA-256)")
+    for name in declared:
+        if not _within(folder, name):
+            raise MetricError(f"{source}: feature_files names {name!r}, which is not inside the model's folder; "
+                              "a model file may name only files inside its own folder")
     specs = list(meta.get("features") or [])
     params = meta.get("params")
     if isinstance(params, dict) and params.get("interaction"):
@@ -82,7 +92,7 @@ def confine_model_specs(meta: dict[str, Any], folder: Path) -> None:
         if not isinstance(spec, str):
             raise MetricError(f"{source}: a feature must be a spec string, got {type(spec).__name__}")
         for key, value in _path_arguments(spec):
-            if not _inside(folder, value):
+            if not (_within(folder, value) if value in declared else _inside(folder, value)):
                 raise MetricError(f"{source}: {spec!r} names the file {value!r} ({key}) outside the model's "
                                   "folder; a model file may name only files inside its own folder")
 
@@ -113,14 +123,20 @@ def _inside(folder: Path, value: str) -> bool:
     """Whether the file ``value`` names is inside ``folder``: a relative path without ``..``
     that stays inside once links are resolved; or a name that is no file at all (a model hub
     name such as ``sentence-transformers/all-MiniLM-L6-v2``)."""
+    if not _within(folder, value):
+        return False
+    return os.path.exists(os.path.join(os.path.realpath(folder), value)) or not os.path.exists(value)
+
+
+def _within(folder: Path, value: str) -> bool:
+    """Whether ``value`` is a relative path without ``..`` that stays inside ``folder`` once
+    links are resolved."""
     path = Path(value).expanduser()
-    if path.is_absolute() or ".." in path.parts:
+    if not value or path.is_absolute() or ".." in path.parts:
         return False
     root = os.path.realpath(folder)
     resolved = os.path.realpath(os.path.join(root, path))
-    if os.path.commonpath([root, resolved]) != root:
-        return False
-    return os.path.exists(resolved) or not os.path.exists(value)
+    return os.path.commonpath([root, resolved]) == root
 
 
 def file_digest(path: str | Path) -> str:
@@ -141,7 +157,7 @@ def _replace_argument(spec: str, old: str, new: str) -> str:
     """``spec`` (canonical) with the path argument ``old`` written as ``new``."""
     from capmetrics.registry.spec import format_value
 
-    return spec.replace(f"={format_value(old)}", f"={format_value(new)}")
+    return re.sub(f"={re.escape(format_value(old))}(?=\\s*[,)\\]])", lambda _: f"={format_value(new)}", spec)
 
 
 def detach_feature_files(specs: list[str], folder: Path) -> tuple[list[str], dict[str, str]]:

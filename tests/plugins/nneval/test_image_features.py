@@ -89,9 +89,24 @@ def test_image_features_equal_score_and_predictions_round_trip(fitted, checkpoin
                                rtol=0, atol=1e-12)
 
 
-def test_a_different_checkpoint_under_the_same_name_is_refused(fitted, checkpoints, tmp_path):  # noqa: F811
-    model, _ = fitted
+def test_a_different_checkpoint_under_the_same_name_is_refused(fitted, checkpoints, tmp_path, monkeypatch):  # noqa: F811
+    model, judged = fitted
     folder = model.save(tmp_path / "model")
+    monkeypatch.chdir(checkpoints["folder"])  # a tiny.pt in the current folder is not the model's file
+    with pytest.raises(MetricError, match="needs the file 'tiny.pt'"):
+        NNEval.load(folder)
+    cands, refs, _ = judged.dataset.flat_pairs()
+    np.testing.assert_allclose(NNEval.load(folder, files=["tiny.pt"]).predict(cands, refs, judged.dataset.flat_images()),
+                               model.predict(cands, refs, judged.dataset.flat_images()), rtol=0, atol=1e-12)
+    meta = json.loads((folder / "nneval.json").read_text(encoding="utf-8"))
+    for escape in ("../tiny.pt", checkpoints["clip"]):  # a model file may not declare files outside its folder
+        bad = tmp_path / "bad" / escape.replace("/", "_")
+        bad.mkdir(parents=True)
+        shutil.copy(folder / "weights.npz", bad / "weights.npz")
+        (bad / "nneval.json").write_text(json.dumps({**meta, "feature_files": {escape: meta["feature_files"]["tiny.pt"]},
+                                                    "features": ["bleu-4", f'clip-score(model="{escape}")']}))
+        with pytest.raises(MetricError, match="not inside the model's folder"):
+            NNEval.load(bad)
     other = tmp_path / "elsewhere" / "tiny.pt"
     other.parent.mkdir()
     shutil.copy(checkpoints["pac"], other)
