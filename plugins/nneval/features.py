@@ -1,5 +1,6 @@
 """NNEval's features: which metrics, whether their plugins and extras are installed, and their
-per-candidate scores, computed once and cached on disk."""
+per-candidate scores (with each candidate's image for the metrics that need images), computed
+once and cached on disk."""
 
 from __future__ import annotations
 

@@ -12,6 +12,11 @@ Non-finite feature values (e.g. a WMD with no shared vocabulary) follow ``nonfin
 ``worst`` replaces each by the feature's worst finite training value (its minimum for a
 similarity, its maximum for a distance) and counts the replacements in the model file; ``raise``
 refuses them. No example is ever dropped.
+
+Features that need images (``clip-score`` and the other image-grounded metrics) are computed
+with each candidate's image (its item's: ``TrainingSet.item_images``, the judged datasets'
+images, ``predict(..., images)``) through the metric's ``score_images``, as ``capmetrics score``
+computes them.
 """
 
 from __future__ import annotations

@@ -21,8 +21,10 @@ from capmetrics.data.judgments import Judgments  # noqa: E402
 from capmetrics.data.model import Dataset, Item  # noqa: E402
 from capmetrics.errors import DataError, MetricError  # noqa: E402
 from capmetrics.plugins.nneval import NNEval  # noqa: E402
-from capmetrics.plugins.nneval.training_data import build_training_set  # noqa: E402
+from capmetrics.plugins.nneval.training_data import build_training_set, load_flickr8k_split  # noqa: E402
 
+from tests.conftest import FLICKR8K  # noqa: E402
+from tests.plugins.nneval.toys import needs_flickr8k  # noqa: E402
 from tests.plugins.test_clip_score import CLIP_DATA, ITEMS, checkpoints  # noqa: E402, F401
 
 pytestmark = [pytest.mark.filterwarnings("ignore:clip-score"), pytest.mark.filterwarnings("ignore:1 empty candidate")]
@@ -191,3 +193,12 @@ def test_cli_trains_on_rated_photos_and_scores_with_the_checkpoint_passed(checkp
     np.testing.assert_allclose(values, loaded.predict_features(raw), rtol=0, atol=1e-12)
     missing = CliRunner().invoke(app, score)
     assert missing.exit_code == 1 and "needs the file 'tiny.pt'" in missing.output
+
+
+@needs_flickr8k
+def test_flickr8k_split_items_get_their_jpg_with_images(tmp_path):
+    names = (FLICKR8K / "Flickr_8k.devImages.txt").read_text(encoding="utf-8").split()
+    with_images = load_flickr8k_split(FLICKR8K, "dev", images=tmp_path)
+    assert [it.image for it in with_images] == [str(tmp_path / n) for n in names]
+    assert [it.id for it in with_images] == [n.split(".")[0] for n in names]
+    assert all(it.image is None for it in load_flickr8k_split(FLICKR8K, "dev"))
