@@ -32,10 +32,11 @@ from collections.abc import Callable
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from capmetrics.notices import one_time_step
-from capmetrics.plugins.meteor._child import run_child
+from capmetrics.plugins.meteor._child import finish, run_child, start_child
 
 MODULE = "capmetrics_meteor_aligner"
 OFF_ENV = "CAPMETRICS_METEOR_AOT"
@@ -181,6 +182,9 @@ def aligner(root: Path) -> Callable[..., np.ndarray]:
     numba's JIT (or plain Python)."""
     if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0") or os.environ.get(OFF_ENV, "1") == "0":
         return _jit()
+    started = _COMPILING.pop(root, None)
+    if started is not None:  # a child started by the first use's table build: wait for it
+        finish(started)
     where = module_folder(root)
     if _failed(where).is_file():  # compiling did not work here before: do not pay for it on every run
         return _jit()
@@ -194,6 +198,25 @@ def aligner(root: Path) -> Callable[..., np.ndarray]:
         if kernel is None:
             return _jit()
     return _adapted(kernel)
+
+
+#: Compiling children started ahead of the first call (by the first use's table build).
+_COMPILING: dict[Path, Any] = {}
+
+
+def _wanted(root: Path) -> bool:
+    """Whether this process would compile the module for ``root`` (it is on, not built, not failed)."""
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0") or os.environ.get(OFF_ENV, "1") == "0":
+        return False
+    where = module_folder(root)
+    return not _failed(where).is_file() and _try_load(where) is None
+
+
+def start_compile(root: Path) -> None:
+    """Start compiling in a child process now, if it will be needed, so that it runs beside
+    other first-use work; :func:`aligner` waits for it."""
+    if root not in _COMPILING and _wanted(root):
+        _COMPILING[root] = start_child("aligner", root)
 
 
 def _compile(root: Path) -> None:

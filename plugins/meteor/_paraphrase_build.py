@@ -193,10 +193,12 @@ def _reordered(values: np.ndarray, lengths: np.ndarray, order: np.ndarray,
 
 
 def build_paraphrase_arrays(table: Path, split_lines: Callable[[str], list[str]], normal: Callable[[str], str],
-                            advance: Callable[[int], None] = lambda n: None
+                            advance: Callable[[int], None] = lambda n: None,
+                            between: Callable[[], None] = lambda: None
                             ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Read the table: (vocabulary, phrase word offsets, phrase words, each entry's reference
-    phrase number, each entry's paraphrase number), numbered as the module docstring says."""
+    phrase number, each entry's paraphrase number), numbered as the module docstring says.
+    ``between`` is called after each block and before the arrays are put in order."""
     words, phrases = _Words(), _Phrases()
     ref_numbers, par_numbers = [], []
     entries = 0
@@ -205,9 +207,11 @@ def build_paraphrase_arrays(table: Path, split_lines: Callable[[str], list[str]]
             ref_numbers.append(phrases.number(refs, words, entries, as_ref=True))
             par_numbers.append(phrases.number(pars, words, entries, as_ref=False))
             entries += len(refs)
+            between()
     except (OSError, EOFError, zlib.error) as e:
         raise MetricError(f"meteor: cannot read the paraphrase table: {table} is missing or unreadable; "
                           f"reinstall pycocoevalcap (pip install --force-reinstall 'capmetrics[coco]') ({e})") from None
+    between()
     rank = np.where(phrases.first_ref != _UNSEEN, phrases.first_ref.astype(np.int64),
                     entries + phrases.first_par.astype(np.int64))
     stored, lengths = np.concatenate(phrases.words or [np.zeros(0, np.int32)]), np.concatenate(

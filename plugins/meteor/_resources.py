@@ -121,11 +121,13 @@ def _build_synonyms(jar: Path) -> dict[str, np.ndarray]:
             **Ragged.build([bases[f] for f in forms]).arrays("exc_bases")}
 
 
-def _build_paraphrases(table: Path, advance: Callable[[int], None] = lambda n: None) -> dict[str, np.ndarray]:
+def _build_paraphrases(table: Path, advance: Callable[[int], None] = lambda n: None,
+                       between: Callable[[], None] = lambda: None) -> dict[str, np.ndarray]:
     """The paraphrase arrays, read from the table streaming (``_paraphrase_build``); ``advance``
-    gets the compressed bytes read, for a progress bar."""
+    gets the compressed bytes read, for a progress bar; ``between`` is called between blocks."""
     normal = (lambda p: " ".join(java_split(p)))  # noqa: E731
-    vocab, offsets, values, ref_ix, par_ix = build_paraphrase_arrays(table, _lines, normal, advance)
+    vocab, offsets, values, ref_ix, par_ix = build_paraphrase_arrays(table, _lines, normal, advance, between)
+    between()
     phrases = Ragged(offsets, values)
     keys = _phrase_keys(phrases)
     order = np.argsort(keys, kind="stable").astype(np.int32)
@@ -250,9 +252,10 @@ def _cached_parts(root: Path) -> dict[str, dict[str, np.ndarray] | None]:
     return parts
 
 
-def build_tables(root: Path) -> dict[str, dict[str, np.ndarray]]:
+def build_tables(root: Path, between: Callable[[], None] = lambda: None) -> dict[str, dict[str, np.ndarray]]:
     """The cache parts, building the missing ones in this process with a one-line announcement
-    (``one_time_step``); reading the paraphrase table streaming keeps this near 300 MB."""
+    (``one_time_step``); reading the paraphrase table streaming keeps this near 300 MB.
+    ``between`` is called between blocks of the build (see ``_child.wait_beside_compile``)."""
     jar, table = meteor_files()
     meta = {"jar": str(jar), "table": str(table), "version": CACHE_VERSION}
     found = _cached_parts(root)
@@ -265,7 +268,7 @@ def build_tables(root: Path) -> dict[str, dict[str, np.ndarray]]:
         synonyms = found["synonyms"] or cached_arrays(folder / "synonyms", lambda: _build_synonyms(jar), meta,
                                                       PARTS["synonyms"])
         paraphrases = found["paraphrases"] or cached_arrays(
-            folder / "paraphrases", lambda: _build_paraphrases(table, advance), meta, PARTS["paraphrases"])
+            folder / "paraphrases", lambda: _build_paraphrases(table, advance, between), meta, PARTS["paraphrases"])
     return {"synonyms": synonyms, "paraphrases": paraphrases}
 
 
@@ -278,6 +281,9 @@ def load_resources(cache_dir: str | None = None) -> Resources:
     root = cache_root(cache_dir)
     parts = _cached_parts(root)
     if any(arrays is None for arrays in parts.values()):
+        from capmetrics.plugins.meteor._compiled import start_compile
+
+        start_compile(root)  # beside the tables, when the aligner is not compiled yet
         run_child("tables", root)
         parts = build_tables(root)  # reads what the child wrote; builds what it could not
     words = frozenset(_lines(_jar_text(jar, "function/english.words")))
