@@ -180,7 +180,10 @@ def detach_feature_files(specs: list[str], folder: Path) -> tuple[list[str], dic
             real = os.path.realpath(os.path.expanduser(value))
             inside = os.path.commonpath([root, real]) == root and real != root
             name = Path(os.path.relpath(real, root)).as_posix() if inside else Path(real).name
-            needed[name] = file_digest(real)
+            digest = file_digest(real)
+            if needed.setdefault(name, digest) != digest:
+                raise MetricError(f"NNEval: two different feature files are named {name!r}; a saved model names "
+                                  "its files by name: rename one")
             canonical = _replace_argument(canonical, value, name)
         out.append(canonical)
     return out, needed

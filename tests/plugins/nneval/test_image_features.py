@@ -202,3 +202,16 @@ def test_flickr8k_split_items_get_their_jpg_with_images(tmp_path):
     assert [it.image for it in with_images] == [str(tmp_path / n) for n in names]
     assert [it.id for it in with_images] == [n.split(".")[0] for n in names]
     assert all(it.image is None for it in load_flickr8k_split(FLICKR8K, "dev"))
+
+
+def test_two_feature_files_of_one_name_are_refused_at_save(checkpoints, tmp_path):  # noqa: F811
+    from capmetrics.plugins.nneval.model_files import detach_feature_files
+
+    other = tmp_path / "b" / "tiny.pt"
+    other.parent.mkdir()
+    shutil.copy(checkpoints["pac"], other)
+    specs = [f'clip-score(model="{checkpoints["clip"]}")', f'ref-clip-score(model="{other}")']
+    with pytest.raises(MetricError, match="two different feature files are named 'tiny.pt'"):
+        detach_feature_files(specs, tmp_path / "m")
+    same, files = detach_feature_files([specs[0], f'ref-clip-score(model="{checkpoints["clip"]}")'], tmp_path / "m")
+    assert same == ["clip-score(model=tiny.pt)", "ref-clip-score(model=tiny.pt)"] and list(files) == ["tiny.pt"]
