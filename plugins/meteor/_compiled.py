@@ -20,6 +20,7 @@ Python functions.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import importlib.util
 import os
@@ -214,9 +215,16 @@ def _wanted(root: Path) -> bool:
 
 def start_compile(root: Path) -> None:
     """Start compiling in a child process now, if it will be needed, so that it runs beside
-    other first-use work; :func:`aligner` waits for it."""
+    other first-use work; :func:`aligner` waits for it (else the end of this process does)."""
     if root not in _COMPILING and _wanted(root):
+        if not _COMPILING:
+            atexit.register(_finish_compiling)
         _COMPILING[root] = start_child("aligner", root)
+
+
+def _finish_compiling() -> None:
+    while _COMPILING:
+        finish(_COMPILING.popitem()[1])
 
 
 def _compile(root: Path) -> None:

@@ -591,10 +591,14 @@ def test_first_use_is_announced_and_built_by_a_child(tmp_path: Path, monkeypatch
     monkeypatch.delenv("CAPMETRICS_QUIET", raising=False)
     asked: list[tuple[str, Path]] = []
     monkeypatch.setattr(_resources, "run_child", lambda step, root: asked.append((step, root)) or False)
+    from capmetrics.plugins.meteor import _compiled
+
+    monkeypatch.setattr(_compiled, "start_compile", lambda root: asked.append(("aligner", root)))
     _resources.load_resources.cache_clear()
     try:
         res = _resources.load_resources(str(tmp_path / "cache"))
-        assert asked == [("tables", tmp_path / "cache")]  # a child first; it "failed", so here
+        # the compile starts beside the tables; the tables' child "failed", so they are built here
+        assert asked == [("aligner", tmp_path / "cache"), ("tables", tmp_path / "cache")]
         err = capsys.readouterr().err
         assert "capmetrics: building METEOR's resource tables from pycocoevalcap's paraphrase table " \
                "(once; usually 10-30 s)..." in err and "done in" in err
@@ -603,7 +607,9 @@ def test_first_use_is_announced_and_built_by_a_child(tmp_path: Path, monkeypatch
         manifest = tmp_path / "cache" / "meteor" / "test-key" / "paraphrases" / "manifest.json"
         manifest.write_text('{"arrays": {}}')
         _resources.load_resources.cache_clear()
+        asked.clear()
         assert _resources.load_resources(str(tmp_path / "cache")).index("vocab").find("dog") >= 0
+        assert [step for step, _ in asked] == ["aligner", "tables"]
         err = capsys.readouterr().err
         assert "warning: meteor: the cache folder" in err and "paraphrases.corrupt" in err
         _resources.load_resources.cache_clear()
@@ -634,3 +640,24 @@ def test_a_cold_cache_gives_the_warm_tables_and_values(tmp_path: Path) -> None:
         assert built is not None and used is not None and built.keys() == used.keys()
         for name in built:
             assert built[name].dtype == used[name].dtype and built[name].tobytes() == used[name].tobytes(), name
+
+
+def test_the_table_build_waits_for_a_compile_before_it_grows(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    from capmetrics.plugins.meteor import _child
+
+    held = _child._lock(_child.lock_path(tmp_path), exclusive=True)  # a compile in progress
+    assert held is not None
+    monkeypatch.setattr(_child, "TABLES_BESIDE_COMPILE", 1 << 40)  # small: it goes on
+    check = _child.wait_beside_compile(tmp_path)
+    check()  # returns at once
+    monkeypatch.setattr(_child, "TABLES_BESIDE_COMPILE", 0)  # grown past it: it waits
+    waited = threading.Thread(target=check)
+    waited.start()
+    waited.join(1.0)
+    assert waited.is_alive()  # blocked while the lock is held
+    held.close()  # the compile ends
+    waited.join(10.0)
+    assert not waited.is_alive()
+    check()  # once only: never waits again
