@@ -146,6 +146,7 @@ def plugins_cli(
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table()
     table.add_column("kind", no_wrap=True)
@@ -154,9 +155,12 @@ def plugins_cli(
     table.add_column("summary", overflow="fold", ratio=1)
     for e in entries:
         name = e.name + (f" ({', '.join(e.aliases)})" if e.aliases else "")
+        if e.plugin.distribution and e.plugin.distribution != "capmetrics":  # a third-party package
+            name += f" [{e.plugin.distribution}]"
         need = needs[(e.kind, e.name)]
         first_sentence = e.summary.split(". ")[0].rstrip(".") + "."
-        table.add_row(e.kind, name, f"no: {need}" if need else "yes", first_sentence)
+        cells = (e.kind, name, f"no: {need}" if need else "yes", first_sentence)
+        table.add_row(*(Text(cell) for cell in cells))  # Text: brackets are not rich markup
     console = Console(highlight=False, emoji=False)
     console.print(table)
     missing = sum(1 for need in needs.values() if need)
