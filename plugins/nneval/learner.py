@@ -39,11 +39,13 @@ from capmetrics.plugins.nneval.features import (
 from capmetrics.plugins.nneval.model_files import (
     MODEL_FORMAT,
     MODEL_JSON,
+    MODEL_VERSION,
     WEIGHTS,
     attach_feature_files,
     confine_model_specs,
     detach_feature_files,
     model_folder,
+    upgrade_model_specs,
     write_weights,
 )
 
@@ -332,7 +334,7 @@ class NNEval(Learner):
 
         features, files = detach_feature_files(list(self.features_), folder)
         meta: dict[str, Any] = {
-            "format": MODEL_FORMAT, "version": 1, "capmetrics": __version__,
+            "format": MODEL_FORMAT, "version": MODEL_VERSION, "capmetrics": __version__,
             "features": features,
             **({"feature_files": files} if files else {}),
             "feature_signatures": [build_feature(s).signature() for s in self.features_],
@@ -371,6 +373,7 @@ class NNEval(Learner):
         meta = json.loads((folder / MODEL_JSON).read_text(encoding="utf-8"))
         if meta.get("format") != MODEL_FORMAT:
             raise MetricError(f"{folder / MODEL_JSON} is not a {MODEL_FORMAT} file")
+        upgrade_model_specs(meta, str(folder / MODEL_JSON))
         confine_model_specs(meta, folder)
         features = attach_feature_files(meta, folder, files)
         check_features(features, f"NNEval model {folder}")

@@ -16,6 +16,11 @@ import numpy as np
 from capmetrics.errors import MetricError
 
 MODEL_FORMAT = "capmetrics-nneval"
+#: Version 2: ``cider`` (and pycocoevalcap's ``CIDEr``) name CIDEr-D; in version 1 files they named
+#: the original CIDEr, now ``cider-original``.
+MODEL_VERSION = 2
+#: Components renamed since a model file version: {version: {old name: new name}}.
+_RENAMED_SINCE = {1: {"cider": "cider-original"}}
 MODEL_JSON = "nneval.json"
 WEIGHTS = "weights.npz"
 
@@ -216,3 +221,34 @@ def attach_feature_files(meta: dict[str, Any], folder: Path, files: list[str] | 
         specs = [_replace_argument(spec, name, path) if any(v == name for _, v in _path_arguments(spec)) else spec
                  for spec in specs]
     return specs
+
+
+def upgrade_model_specs(meta: dict[str, Any], source: str) -> None:
+    """Bring the feature specs of an older model file to today's names, in place, so that a
+    feature keeps the metric it was trained with (a version 1 ``cider`` is ``cider-original``);
+    a file from a newer capmetrics is refused."""
+    version = meta.get("version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise MetricError(f"{source}: version must be a positive integer, got {version!r}")
+    if version > MODEL_VERSION:
+        raise MetricError(f"{source}: model file version {version} was written by a newer capmetrics "
+                          f"(this one reads up to {MODEL_VERSION}); upgrade capmetrics")
+    renames = {old: new for v, names in _RENAMED_SINCE.items() if v >= version for old, new in names.items()}
+    if not renames:
+        return
+    from capmetrics.registry.spec import parse
+
+    meta["features"] = [str(_renamed(parse(s), renames)) if isinstance(s, str) else s
+                        for s in meta.get("features") or []]
+
+
+def _renamed(value: Any, renames: dict[str, str]) -> Any:
+    """``value`` (a parsed spec, a list or a scalar) with renamed component names replaced."""
+    from capmetrics.registry.spec import Spec
+
+    if isinstance(value, list):
+        return [_renamed(v, renames) for v in value]
+    if not isinstance(value, Spec):
+        return value
+    args = tuple((k, _renamed(v, renames)) for k, v in value.args)
+    return Spec(renames.get(value.key, value.name), args, value.called)

@@ -190,3 +190,33 @@ def test_interaction_inputs_and_per_set_ensemble(plugins, tmp_path: Path) -> Non
         NNEval(ensemble="mean")  # type: ignore[arg-type]
     with pytest.raises(MetricError, match="needs the embedder 'no-such-embedder'"):
         NNEval(features=FEATURES, interaction="no-such-embedder").fit_ratings([expert])
+
+
+def test_a_version_1_model_keeps_the_cider_it_was_trained_with(plugins, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Before version 2, ``cider`` named the original CIDEr; such a file loads it as
+    ``cider-original`` (not today's ``cider`` = CIDEr-D)."""
+    learner = NNEval(features=["cider-original", "test-overlap"], hidden=[4], max_epochs=2).fit(toy_training(40))
+    learner.save(tmp_path / "m")
+    meta = json.loads((tmp_path / "m" / "nneval.json").read_text())
+    assert meta["version"] == 2
+    meta.update(version=1, features=["CIDEr", "test-overlap"])
+    (tmp_path / "m" / "nneval.json").write_text(json.dumps(meta))
+    old = NNEval.load(tmp_path / "m")
+    assert old.features_ == ["cider-original", "test-overlap"]
+    t = toy_training(10, seed=3)
+    assert old.predict(t.candidates, t.references) == pytest.approx(learner.predict(t.candidates, t.references))
+    meta["version"] = 3
+    (tmp_path / "m" / "nneval.json").write_text(json.dumps(meta))
+    with pytest.raises(MetricError, match="version 3 was written by a newer capmetrics"):
+        NNEval.load(tmp_path / "m")
+
+
+def test_renames_reach_nested_specs() -> None:
+    from capmetrics.plugins.nneval.model_files import upgrade_model_specs
+
+    meta = {"version": 1, "features": ["trm(distance=CIDEr, p_value=exact)", "cider-d", "bleu-4"]}
+    upgrade_model_specs(meta, "m.json")
+    assert meta["features"] == ["trm(distance=cider-original, p_value=exact)", "cider-d", "bleu-4"]
+    current = {"version": 2, "features": ["cider"]}
+    upgrade_model_specs(current, "m.json")
+    assert current["features"] == ["cider"]
