@@ -30,6 +30,7 @@ from capmetrics.plugins.java import LOCALE_OPTIONS, java_env
 from capmetrics.plugins.spice._jar import classpath
 from capmetrics.plugins.spice._parse_cache import Parse, valid_parse
 from capmetrics.plugins.spice._resources import java_options
+from capmetrics.progress import work
 
 HELPER_CLASS = "CapmetricsSpiceParse"
 #: Makes the helper start the parser as the jar does (its constructor, CoreNLP with ``ner``), for comparisons.
@@ -146,6 +147,34 @@ def remove_stale_folders(root: str | None = None) -> None:
             pass
 
 
+def _wait_counting(runs: Sequence[tuple[Path, subprocess.Popen[bytes]]], deadline: float, timeout: float,
+                   advance: Callable[[int], None]) -> None:
+    """Wait for every JVM of ``runs`` (its output file, its process), telling ``advance`` how many
+    lines (captions parsed) their output files gained, every quarter of a second."""
+    offsets = [0] * len(runs)
+    while True:
+        running = False
+        for k, (out_file, proc) in enumerate(runs):
+            running |= proc.poll() is None
+            try:
+                with open(out_file, "rb") as out:
+                    out.seek(offsets[k])
+                    new = out.read()
+            except OSError:  # not created yet
+                continue
+            offsets[k] += len(new)
+            if new.count(b"\n"):
+                advance(new.count(b"\n"))
+        if not running:
+            return
+        if time.monotonic() > deadline:
+            raise MetricError(f"spice: parsing did not finish within {timeout:g} s")
+        try:  # returns as soon as that JVM ends
+            next(proc for _, proc in runs if proc.poll() is None).wait(timeout=0.25)
+        except (subprocess.TimeoutExpired, StopIteration):
+            pass
+
+
 def parse_captions(texts: Sequence[str], command_for: Callable[[int, Path, Path], list[str]], jobs: int,
                    timeout: float, store: Callable[[dict[str, Parse]], None],
                    retry_command_for: Callable[[int, Path, Path], list[str]] | None = None) -> dict[str, Parse]:
@@ -170,7 +199,8 @@ def parse_captions(texts: Sequence[str], command_for: Callable[[int, Path, Path]
     failures: list[str] = []
     remove_stale_folders()
     procs: list[subprocess.Popen[bytes]] = []
-    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as tmp, ExitStack() as files:
+    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as tmp, ExitStack() as files, \
+            work(len(texts), "captions parsed") as advance:
         try:
             for attempt in range(RETRIES + 1):
                 pending = [shard for shard in pending if shard]
@@ -189,13 +219,10 @@ def parse_captions(texts: Sequence[str], command_for: Callable[[int, Path, Path]
                         raise MetricError(f"spice: cannot start java: {error}") from None
                     procs.append(proc)
                     runs.append((shard, out_file, proc, err))
-                deadline = time.monotonic() + timeout
+                _wait_counting([(out_file, proc) for _, out_file, proc, _ in runs], time.monotonic() + timeout,
+                               timeout, advance)
                 failures, left = [], []
                 for shard, out_file, proc, err in runs:
-                    try:
-                        proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-                    except subprocess.TimeoutExpired:
-                        raise MetricError(f"spice: parsing did not finish within {timeout:g} s") from None
                     parsed = read_lines(out_file, shard)
                     if parsed:
                         store(parsed)

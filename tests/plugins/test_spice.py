@@ -503,3 +503,41 @@ def test_the_parser_server_gives_the_helpers_tuples_and_stops(tmp_path, monkeypa
     assert gone(info.pid)
     idle = _server.start(java, corenlp, "3G", 1, version, idle=1)  # exits after 1 s without a client
     assert gone(idle.pid)
+
+
+def test_parsing_reports_captions_parsed_as_they_come(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Progress counts captions parsed (issue 27), read from the parsers' output as it grows."""
+    import sys
+
+    from capmetrics.progress import reporting
+
+    helper = _fake_helper(tmp_path, """
+import time
+for i, t in enumerate(texts):
+    out.write(json.dumps({"i": i, "t": [[w] for w in t.split()]}) + "\\n")
+    out.flush()
+    time.sleep(0.1)
+""")
+
+    class Counter:
+        def __init__(self) -> None:
+            self.events: list[tuple] = []
+
+        def start(self, total: int, unit: str) -> None:
+            self.events.append(("start", total, unit))
+
+        def advance(self, n: int) -> None:
+            self.events.append(("advance", n))
+
+        def end(self) -> None:
+            self.events.append(("end",))
+
+    texts = [f"caption {n}" for n in range(8)]
+    counter = Counter()
+    with reporting(counter):
+        found = _parse.parse_captions(texts, lambda threads, i, o: [sys.executable, helper, str(i), str(o)], 2, 60,
+                                      lambda parsed: None)
+    assert len(found) == 8
+    assert counter.events[0] == ("start", 8, "captions parsed") and counter.events[-1] == ("end",)
+    steps = [e[1] for e in counter.events if e[0] == "advance"]
+    assert sum(steps) == 8 and len(steps) > 1  # several advances, not one at the end
