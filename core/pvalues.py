@@ -30,6 +30,15 @@ def landau_sf(x: np.ndarray | float, total: int) -> np.ndarray:
     from scipy.special import digamma
 
     loc = np.log(total) + 1.0 + digamma(1.0) - np.log(2.0 / np.pi)
+    try:  # the kernel scipy.stats.landau.sf evaluates, without importing scipy.stats (~0.35 s)
+        from scipy.special._ufuncs import _landau_sf
+    except ImportError:  # pragma: no cover - scipy < 1.15 or a renamed kernel
+        _landau_sf = None
+    if _landau_sf is not None:
+        z = np.asarray((np.asarray(x) - loc) / (np.pi / 2), dtype=np.float64)
+        out = np.where(np.isnan(z), np.nan, np.where(z == np.inf, 0.0, np.where(z == -np.inf, 1.0,
+                                                                                   _landau_sf(z, 0.0, 1.0))))
+        return out[()] if out.ndim == 0 else out
     try:
         from scipy.stats import landau  # scipy >= 1.15: accurate far into the tail
     except ImportError:  # pragma: no cover - older scipy
