@@ -290,6 +290,8 @@ def test_jobs_are_capped_at_the_cores_and_the_chunks_with_a_note(monkeypatch, no
     from capmetrics import parallel
 
     monkeypatch.setattr(parallel, "available_cores", lambda: 2)
+    # the start method follows whether torch is imported (an earlier test may have): pin it
+    monkeypatch.setattr(parallel, "_start_method", lambda: "fork")
     big = parallel.sized(Executor.from_options(jobs=1000), 6000)
     assert (big.kind, big.jobs) == ("processes", 2)
     assert notes() == ["capmetrics: --jobs 1000: 2 worker processes (fork start) (2 CPU cores)"]
