@@ -226,6 +226,8 @@ def score_cli(
             raise SpecError(f"unknown output format {fmt!r}; use one of {', '.join(OUTPUT_FORMATS)}")
         if empty_candidates not in ("score", "error"):
             raise SpecError(f"unknown --empty-candidates {empty_candidates!r}; use score or error")
+        if quiet and progress:
+            raise SpecError("--quiet hides progress and --progress asks for it; give one of them")
         check_run_options(data=data, results=results, input_format=input_format, jobs=jobs, executor=executor,
                           scheduler=scheduler, chunk_size=chunk_size, sample_candidates=sample_candidates,
                           sample_references=sample_references, sample_seed=sample_seed)

@@ -554,6 +554,7 @@ def test_unknown_policies_are_refused(data, kwargs):
     (["--input-format", "csv"], "unknown --input-format"),
     (["--input-format", "vdtk", "--chunk-size", "5"], "streams JSONL files only"),
     (["--format", "xml"], "unknown output format"),
+    (["--quiet", "--progress"], "--quiet hides progress and --progress asks for it"),
     (["-m", "trm(distance=bleu-4, p_value=EXACT)"], "must be one of"),
     (["--no-such-option"], "No such option"),
 ])
