@@ -228,14 +228,19 @@ def _in_order(submit: Callable[[list[Any]], Any], result: Callable[[Any], Any], 
     """Submit chunks with at most ``window`` in flight; yield their results in order.
     ``failed(error, items)`` turns an executor failure into the error to raise (None: re-raise),
     ``items`` spanning the chunks in flight that had not succeeded. ``idle`` runs once, when the
-    first window is in flight (this process's own work, overlapping the workers')."""
+    first window is in flight, in a thread of this process (its own work, overlapping the
+    workers', while this thread keeps them fed); its error, if any, is raised after the last
+    result."""
     pending: collections.deque[tuple[range, Any]] = collections.deque()
+    helper: ThreadPoolExecutor | None = None
+    helped: Any = None
 
     def use_idle() -> None:
-        nonlocal idle
+        nonlocal idle, helper, helped
         if idle is not None:
             todo, idle = idle, None
-            todo()
+            helper = ThreadPoolExecutor(1, thread_name_prefix="capmetrics-idle")
+            helped = helper.submit(todo)
 
     def collect() -> Any:
         span, future = pending.popleft()
@@ -248,14 +253,20 @@ def _in_order(submit: Callable[[list[Any]], Any], result: Callable[[Any], Any], 
                 raise
             raise error from err
 
-    for span, chunk in chunks:
-        pending.append((span, submit(chunk)))
-        if len(pending) >= window:
-            use_idle()
+    try:
+        for span, chunk in chunks:
+            pending.append((span, submit(chunk)))
+            if len(pending) >= window:
+                use_idle()
+                yield collect()
+        use_idle()
+        while pending:
             yield collect()
-    use_idle()
-    while pending:
-        yield collect()
+        if helped is not None:
+            helped.result()
+    finally:
+        if helper is not None:
+            helper.shutdown(wait=True)
 
 
 def _items_text(items: range) -> str:

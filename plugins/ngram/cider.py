@@ -60,6 +60,23 @@ def _open(path: Path, mode: str) -> Any:
     )
 
 
+#: N-grams per piece of :func:`_df_digest`'s JSON: each piece holds the GIL for a few ms, so
+#: the digest computed while workers run (the run's signature) does not starve their feeding.
+DIGEST_PIECE = 20_000
+
+
+def _df_digest(df: Mapping[str, int], n_images: int) -> str:
+    """SHA-256 of ``json.dumps([n_images, sorted(df.items())])``, hashed piece by piece (the
+    same bytes; the n-grams are distinct, so sorting them sorts the pairs)."""
+    grams = sorted(df)
+    digest = hashlib.sha256(f"[{json.dumps(n_images)}, [".encode())
+    for start in range(0, len(grams), DIGEST_PIECE):
+        piece = json.dumps([(g, df[g]) for g in grams[start : start + DIGEST_PIECE]])[1:-1]
+        digest.update(((", " if start else "") + piece).encode())
+    digest.update(b"]]")
+    return digest.hexdigest()
+
+
 class DfIndex:
     """Fixed document frequencies in a hash table of integer keys, for vectorised look-ups.
 
@@ -332,8 +349,7 @@ class CiderD(BatchDistance):
 
     def signature_extra(self) -> dict[str, str]:
         if hasattr(self, "df_"):
-            digest = hashlib.sha256(json.dumps([self.n_images_, sorted(self.df_.items())]).encode())
-            return {"df": f"fitted:{digest.hexdigest()[:16]}"}
+            return {"df": f"fitted:{_df_digest(self.df_, self.n_images_)[:16]}"}
         if self.df != "corpus":
             return {"df": "sha256:" + hashlib.sha256(Path(self.df).read_bytes()).hexdigest()[:16]}
         return {}

@@ -367,3 +367,25 @@ def test_cli_jobs_above_the_work_are_capped_with_a_note(tmp_path):
                              "trm(distance=cider-d)", "--format", "json", "-q"], env=env, capture_output=True,
                             text=True, timeout=600, check=True)
     assert json.loads(run.stdout)["metrics"] == json.loads(serial.stdout)["metrics"]
+
+
+def test_this_process_work_runs_beside_the_feeding_and_its_error_is_raised(monkeypatch, items, serial_bytes):
+    """``while_running`` runs in a thread of this process (the workers keep being fed while it
+    works): results still arrive complete and in order, and its failure is not swallowed."""
+    import threading
+
+    from capmetrics import parallel
+
+    monkeypatch.setattr(parallel, "available_cores", lambda: 2)
+    monkeypatch.setattr(parallel, "PROCESS_MIN_ITEMS", 1)
+    executor = replace(Executor.from_options(jobs=2), chunk_size=3)
+    threads: list[str] = []
+    out = compare_items(TRM(LineDistance(), permutations=30, seed=1), items, executor,
+                        while_running=lambda: threads.append(threading.current_thread().name))
+    assert as_bytes(out) == serial_bytes and len(threads) == 1 and threads[0] != threading.current_thread().name
+
+    def fails() -> None:
+        raise ValueError("signature failed")
+
+    with pytest.raises(ValueError, match="signature failed"):
+        compare_items(TRM(LineDistance(), permutations=30, seed=1), items, executor, while_running=fails)

@@ -213,3 +213,19 @@ def test_a_pickled_fitted_cider_d_sends_its_index_not_its_strings(tmp_path) -> N
     assert json.loads((tmp_path / "copy.json").read_text()) == json.loads((tmp_path / "fitted.json").read_text())
     again = pickle.loads(pickle.dumps(copy))  # an unpickled one pickles the same way
     assert again.score(cands, refs + [["a"]]).values.tobytes() == fitted.score(cands, refs + [["a"]]).values.tobytes()
+
+
+def test_fitted_df_digest_is_the_whole_json_hashed_at_once(monkeypatch):
+    """The signature's df digest is hashed piece by piece (short GIL holds while workers run)
+    but is the SHA-256 of ``json.dumps([n_images, sorted(df.items())])``, pieces of any size."""
+    import hashlib
+
+    from capmetrics.plugins.ngram import cider
+
+    refs = [["a cat on a mat", 'the "dog" \\ sat'], ["日本 の 猫", "a cat\u2028on a mat"], ["x y z w v"]]
+    fitted = CiderD(tokenizer=WhitespaceTokenizer()).fit(refs)
+    whole = hashlib.sha256(json.dumps([fitted.n_images_, sorted(fitted.df_.items())]).encode()).hexdigest()
+    for piece in (1, 2, 7, len(fitted.df_), 10**6):
+        monkeypatch.setattr(cider, "DIGEST_PIECE", piece)
+        assert fitted.signature_extra() == {"df": f"fitted:{whole[:16]}"}
+    assert cider._df_digest({}, 0) == hashlib.sha256(json.dumps([0, []]).encode()).hexdigest()
