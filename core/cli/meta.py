@@ -32,6 +32,10 @@ def load_judgments_arg(judgments: str | None, preset: str | None, root: Path | N
         from capmetrics.data.loaders import load_dataset
 
         refs = load_dataset(references)
+    from capmetrics.data.clipscore_json import is_polaris_csv, load_polaris_csv
+
+    if is_polaris_csv(judgments):
+        return load_polaris_csv(judgments, images), "kendall_c"  # Polos reports tau-c on Polaris
     primary = "kendall_c" if str(judgments).endswith(".json") else "kendall_b"  # CLIPScore's files: tau-c
     return load_judgments(judgments, refs, images), primary  # type: ignore[arg-type]
 
@@ -97,7 +101,8 @@ def register(app: typer.Typer) -> None:
     @app.command("meta")
     def meta_cli(
         judgments: Annotated[str | None, typer.Argument(
-            help="Judgments JSONL (rated or pairwise), or a CLIPScore-format .json (flickr8k.json).")] = None,
+            help="Judgments JSONL (rated or pairwise), a CLIPScore-format .json (flickr8k.json) "
+                 "or a Polaris .csv.")] = None,
         preset: Annotated[str | None, typer.Option(help="flickr8k-expert or flickr8k-cf.")] = None,
         root: Annotated[Path | None, typer.Option(help="Folder of the raw Flickr8k files (or $CAPMETRICS_FLICKR8K).")] = None,
         references: Annotated[Path | None, typer.Option(help="Dataset with the references of records that lack them.")] = None,
@@ -109,7 +114,8 @@ def register(app: typer.Typer) -> None:
         fmt: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
         out: Annotated[Path | None, typer.Option(help="Write the result to this file.")] = None,
         images: Annotated[Path | None, typer.Option(
-            "--images", help="Folder of the images (CLIPScore-format .json judgments; clip-score and kin).")] = None,
+            "--images", help="Folder of the images (CLIPScore-format .json or Polaris .csv judgments; "
+                              "clip-score and kin).")] = None,
     ) -> None:
         """Agreement of metrics with human judgments: Pearson, Spearman, Kendall tau-b/tau-c
         with bootstrap intervals, or pairwise accuracy per category for pairwise judgments."""

@@ -10,10 +10,17 @@ with the same image and caption are one item with several ratings, which gives t
 the scripts compute over the flat list (a metric's value depends on the pair only). Image paths
 resolve against ``images`` (``--images DIR``: ``DIR/<image_path>``, else ``DIR/<file name>``)
 or the JSON file's folder.
+
+Polaris (Wada et al., CVPR 2024) is distributed as CSV files (``polaris_test.csv``) read by Polos's
+``validate/dataset.py``: columns ``mt`` (candidate), ``refs`` (a Python list literal of references),
+``score`` (human rating) and ``imgid`` (image file name in ``polaris/images``); each row is a data
+point. :func:`load_polaris_csv` reads it (images: ``--images DIR`` or ``images/`` beside the CSV).
 """
 
 from __future__ import annotations
 
+import ast
+import csv
 import math
 from pathlib import Path
 from typing import Any
@@ -89,6 +96,78 @@ def load_clipscore_json(path: str | Path, images: str | Path | None = None, data
                 groups.append(str(key))
             point_item.append(index[pair])
             point_rating.append(float(rating))
+    if problems:
+        raise _error(problems, source)
+    return Judgments(Dataset(items, source), np.array(point_item, dtype=int), np.array(point_rating, dtype=float),
+                     groups, source)
+
+
+POLARIS_COLUMNS = ("mt", "refs", "score", "imgid")
+
+
+def is_polaris_csv(path: str | Path) -> bool:
+    """Whether a file is a CSV with Polaris's columns (``mt``, ``refs``, ``score``, ``imgid``)."""
+    path = Path(path)
+    if path.suffix.lower() != ".csv":
+        return False
+    with path.open(newline="", encoding="utf-8") as f:
+        header = next(csv.reader(f), [])
+    return set(POLARIS_COLUMNS) <= set(header)
+
+
+def _refs(text: str | None) -> list[str] | None:
+    try:
+        refs = ast.literal_eval(text) if text else None
+    except (ValueError, SyntaxError):
+        return None
+    ok = isinstance(refs, (list, tuple)) and refs and all(isinstance(r, str) and r.strip() for r in refs)
+    return list(refs) if ok else None
+
+
+def load_polaris_csv(path: str | Path, images: str | Path | None = None) -> Judgments:
+    """Rated judgments from a Polaris CSV (see the module doc); rows with the same image and
+    candidate are one item with several ratings.
+
+    Raises:
+        JudgmentsError: naming the row and the problem, every problem at once.
+    """
+    path = Path(path)
+    source = str(path)
+    root = Path(images).expanduser() if images is not None else path.parent / "images"
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    missing = [c for c in POLARIS_COLUMNS if rows and c not in rows[0]]
+    if not rows or missing:
+        raise JudgmentsError([Problem(source, None, "not a Polaris CSV (columns mt, refs, score, imgid"
+                                      + (f"; missing {', '.join(missing)})" if missing else "; no rows)"))])
+    problems: list[Problem] = []
+    index: dict[tuple[str, str], int] = {}
+    items: list[Item] = []
+    groups: list[str] = []
+    point_item: list[int] = []
+    point_rating: list[float] = []
+    for n, row in enumerate(rows, start=2):  # line 1 is the header
+        caption, image, refs = row.get("mt"), row.get("imgid"), _refs(row.get("refs"))
+        try:
+            rating = float(row.get("score") or "nan")
+        except ValueError:
+            rating = math.nan
+        if not caption or not caption.strip():
+            problems.append(Problem(source, None, "mt (candidate) must be a non-empty string", n))
+        elif refs is None:
+            problems.append(Problem(source, None, "refs must be a list literal of non-empty strings", n))
+        elif not math.isfinite(rating):
+            problems.append(Problem(source, None, f"score {row.get('score')!r} is not a finite number", n))
+        elif not image:
+            problems.append(Problem(source, None, "no imgid", n))
+        else:
+            pair = (image, caption)
+            if pair not in index:
+                index[pair] = len(items)
+                items.append(Item(f"{image}#{len(items)}", tuple(refs), (caption,), _image(image, path.parent, root)))
+                groups.append(image)
+            point_item.append(index[pair])
+            point_rating.append(rating)
     if problems:
         raise _error(problems, source)
     return Judgments(Dataset(items, source), np.array(point_item, dtype=int), np.array(point_rating, dtype=float),

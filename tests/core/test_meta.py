@@ -228,3 +228,52 @@ def test_meta_cli(tmp_path: Path, add_plugin) -> None:  # type: ignore[no-untype
     assert row["metric"] == "test-overlap" and row["n_points"] == 12 and row["human_ceiling_n"] == 8
     bad = CliRunner().invoke(app, ["meta", str(path), "--preset", "flickr8k-cf"])
     assert bad.exit_code == 2 and "not both" in bad.output
+
+
+# -- Polaris CSV (Polos's validate/dataset.py layout) ------------------------------------------
+POLARIS = Path(__file__).parents[1] / "data" / "polaris" / "polaris_test.csv"
+CLIP_IMAGES = Path(__file__).parents[1] / "data" / "clip" / "images"
+
+
+def test_polaris_csv_items_images_and_tau_c() -> None:
+    from capmetrics.data.clipscore_json import is_polaris_csv, load_polaris_csv
+
+    assert is_polaris_csv(POLARIS)
+    judged = load_polaris_csv(POLARIS, CLIP_IMAGES)
+    assert len(judged.dataset) == 6 and judged.groups[:3] == ["astronaut.jpg", "astronaut.jpg", "chelsea.jpg"]
+    first = judged.dataset[0]
+    assert first.image == str(CLIP_IMAGES / "astronaut.jpg") and len(first.references) == 4
+    assert first.candidates[0].startswith("A young child is wearing blue goggles")
+    assert judged.point_rating.tolist() == [0.0, 0.25, 0.5, 1.0, 0.75, 0.5]
+    # scores 1..6 against those ratings: C = 11, D = 3, one tie in y, m = min(6, 5) = 5:
+    # tau_c = 2 (C - D) / (n^2 (m - 1) / m) = 16 / 28.8 = 5/9
+    tau = correlate(np.arange(1.0, 7.0), judged, n_boot=0)["kendall_c"].value
+    assert tau == pytest.approx(5 / 9, abs=1e-12)
+    assert load_polaris_csv(POLARIS).dataset[0].image == str(POLARIS.parent / "images" / "astronaut.jpg")
+
+
+def test_polaris_csv_bad_rows_are_all_named(tmp_path: Path) -> None:
+    from capmetrics.data.clipscore_json import load_polaris_csv
+
+    bad = tmp_path / "polaris_bad.csv"
+    bad.write_text('mt,refs,score,imgid\n,"[\'a\']",0.5,x.jpg\nok,not a list,0.5,x.jpg\nok,"[\'a\']",high,x.jpg\n')
+    with pytest.raises(DataError) as err:
+        load_polaris_csv(bad)
+    text = str(err.value)
+    assert "mt (candidate)" in text and "refs must be" in text and "'high' is not a finite number" in text
+    (tmp_path / "other.csv").write_text("mt,score\nx,1\n")
+    with pytest.raises(DataError, match="missing refs, imgid"):
+        load_polaris_csv(tmp_path / "other.csv")
+
+
+def test_meta_cli_reads_polaris_csv() -> None:
+    from capmetrics.cli.meta import register
+
+    app = typer.Typer()
+    register(app)
+    app.command("noop")(lambda: None)
+    result = CliRunner().invoke(app, ["meta", str(POLARIS), "--images", str(CLIP_IMAGES), "-m", "bleu-1",
+                                      "--bootstrap", "0", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.output)[0]
+    assert row["n_points"] == 6 and "kendall_c" in row
