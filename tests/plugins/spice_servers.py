@@ -20,44 +20,55 @@ def words(texts: list[str]) -> list[dict[str, Any]]:
     return [{"i": i, "t": [[w] for w in t.split()]} for i, t in enumerate(texts)]
 
 
+def serve(handle: Callable[[socket.socket], None]) -> tuple[socket.socket, int]:
+    """Listen on a free 127.0.0.1 port and hand each connection, one at a time, to ``handle``
+    (closed after it) on a daemon thread; returns the listener (close it to stop) and the port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def loop() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:  # the listener was closed
+                return
+            with conn:
+                handle(conn)
+
+    threading.Thread(target=loop, daemon=True).start()
+    return listener, listener.getsockname()[1]
+
+
 class FakeServer:
     """A parser server on 127.0.0.1 that knows ``token``; ``answer(texts)`` gives its answer lines
     (default :func:`words`), and ``done`` whether ``{"done": n}`` follows them."""
 
     def __init__(self, version: str, token: str = "secret",
                  answer: Callable[[list[str]], list[Any]] = words, done: bool = True) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
         self.version, self.token, self.answer, self.done = version, token, answer, done
         self.requests: list[list[str]] = []
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.listener, self.port = serve(self._handle)
 
     def _mac(self, *parts: str) -> str:
         return hmac.new(self.token.encode(), ":".join(parts).encode(), hashlib.sha256).hexdigest()
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
+    def _handle(self, conn: socket.socket) -> None:
+        with conn.makefile("rwb") as f:
+            hello = f.readline().decode().split()
+            nonce = secrets.token_hex(16)
+            f.write(f"{nonce} {self._mac('server', hello[1], nonce)}\n".encode())
+            f.flush()
+            if f.readline().decode().strip() != self._mac("client", nonce, hello[1]):
                 return
-            with conn, conn.makefile("rwb") as f:
-                hello = f.readline().decode().split()
-                nonce = secrets.token_hex(16)
-                f.write(f"{nonce} {self._mac('server', hello[1], nonce)}\n".encode())
-                f.flush()
-                if f.readline().decode().strip() != self._mac("client", nonce, hello[1]):
-                    continue
-                request = f.readline().strip().decode()
-                if request == "PING":
-                    f.write(json.dumps({"version": self.version}).encode() + b"\n")
-                    continue
-                texts = json.loads(f.read(int(request.split()[1])))
-                self.requests.append(texts)
-                for line in self.answer(texts):
-                    f.write((line if isinstance(line, bytes) else json.dumps(line).encode()) + b"\n")
-                if self.done:
-                    f.write(json.dumps({"done": len(texts)}).encode() + b"\n")
+            request = f.readline().strip().decode()
+            if request == "PING":
+                f.write(json.dumps({"version": self.version}).encode() + b"\n")
+                return
+            texts = json.loads(f.read(int(request.split()[1])))
+            self.requests.append(texts)
+            for line in self.answer(texts):
+                f.write((line if isinstance(line, bytes) else json.dumps(line).encode()) + b"\n")
+            if self.done:
+                f.write(json.dumps({"done": len(texts)}).encode() + b"\n")
 
     def register(self, version: str | None = None, token: str | None = None) -> None:
         """Write ``parser-server.json`` naming this server."""
@@ -73,25 +84,17 @@ class Impostor:
     the version the client wants and ``[["thing"]]`` tuples, and records what it was sent."""
 
     def __init__(self, version: str) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
         self.version = version
         self.received = b""
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.listener, self.port = serve(self._handle)
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            conn.settimeout(5)
-            with conn:
-                answer = (f"{'0' * 32} {'0' * 64}\n" + json.dumps({"version": self.version}) + "\n"
-                          + "".join(json.dumps({"i": i, "t": [["thing"]]}) + "\n" for i in range(50)))
-                try:
-                    conn.sendall(answer.encode())
-                    while chunk := conn.recv(65536):
-                        self.received += chunk
-                except OSError:
-                    pass
+    def _handle(self, conn: socket.socket) -> None:
+        conn.settimeout(5)
+        answer = (f"{'0' * 32} {'0' * 64}\n" + json.dumps({"version": self.version}) + "\n"
+                  + "".join(json.dumps({"i": i, "t": [["thing"]]}) + "\n" for i in range(50)))
+        try:
+            conn.sendall(answer.encode())
+            while chunk := conn.recv(65536):
+                self.received += chunk
+        except OSError:
+            pass
