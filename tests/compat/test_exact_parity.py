@@ -118,23 +118,15 @@ def test_flickr8k_expert_equals_pycocoevalcap_run_here(scorer: str) -> None:
 @needs_flickr8k
 @needs_coco
 @pytest.mark.java
-def test_flickr8k_expert_meteor_gives_the_jars_bits(stored: dict) -> None:
-    gts, res = _gts_res("expert")
+@pytest.mark.parametrize("judgments", ["expert", "cf"])
+def test_flickr8k_meteor_gives_the_jars_bits(stored: dict, judgments: str) -> None:
+    gts, res = _gts_res(judgments)
     corpus, per_image = compat.Meteor().compute_score(gts, res)
-    table = stored["expert"]["Meteor"]
+    table = stored[judgments]["Meteor"]
     assert corpus == table["corpus"]
-    np.testing.assert_array_equal(per_image, table["values"])
+    if "values" in table:  # stored whole for Expert; CF's 47,830 values by their digest only
+        np.testing.assert_array_equal(per_image, table["values"])
     assert _digest(per_image) == table["sha256"]
-
-
-@needs_flickr8k
-@needs_coco
-@pytest.mark.java
-def test_flickr8k_cf_meteor_gives_the_jars_bits(stored: dict) -> None:
-    gts, res = _gts_res("cf")
-    corpus, per_image = compat.Meteor().compute_score(gts, res)
-    assert corpus == stored["cf"]["Meteor"]["corpus"]
-    assert _digest(per_image) == stored["cf"]["Meteor"]["sha256"]
 
 
 # -- 3. the arithmetic ----------------------------------------------------------------------------
