@@ -480,28 +480,36 @@ def pooled_chunks(statistic: PermutationStatistic, items: Sequence[tuple[list[st
 #: (fewer: in this process). Fitting costs per distinct set (equal sets are tokenised once), so
 #: parts only pay when there are many distinct sets to share out.
 FIT_IN_PARTS_MIN = 2_000
-#: Jobs from which fitting in parts pays: the parts cost the workers ~1.6x the CPU of fitting
-#: whole (shipping the references and the partial tables) and merging them costs this process
-#: ~0.35x, so two jobs lose to fitting here (measured on 20,000 items, 2,700-20,000 distinct
-#: reference sets).
+#: Jobs from which fitting in parts pays when the parts are string tables (``fit_state``): they
+#: cost the workers ~1.6x the CPU of fitting whole (shipping the references and the partial
+#: tables) and merging them costs this process ~0.35x, so two jobs lose to fitting here
+#: (measured on 20,000 items, 2,700-20,000 distinct reference sets). Parts in integer form
+#: (``count_state``: CIDEr-D's frequencies as arrays) with the references inherited by forked
+#: workers cost what fitting whole does, and summing them ~0.1x: they pay from two jobs.
 FIT_IN_PARTS_MIN_JOBS = 4
 
 
-def _fit_part(statistic: Any, references: list[list[str]]) -> Any:
-    return statistic.fit_state(references)
+def _fit_part(shared: tuple[Any, list[list[str]]], indices: list[int]) -> Any:
+    statistic, references = shared
+    part = [references[i] for i in indices]
+    return statistic.count_state(part) if getattr(statistic, "counts_in_parts", False) else statistic.fit_state(part)
 
 
 def fit_statistic(statistic: Statistic, references: list[list[str]], executor: Executor) -> None:
     """Fit ``statistic`` on every item's references: in parts on the workers (one part per job)
-    when it ``fits_in_parts``, the executor is a local pool or a running Dask cluster of at
-    least :data:`FIT_IN_PARTS_MIN_JOBS` jobs and there are at least :data:`FIT_IN_PARTS_MIN`
-    distinct reference sets (the same fitted state as fitting whole), else here. Equal reference sets go to the same part, so no part tokenises
-    what another part does."""
+    when it ``fits_in_parts``, the executor is a local pool or a running Dask cluster of enough
+    jobs (2 for parts in integer form, ``counts_in_parts``, else :data:`FIT_IN_PARTS_MIN_JOBS`)
+    and there are at least :data:`FIT_IN_PARTS_MIN` distinct reference sets (the same fitted
+    state as fitting whole), else here. Equal reference sets go to the same part, so no part
+    tokenises what another part does. The workers get the references with the statistic
+    (forked workers inherit them) and each part as item positions."""
     fit = getattr(statistic, "fit", None)
     if not callable(fit):
         return
+    compact = getattr(statistic, "counts_in_parts", False)
     pooled = executor.kind == "processes" or (executor.kind == "dask" and executor.address)
-    if not (pooled and executor.jobs >= FIT_IN_PARTS_MIN_JOBS and getattr(statistic, "fits_in_parts", False) and len(references) >= FIT_IN_PARTS_MIN):
+    enough_jobs = executor.jobs >= (2 if compact else FIT_IN_PARTS_MIN_JOBS)
+    if not (pooled and enough_jobs and getattr(statistic, "fits_in_parts", False) and len(references) >= FIT_IN_PARTS_MIN):
         fit(references)
         return
     sets: dict[tuple[str, ...], int] = {}
@@ -509,10 +517,14 @@ def fit_statistic(statistic: Statistic, references: list[list[str]], executor: E
     if len(sets) < FIT_IN_PARTS_MIN:
         fit(references)
         return
-    grouped = [references[i] for i in sorted(range(len(references)), key=set_of.__getitem__)]
+    grouped = sorted(range(len(references)), key=set_of.__getitem__)
     size = -(-len(grouped) // executor.jobs)
     parts = ((range(a, min(a + size, len(grouped))), grouped[a : a + size]) for a in range(0, len(grouped), size))
-    statistic.fit_states(list(iter_stream(_fit_part, statistic, parts, executor, per_item=False)))  # type: ignore[attr-defined]
+    states = list(iter_stream(_fit_part, (statistic, references), parts, executor, per_item=False))
+    if compact:
+        statistic.fit_counts(states)  # type: ignore[attr-defined]
+    else:
+        statistic.fit_states(states)  # type: ignore[attr-defined]
 
 
 def compare_items(statistic: Statistic, items: Sequence[tuple[Sequence[str], Sequence[str]]],

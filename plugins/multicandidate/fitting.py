@@ -34,3 +34,19 @@ class FitsDistance:
         """Fit the distance from the parts' :meth:`fit_state` (as :meth:`fit` on all of them)."""
         self.distance.fit_states(states)  # type: ignore[attr-defined]
         return self
+
+    @property
+    def counts_in_parts(self) -> bool:
+        """Whether the distance has the compact form of fitting in parts (``count_state`` /
+        ``fit_counts``: CIDEr-D's frequencies as integer arrays, cheap to send between processes)."""
+        return callable(getattr(self.distance, "count_state", None)) and callable(
+            getattr(self.distance, "fit_counts", None))
+
+    def count_state(self, references: Sequence[Sequence[str]]) -> Any:
+        """The distance's compact :meth:`fit_state` of one part of the references."""
+        return self.distance.count_state(references)  # type: ignore[attr-defined]
+
+    def fit_counts(self, states: Iterable[Any]) -> Any:
+        """Fit the distance from the parts' :meth:`count_state` (as :meth:`fit` on all of them)."""
+        self.distance.fit_counts(states)  # type: ignore[attr-defined]
+        return self

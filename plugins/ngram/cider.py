@@ -35,6 +35,7 @@ from capmetrics.plugins.ngram.counts import (
     ngrams,
     set_frequencies,
 )
+from capmetrics.plugins.ngram.dfcounts import DfCounts, counts_digest, digits, fits_int64, merge, strings_digest
 from capmetrics.plugins.ngram.inttable import IntTable
 from capmetrics.plugins.ngram.pyfloat import py_square, sum_left_to_right
 
@@ -60,21 +61,13 @@ def _open(path: Path, mode: str) -> Any:
     )
 
 
-#: N-grams per piece of :func:`_df_digest`'s JSON: each piece holds the GIL for a few ms, so
-#: the digest computed while workers run (the run's signature) does not starve their feeding.
-DIGEST_PIECE = 20_000
-
-
 def _df_digest(df: Mapping[str, int], n_images: int) -> str:
-    """SHA-256 of ``json.dumps([n_images, sorted(df.items())])``, hashed piece by piece (the
-    same bytes; the n-grams are distinct, so sorting them sorts the pairs)."""
-    grams = sorted(df)
-    digest = hashlib.sha256(f"[{json.dumps(n_images)}, [".encode())
-    for start in range(0, len(grams), DIGEST_PIECE):
-        piece = json.dumps([(g, df[g]) for g in grams[start : start + DIGEST_PIECE]])[1:-1]
-        digest.update(((", " if start else "") + piece).encode())
-    digest.update(b"]]")
-    return digest.hexdigest()
+    """The digest of a fitted table (:func:`~capmetrics.plugins.ngram.dfcounts.digest`: the same
+    for the same frequencies however they were counted), read from the integer keys when the
+    table came as an index (no n-gram strings are made)."""
+    if isinstance(df, IndexedDf):
+        return df.index.digest(n_images)
+    return strings_digest(df, n_images)
 
 
 class DfIndex:
@@ -103,7 +96,31 @@ class DfIndex:
         pairs = keyed if keyed is not None else self._keyed(df, flat)
         keys = np.concatenate([k for k, _ in pairs]) if pairs else np.zeros(0, np.int64)
         counts = np.concatenate([np.asarray(c) for _, c in pairs]) if pairs else np.zeros(0)
-        self.table = IntTable(keys, counts.astype(np.int64))
+        self.table = IntTable(keys, counts.astype(np.int64), distinct=True)  # distinct grams, distinct keys
+
+    @classmethod
+    def from_counts(cls, counts: DfCounts) -> DfIndex:
+        """The exact index of summed parts (:func:`~capmetrics.plugins.ngram.dfcounts.merge`),
+        without n-gram strings (read back with :meth:`decoded` when asked for)."""
+        index = cls.__new__(cls)
+        index.ids = {w: i + 1 for i, w in enumerate(counts.words)}
+        index.base, index.df, index.exact = len(index.ids) + 1, None, True
+        keys = np.concatenate([k for k, _ in counts.keyed]) if counts.keyed else np.zeros(0, np.int64)
+        values = np.concatenate([c for _, c in counts.keyed]) if counts.keyed else np.zeros(0, np.int64)
+        index.table = IntTable(keys, values.astype(np.int64), distinct=True)
+        return index
+
+    def counts(self, n_images: int) -> DfCounts:
+        """An exact index's table as :class:`~capmetrics.plugins.ngram.dfcounts.DfCounts`."""
+        keys, values = self.table.items()
+        bounds = [self.base**n for n in range(MAX_N + 1)]
+        keyed = [(keys[(keys >= lo) & (keys < hi)], values[(keys >= lo) & (keys < hi)])
+                 for lo, hi in zip(bounds[:-1], bounds[1:])]
+        return DfCounts(list(self.ids), keyed, n_images)
+
+    def digest(self, n_images: int) -> str:
+        """:func:`~capmetrics.plugins.ngram.dfcounts.counts_digest` of an exact index."""
+        return counts_digest(self.counts(n_images))
 
     def __getstate__(self) -> dict[str, Any]:
         # an exact index never reads its n-gram strings: they stay behind (a pickled, fitted
@@ -115,14 +132,15 @@ class DfIndex:
 
     def decoded(self) -> dict[str, int]:
         """The n-gram strings and counts that an exact index holds, read back from its keys."""
-        keys, counts = self.table.items()
         words = np.array(["", *self.ids], dtype=object)  # id -> word, id 0 unused
-        digits, rest = [], keys.copy()
-        while rest.any():  # least significant (last) word first
-            digits.append(rest % self.base)
-            rest //= self.base
-        grams = [" ".join(words[d] for d in reversed(column) if d) for column in zip(*digits)] if digits else []
-        return dict(zip(grams, counts.tolist()))
+        out: dict[str, int] = {}
+        for n, (keys, counts) in enumerate(self.counts(0).keyed, 1):
+            grams = words[digits(keys, self.base, n)]
+            joined = grams[:, 0]
+            for t in range(1, n):
+                joined = joined + " " + grams[:, t]
+            out.update(zip(joined.tolist(), counts.tolist()))
+        return out
 
     def _keyed(self, df: dict[str, int], flat: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Each order's keys and counts from the n-gram strings (``flat``: their words)."""
@@ -223,12 +241,32 @@ class CiderD(BatchDistance):
         With ``df`` naming a file, the file's frequencies stay in force and this is a no-op, so
         a statistic that fits its distance on the evaluated corpus keeps the user's choice.
         The look-up index is built here too, from the counted arrays (workers forked or sent
-        this object after the fit do not build it again).
+        this object after the fit do not build it again); the n-gram strings are made only if
+        something reads them (``save_df``, ``dict(df_)``).
         """
         if self.df != "corpus":
             return self
-        state, index = self._count(references, indexed=True)
-        self.fit_states([state])
+        return self.fit_counts([self.count_state(references)])
+
+    def count_state(self, references: Sequence[Sequence[str]]) -> DfCounts | tuple[dict[str, int], int]:
+        """:meth:`fit_state` as integer keys (:class:`~capmetrics.plugins.ngram.dfcounts.DfCounts`:
+        a few arrays, cheap to send back from a worker); the string table itself when its keys
+        would overflow int64. :meth:`fit_counts` sums parts."""
+        state, counts = self._count(references, indexed=True, strings=False)
+        return counts if counts is not None else state
+
+    def fit_counts(self, parts: Iterable[DfCounts | tuple[dict[str, int], int]]) -> CiderD:
+        """Fix the document frequencies to the sum of :meth:`count_state` parts (the same
+        table as :meth:`fit` on all their references; a no-op when ``df`` names a file)."""
+        if self.df != "corpus":
+            return self
+        parts = list(parts)
+        total = merge(parts) if all(isinstance(p, DfCounts) for p in parts) else None
+        if total is None:  # too many words for integer keys: sum the string tables
+            return self.fit_states([p if not isinstance(p, DfCounts) else (DfIndex.from_counts(p).decoded(), p.n_images)
+                                    for p in parts])
+        index = DfIndex.from_counts(total)
+        self.df_, self.n_images_ = IndexedDf(index), total.n_images
         self._index = (self.df_, index)
         return self
 
@@ -247,32 +285,29 @@ class CiderD(BatchDistance):
         count: :meth:`fit_states` sums the parts (a file streamed in chunks, chunks on workers)."""
         return self._count(references, indexed=False)[0]
 
-    def _count(self, references: Sequence[Sequence[str]], indexed: bool
-               ) -> tuple[tuple[dict[str, int], int], DfIndex | None]:
-        """:meth:`fit_state` and, if ``indexed``, the :class:`DfIndex` of its table."""
+    def _count(self, references: Sequence[Sequence[str]], indexed: bool, strings: bool = True
+               ) -> tuple[tuple[dict[str, int], int], DfCounts | None]:
+        """:meth:`fit_state` (its string table when ``strings``) and, if ``indexed`` and the
+        keys fit in int64, the same frequencies as integer keys."""
         batch = make_batch(
             self.tokenizer, [""] * len(references), references, self.split, self.name
         )
         sentences = batch.sentences
         base = len(sentences.vocab) + 1
+        indexed = indexed and fits_int64(len(sentences.vocab))
         df: dict[str, int] = {}
         keyed = []
         for table in ngrams(sentences, MAX_N):
             counts = set_frequencies(batch, match(batch, table, set_grams=True), table.n_grams)
             present = np.flatnonzero(counts)
-            df.update(
-                zip(
-                    table.strings(sentences)[present].tolist(),
-                    counts[present].astype(int).tolist(),
-                )
-            )
-            if indexed:  # word ids 1.. in the batch's vocabulary order, as DfIndex(df, vocab) reads them
+            if strings or not indexed:
+                df.update(zip(table.strings(sentences)[present].tolist(), counts[present].astype(int).tolist()))
+            if indexed:  # word ids 1.. in the batch's vocabulary order
                 key = np.zeros(len(present), dtype=np.int64)
                 for t in range(table.order):
                     key = key * base + sentences.ids[table.first[present] + t] + 1
-                keyed.append((key, counts[present]))
-        index = DfIndex(df, sentences.vocab, keyed) if indexed and base**MAX_N < 2**63 else None
-        return (df, len(references)), index
+                keyed.append((key, counts[present].astype(np.int64)))
+        return (df, len(references)), DfCounts(list(sentences.vocab), keyed, len(references)) if indexed else None
 
     @staticmethod
     def merge_fit_states(states: Iterable[tuple[dict[str, int], int]]) -> tuple[dict[str, int], int]:

@@ -18,11 +18,13 @@ _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: 2^64 / golden 
 class IntTable:
     """``keys[i] -> values[i]`` for distinct non-negative int64 ``keys``; absent keys give 0."""
 
-    def __init__(self, keys: np.ndarray, values: np.ndarray) -> None:
+    def __init__(self, keys: np.ndarray, values: np.ndarray, distinct: bool = False) -> None:
+        """``distinct``: the caller guarantees distinct keys (made by ``np.unique``), so they are
+        not checked again (the check is most of the build's time)."""
         keys, values = np.asarray(keys, dtype=np.int64), np.asarray(values)
         if len(keys) and keys.min() < 0:
             raise ValueError("IntTable keys must be non-negative")
-        if len(np.unique(keys)) != len(keys):
+        if not distinct and len(np.unique(keys)) != len(keys):
             raise ValueError("IntTable keys must be distinct")
         self.bits = max(4, (4 * len(keys)).bit_length())
         if self.bits > LARGE_BITS:

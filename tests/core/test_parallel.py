@@ -206,12 +206,12 @@ def test_equal_reference_sets_are_fitted_in_one_part(monkeypatch):
     parallel.fit_statistic(parts, refs, Executor("processes", jobs=3))
     assert parts.distance.df_ == whole.distance.df_ and parts.distance.n_images_ == len(refs)
     assert len(seen) == 3 and sum(map(len, seen)) == len(refs)
-    in_parts = [{tuple(r) for r in part} for part in seen]
+    in_parts = [{tuple(refs[i]) for i in part} for part in seen]  # parts go as item positions
     shared = set.union(*[a & b for i, a in enumerate(in_parts) for b in in_parts[i + 1 :]])
     assert len(shared) <= 2  # only a set cut at a part boundary
 
 
-def test_two_jobs_fit_in_this_process(monkeypatch):
+def test_two_jobs_fit_in_parts_only_when_the_parts_are_integer_arrays(monkeypatch):
     from capmetrics import parallel
     from capmetrics import compose
     from capmetrics.data.loaders import load_dataset
@@ -219,13 +219,25 @@ def test_two_jobs_fit_in_this_process(monkeypatch):
 
     refs = [list(i.references) for i in load_dataset(SAMPLE)]
     monkeypatch.setattr(parallel, "FIT_IN_PARTS_MIN", 1)
-    monkeypatch.setattr(parallel, "iter_stream", lambda *a, **k: pytest.fail("fitted in parts"))
+    stream = parallel.iter_stream
+    used: list[str] = []
+    monkeypatch.setattr(parallel, "iter_stream", lambda f, *a, **k: used.append(f.__name__) or stream(f, *a, **k))
     statistic = compose("trm(cider-d)")
+    assert statistic.counts_in_parts
     parallel.fit_statistic(statistic, refs, Executor("processes", jobs=2))
-    assert statistic.distance.n_images_ == len(refs)
+    assert used == ["_fit_part"] and statistic.distance.n_images_ == len(refs)
+    whole = compose("trm(cider-d)")
+    whole.fit(refs)
+    assert dict(statistic.distance.df_) == dict(whole.distance.df_)
+    assert statistic.signature() == whole.signature()
+    used.clear()
+    monkeypatch.setattr(type(statistic), "counts_in_parts", property(lambda self: False))  # string parts
+    strings = compose("trm(cider-d)")
+    parallel.fit_statistic(strings, refs, Executor("processes", jobs=2))
+    assert used == [] and strings.distance.n_images_ == len(refs)  # two jobs: fitted here
     monkeypatch.setattr(parallel, "FIT_IN_PARTS_MIN", 10 * len(refs))  # too few distinct sets for parts
     parallel.fit_statistic(statistic, refs, Executor("processes", jobs=8))
-    assert statistic.distance.n_images_ == len(refs)
+    assert used == [] and statistic.distance.n_images_ == len(refs)
 
 
 def test_freed_memory_is_kept_on_glibc():

@@ -215,17 +215,44 @@ def test_a_pickled_fitted_cider_d_sends_its_index_not_its_strings(tmp_path) -> N
     assert again.score(cands, refs + [["a"]]).values.tobytes() == fitted.score(cands, refs + [["a"]]).values.tobytes()
 
 
-def test_fitted_df_digest_is_the_whole_json_hashed_at_once(monkeypatch):
-    """The signature's df digest is hashed piece by piece (short GIL holds while workers run)
-    but is the SHA-256 of ``json.dumps([n_images, sorted(df.items())])``, pieces of any size."""
+def test_fitted_df_digest_spelled_out_on_a_tiny_table() -> None:
+    """The signature's df digest: SHA-256 of the JSON [images, sorted words], then per order
+    the n-grams as rows of word ranks, sorted, and their counts (little-endian int64)."""
     import hashlib
 
-    from capmetrics.plugins.ngram import cider
+    from capmetrics.plugins.ngram.cider import _df_digest
 
-    refs = [["a cat on a mat", 'the "dog" \\ sat'], ["日本 の 猫", "a cat\u2028on a mat"], ["x y z w v"]]
-    fitted = CiderD(tokenizer=WhitespaceTokenizer()).fit(refs)
-    whole = hashlib.sha256(json.dumps([fitted.n_images_, sorted(fitted.df_.items())]).encode()).hexdigest()
-    for piece in (1, 2, 7, len(fitted.df_), 10**6):
-        monkeypatch.setattr(cider, "DIGEST_PIECE", piece)
-        assert fitted.signature_extra() == {"df": f"fitted:{whole[:16]}"}
-    assert cider._df_digest({}, 0) == hashlib.sha256(json.dumps([0, []]).encode()).hexdigest()
+    fitted = CiderD(tokenizer=WS).fit([["b a"], ["a"], ["b"]])
+    assert dict(fitted.df_) == {"a": 2, "b": 2, "b a": 1}
+    i8 = lambda values: np.array(values, dtype="<i8").tobytes()  # noqa: E731
+    expected = hashlib.sha256(json.dumps([3, ["a", "b"]]).encode() + b"|1:2|" + i8([1, 2]) + i8([2, 2])
+                              + b"|2:1|" + i8([2, 1]) + i8([1])).hexdigest()
+    assert _df_digest(fitted.df_, 3) == expected
+    assert fitted.signature_extra() == {"df": f"fitted:{expected[:16]}"}
+    assert _df_digest({"a": 2, "b": 2, "b a": 1}, 3) == expected  # a string table: the same value
+    assert _df_digest({"a": 2, "b": 2, "b a": 2}, 3) != expected
+    assert _df_digest({"a": 2, "b": 2, "a b": 1}, 3) != expected
+    assert _df_digest({"a": 2, "b": 2, "b a": 1}, 4) != expected
+
+
+def test_fitting_in_parts_gives_the_whole_fit_however_it_was_counted() -> None:
+    """Parts counted as integer keys (each with its own vocabulary) and summed give the table,
+    the look-ups and the digest of fitting whole; so does the string form (fit_state)."""
+    import pickle
+
+    sample = Path(__file__).resolve().parents[2] / "core" / "sample" / "flickr8k_expert_sample.jsonl"
+    items = [json.loads(line) for line in sample.read_text().splitlines()]
+    refs = [item["references"] for item in items] * 2 + [["a cat\u2028on a mat", '日本 の "猫"']]
+    cands = [item["candidates"][0] for item in items]
+    whole = CiderD().fit(refs)
+    parts = CiderD().fit_counts([CiderD().count_state(refs[a:b]) for a, b in ((0, 7), (7, 30), (30, len(refs)))])
+    strings = CiderD().fit_states([CiderD().fit_state(refs[:13]), CiderD().fit_state(refs[13:])])
+    copy = pickle.loads(pickle.dumps(parts))
+    table = dict(whole.df_)
+    assert len(table) > 500 and dict(parts.df_) == table == strings.df_ == dict(copy.df_)
+    assert whole.n_images_ == parts.n_images_ == strings.n_images_ == len(refs)
+    sig = whole.signature_extra()
+    assert parts.signature_extra() == strings.signature_extra() == copy.signature_extra() == sig
+    values = whole.score(cands, refs[: len(cands)]).values
+    for other in (parts, strings, copy):
+        assert other.score(cands, refs[: len(cands)]).values.tobytes() == values.tobytes()
