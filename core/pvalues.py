@@ -24,6 +24,12 @@ def harmonic_mean(p: np.ndarray, axis: int = -1) -> np.ndarray:
         return p.shape[axis] / np.sum(1.0 / p, axis=axis)
 
 
+def prepare() -> None:
+    """Import what :func:`landau_sf` needs (``scipy.special``, ~0.1 s): a run calls this on a
+    thread while its workers test the items, so the harmonic mean p-value after them is quick."""
+    import scipy.special  # noqa: F401
+
+
 def landau_sf(x: np.ndarray | float, total: int) -> np.ndarray:
     """P(X > x) for Wilson's Landau law: Stable(α=1, β=1, γ=π/2, δ = ln L + 1 + ψ(1) − ln(2/π))
     in Nolan's S0 parameterisation (harmonicmeanp 3.0), with L = ``total`` p-values."""

@@ -112,7 +112,10 @@ def digest(words: Sequence[str], rows: Sequence[np.ndarray], counts: Sequence[np
     h = hashlib.sha256(json.dumps([n_images, [names[i] for i in order]]).encode())
     for r, c in zip(rows, counts):
         ranked = rank[r]
-        at = np.lexsort(ranked.T[::-1]) if len(ranked) else np.zeros(0, np.int64)
+        if fits_int64(len(names), ranked.shape[1]):  # one key per row: one sort, not one per column
+            at = np.argsort(compose(ranked, len(names) + 1))
+        else:
+            at = np.lexsort(ranked.T[::-1]) if len(ranked) else np.zeros(0, np.int64)
         h.update(f"|{ranked.shape[1]}:{len(at)}|".encode())
         h.update(ranked[at].astype("<i8").tobytes())
         h.update(np.asarray(c, dtype=np.int64)[at].astype("<i8").tobytes())

@@ -215,7 +215,7 @@ def test_a_pickled_fitted_cider_d_sends_its_index_not_its_strings(tmp_path) -> N
     assert again.score(cands, refs + [["a"]]).values.tobytes() == fitted.score(cands, refs + [["a"]]).values.tobytes()
 
 
-def test_fitted_df_digest_spelled_out_on_a_tiny_table() -> None:
+def test_fitted_df_digest_spelled_out_on_a_tiny_table(monkeypatch: pytest.MonkeyPatch) -> None:
     """The signature's df digest: SHA-256 of the JSON [images, sorted words], then per order
     the n-grams as rows of word ranks, sorted, and their counts (little-endian int64)."""
     import hashlib
@@ -230,6 +230,11 @@ def test_fitted_df_digest_spelled_out_on_a_tiny_table() -> None:
     assert _df_digest(fitted.df_, 3) == expected
     assert fitted.signature_extra() == {"df": f"fitted:{expected[:16]}"}
     assert _df_digest({"a": 2, "b": 2, "b a": 1}, 3) == expected  # a string table: the same value
+    from capmetrics.plugins.ngram import dfcounts
+
+    monkeypatch.setattr(dfcounts, "fits_int64", lambda *a: False)  # rows sorted column by column
+    assert _df_digest(fitted.df_, 3) == _df_digest({"a": 2, "b": 2, "b a": 1}, 3) == expected
+    monkeypatch.undo()
     assert _df_digest({"a": 2, "b": 2, "b a": 2}, 3) != expected
     assert _df_digest({"a": 2, "b": 2, "a b": 1}, 3) != expected
     assert _df_digest({"a": 2, "b": 2, "b a": 1}, 4) != expected
