@@ -162,11 +162,15 @@ def _run_pickled_chunks(function: Callable[[Any, list[Any]], Any], shared: Any, 
     return [_run_chunk(function, shared, items, per_item) for items in pickle.loads(chunks)]
 
 
-def _set_process_shared(function: Callable[[Any, list[Any]], Any], shared: Any, per_item: bool) -> None:
+def _set_process_shared(function: Callable[[Any, list[Any]], Any], shared: Any, per_item: bool,
+                        source: Sequence[Any] | None = None) -> None:
     _SHARED["function"], _SHARED["shared"], _SHARED["per_item"] = function, shared, per_item
+    _SHARED["source"] = source
 
 
-def _run_process_chunk(items: list[Any]) -> Any:
+def _run_process_chunk(items: list[Any] | range) -> Any:
+    if isinstance(items, range):  # positions in the items this forked worker inherited
+        items = [_SHARED["source"][i] for i in items]
     return _run_chunk(_SHARED["function"], _SHARED["shared"], items, _SHARED["per_item"])
 
 
@@ -201,11 +205,14 @@ def map_stream(function: Callable[[T, list[Any]], list[R]], shared: T, chunks: I
 
 def iter_stream(function: Callable[[T, list[Any]], Any], shared: T, chunks: Iterable[Chunk],
                 executor: Executor | None = None, per_item: bool = True,
-                while_running: Callable[[], None] | None = None) -> Iterator[Any]:
+                while_running: Callable[[], None] | None = None,
+                source: Sequence[Any] | None = None) -> Iterator[Any]:
     """``function(shared, chunk)`` of every chunk, yielded in chunk order as they finish (the
     caller can fold them as they come). ``per_item``: the function returns one result per item
     of its chunk (checked); otherwise one object per chunk. ``while_running`` is called once in
-    this process while local workers have chunks to run (other executors: after the last)."""
+    this process while local workers have chunks to run (other executors: after the last).
+    ``source``: every chunk is ``[source[i] for i in span]``; forked workers then read their
+    items from the memory they inherit, and only the spans are sent to them."""
     executor = executor or Executor()
     stream = iter(chunks)
     if executor.kind == "serial":
@@ -216,7 +223,7 @@ def iter_stream(function: Callable[[T, list[Any]], Any], shared: T, chunks: Iter
         if first is not None:
             stream = itertools.chain([first], stream)
             if executor.kind == "processes":
-                yield from _map_processes(function, shared, stream, executor, per_item, while_running)
+                yield from _map_processes(function, shared, stream, executor, per_item, while_running, source)
                 return
             yield from _map_dask(function, shared, stream, executor, per_item)
     if while_running is not None:
@@ -300,7 +307,8 @@ def _process_context(function: Callable[..., Any] | None = None) -> multiprocess
 
 
 def _map_processes(function: Callable[[Any, list[Any]], Any], shared: Any, chunks: Iterator[Chunk],
-                   executor: Executor, per_item: bool, idle: Callable[[], None] | None = None) -> Iterator[Any]:
+                   executor: Executor, per_item: bool, idle: Callable[[], None] | None = None,
+                   source: Sequence[Any] | None = None) -> Iterator[Any]:
     def failed(err: BaseException, running: range) -> ExecutorError | None:
         if isinstance(err, BrokenProcessPool):
             return ExecutorError(f"the processes executor ({executor.jobs} jobs) lost a worker process (killed "
@@ -315,12 +323,14 @@ def _map_processes(function: Callable[[Any, list[Any]], Any], shared: Any, chunk
     frozen = context.get_start_method() == "fork"
     if frozen:
         gc.freeze()
+    inherited = source if frozen else None  # other start methods would pickle it whole to each worker
+    spans = ((span, span) for span, _ in chunks) if inherited is not None else chunks
     try:
-        with ProcessPoolExecutor(max_workers=executor.jobs, mp_context=context,
-                                 initializer=_set_process_shared, initargs=(function, shared, per_item)) as pool:
+        with ProcessPoolExecutor(max_workers=executor.jobs, mp_context=context, initializer=_set_process_shared,
+                                 initargs=(function, shared, per_item, inherited)) as pool:
             try:
                 yield from _in_order(lambda chunk: pool.submit(_run_process_chunk, chunk), lambda f: f.result(),
-                                     chunks, 2 * executor.jobs + 2, failed,
+                                     spans, 2 * executor.jobs + 2, failed,
                                      lambda f: f.done() and not f.cancelled() and f.exception() is None, idle)
             except BaseException:
                 pool.shutdown(wait=True, cancel_futures=True)
@@ -579,8 +589,8 @@ def compare_items(statistic: Statistic, items: Sequence[tuple[Sequence[str], Seq
                             len(lists))
         running = ready()
         spans = ((r, [lists[i] for i in r]) for r in running.chunks(len(lists)))
-        return _counted(iter_stream(_compare_chunk, statistic, spans, running, while_running=while_running),
-                        len(lists))
+        return _counted(iter_stream(_compare_chunk, statistic, spans, running, while_running=while_running,
+                                    source=lists), len(lists))
 
 
 def _counted(parts: Iterator[list[R]], total: int) -> list[R]:

@@ -1,3 +1,3 @@
-from capmetrics.cli import main
+from capmetrics.cli import run
 
-main()
+run()

@@ -401,3 +401,49 @@ def test_this_process_work_runs_beside_the_feeding_and_its_error_is_raised(monke
 
     with pytest.raises(ValueError, match="signature failed"):
         compare_items(TRM(LineDistance(), permutations=30, seed=1), items, executor, while_running=fails)
+
+
+def test_forked_workers_read_their_items_from_inherited_memory(monkeypatch):
+    """With ``source`` and fork start, only the spans go to the workers (no item is pickled),
+    the values are the serial bytes, and the collector is unfrozen when the pool is done."""
+    import gc
+    from concurrent.futures import ProcessPoolExecutor
+
+    from capmetrics import parallel
+
+    if parallel._start_method() != "fork":
+        pytest.skip("fork start only")
+    sent: list[object] = []
+    submit = ProcessPoolExecutor.submit
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", lambda self, fn, *args: sent.extend(args) or submit(self, fn, *args))
+    from capmetrics import compose
+    from capmetrics.data.loaders import load_dataset
+    from tests.conftest import SAMPLE
+
+    items = [(i.candidates, i.references) for i in load_dataset(SAMPLE)]
+    serial = as_bytes(compare_items(compose("trm(cider-d)"), items))
+    monkeypatch.setattr(parallel, "PROCESS_MIN_ITEMS", 1)
+    got = compare_items(compose("trm(cider-d)"), items, replace(Executor.from_options(jobs=2), chunk_size=3))
+    assert as_bytes(got) == serial
+    assert len(sent) == -(-len(items) // 3) and all(isinstance(s, range) for s in sent)
+    assert gc.get_freeze_count() == 0
+
+
+def test_the_script_ends_without_teardown_but_runs_exit_handlers_and_keeps_codes(tmp_path):
+    """``capmetrics.cli.run`` (the script) flushes the streams, runs atexit handlers and exits
+    with main's code: 0 with the whole output, 2 for a usage error."""
+    import subprocess
+    import sys
+
+    from tests.conftest import SAMPLE
+
+    script = ("import atexit, sys\nfrom capmetrics.cli import run\n"
+              "atexit.register(lambda: print('exit handler ran', file=sys.stderr))\n"
+              "sys.argv = ['capmetrics', *sys.argv[1:]]\nrun()\n")
+    ok = subprocess.run([sys.executable, "-c", script, "score", str(SAMPLE), "-m", "bleu-4", "--format", "json", "-q"],
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and "exit handler ran" in ok.stderr
+    assert len(json.loads(ok.stdout)["metrics"][0]["items"]) == 20  # the whole JSON document arrived
+    bad = subprocess.run([sys.executable, "-c", script, "score", str(SAMPLE), "--jobs", "0"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "exit handler ran" in bad.stderr and "--jobs" in bad.stderr
