@@ -12,11 +12,13 @@
    serial on 200; the output files byte-identical. Each configuration runs ``--repeat`` times,
    alternating, and the best wall time counts.
 
-Every row carries the 1-minute load average: on a shared 2-core machine wall times (the speed-up
-above all) are noisy, so the CPU seconds of each process are sampled from /proc as well and the
-run's wall on an idle box is projected from them (the main process alone before its first worker
-and after its last; in between the longer of its own work and the workers' CPU shared over the
-cores).
+Every row carries the 1-minute load average. Fan-out wall times come from plain runs with
+nothing watching them (a /proc sampler costs a share of a core, which a run keeping both cores
+busy feels and a serial run does not), their CPU from ``getrusage`` of the whole process tree;
+one more run of each configuration is sampled from /proc every 10 ms for the main process's and
+the workers' CPU seconds, from which the run's wall on an idle box is projected (the main process
+alone before its first worker and after its last; in between the longer of its own work and the
+workers' CPU shared over the cores).
 
 Run: ``.venv/bin/python benchmarks/bench_cold.py [--repeat 3] [--skip-meteor] [--skip-jobs]``.
 """
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -137,6 +140,20 @@ def run(args: list[str], env: dict[str, str] | None = None) -> tuple[Tree, int]:
     return tree, proc.pid
 
 
+def timed(args: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds (the whole process tree: waited-for children are counted) of
+    ``capmetrics args``, with nothing sampling it: the /proc sampler of :func:`run` costs a
+    share of a core that a run keeping both cores busy would feel."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(CLI + args, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode:
+        raise SystemExit(f"capmetrics {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def mb(n: int) -> str:
     return f"{n / 2**20:6.0f} MB"
 
@@ -185,24 +202,29 @@ def bench_jobs(counts: list[int], repeat: int) -> None:
             split: dict[int, tuple[float, float]] = {}
             outputs: dict[int, bytes] = {}
             notes: set[str] = set()
-            for _ in range(repeat):
+            cpu: dict[int, float] = {}
+            for _ in range(repeat):  # wall times: plain runs, alternating, nothing sampling them
                 for jobs in (1, 2):
                     out = Path(tmp) / f"out{count}-{jobs}.json"
-                    tree, pid = run(["score", str(data), "-m", "trm(distance=cider-d)", "--jobs", str(jobs),
-                                     "--format", "json", "-q", "--out", str(out)])
-                    notes.update(line for line in tree.stderr.splitlines() if line.startswith("capmetrics:"))
-                    best[jobs] = min(best.get(jobs, float("inf")), tree.wall)
-                    idle = tree.idle_wall(pid, min(jobs, cores))
-                    if idle < projected.get(jobs, float("inf")):
-                        projected[jobs], split[jobs] = idle, (tree.main_cpu(pid), tree.others_cpu(pid))
+                    wall, used = timed(["score", str(data), "-m", "trm(distance=cider-d)", "--jobs", str(jobs),
+                                        "--format", "json", "-q", "--out", str(out)])
+                    if wall < best.get(jobs, float("inf")):
+                        best[jobs], cpu[jobs] = wall, used
                     outputs[jobs] = out.read_bytes()
+            for jobs in (1, 2):  # one sampled run each: the main process's and the workers' CPU
+                out = Path(tmp) / f"out{count}-{jobs}.json"
+                tree, pid = run(["score", str(data), "-m", "trm(distance=cider-d)", "--jobs", str(jobs),
+                                 "--format", "json", "--out", str(out)])
+                notes.update(line for line in tree.stderr.splitlines() if line.startswith("capmetrics:"))
+                projected[jobs] = tree.idle_wall(pid, min(jobs, cores))
+                split[jobs] = (tree.main_cpu(pid), tree.others_cpu(pid))
             same = outputs[1] == outputs[2]
             print(f"   {count:6d} items: --jobs 1 {best[1]:6.2f} s, --jobs 2 {best[2]:6.2f} s -> "
                   f"{best[1] / best[2]:4.2f}× ({targets.get(count, '')}); from CPU on an idle box "
                   f"{projected[1]:5.2f} s vs {projected[2]:5.2f} s -> {projected[1] / projected[2]:4.2f}×; "
                   f"outputs identical: {same}  [{load()}]")
-            print(f"      CPU: --jobs 1 {split[1][0]:.2f} s; --jobs 2 main process {split[2][0]:.2f} s + workers "
-                  f"{split[2][1]:.2f} s")
+            print(f"      CPU of the best runs: --jobs 1 {cpu[1]:.2f} s, --jobs 2 {cpu[2]:.2f} s; sampled: --jobs 1 "
+                  f"{split[1][0]:.2f} s; --jobs 2 main process {split[2][0]:.2f} s + workers {split[2][1]:.2f} s")
             for note in sorted(notes):
                 print(f"      {note}")
             if not same:
