@@ -376,6 +376,7 @@ def test_jvms_and_heaps_are_chosen_from_the_work(tmp_path, monkeypatch) -> None:
     assert _parse.default_jobs(10**6) == 2  # as memory allows
     cmd = _parse.parse_command("java", [], None, 2, Path("i"), Path("o"))
     assert "-Xmx1G" in cmd and "-XX:+UseSerialGC" in cmd and "-XX:+ExitOnOutOfMemoryError" in cmd
+    assert "-XX:Tier4InvocationThreshold=50000" in cmd  # C2 only for the hottest methods
     assert _parse.PARENT_PIPE in cmd and "-Xmx3g" in _parse.parse_command("java", [], "3g", 2, Path("i"), Path("o"))
     # a JVM that died (out of memory, say) is run again with the retry command (a larger heap)
     helper = tmp_path / "helper.py"
