@@ -10,6 +10,7 @@ from typing import Any, Union
 
 import numpy as np
 
+from capmetrics.collector import frozen
 from capmetrics.component import Component, Distance, Scores, Statistic
 from capmetrics.data.loaders import EMPTY_CANDIDATE_POLICIES, EmptyCandidates, from_gts_res, load_dataset
 from capmetrics.data.model import Dataset, ItemId, Problem
@@ -292,7 +293,8 @@ def score(
         check_inputs(component, dataset, name)
     warn_empty_candidates(empties)
     results = []
-    with run_scope():  # tokens and other prepared data are computed once for all metrics
+    # the dataset lives for the whole run: no full collection walks it (capmetrics.collector)
+    with frozen(), run_scope():  # tokens and other prepared data are computed once for all metrics
         for done, (name, component) in enumerate(built):
             if progress:
                 progress(name, done, len(built))

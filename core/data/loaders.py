@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from capmetrics.collector import paused
 from capmetrics.data.model import Dataset, Item, ItemId, Problem
 from capmetrics.errors import DataError
 
@@ -329,7 +330,8 @@ def load_dataset(
     """
     token = _references_optional.set(not require_references)
     try:
-        dataset = _load_dataset(path, results, format, on_error, empty_candidates)
+        with paused():  # parsed JSON and items hold no reference cycles (capmetrics.collector)
+            dataset = _load_dataset(path, results, format, on_error, empty_candidates)
     finally:
         _references_optional.reset(token)
     from capmetrics.data.images import with_images
