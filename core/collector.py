@@ -12,10 +12,12 @@ and cyclic garbage made meanwhile is collected as usual.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 _depth = 0
+_lock = threading.Lock()  # runs on several threads nest as well
 
 
 @contextmanager
@@ -24,14 +26,16 @@ def frozen() -> Iterator[None]:
     collectors of processes forked meanwhile, do not walk them. Nested uses freeze what came
     since; everything is unfrozen when the outermost one ends."""
     global _depth
-    gc.freeze()
-    _depth += 1
+    with _lock:
+        gc.freeze()
+        _depth += 1
     try:
         yield
     finally:
-        _depth -= 1
-        if _depth == 0:
-            gc.unfreeze()
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                gc.unfreeze()
 
 
 @contextmanager
