@@ -261,3 +261,25 @@ def test_fitting_in_parts_gives_the_whole_fit_however_it_was_counted() -> None:
     values = whole.score(cands, refs[: len(cands)]).values
     for other in (parts, strings, copy):
         assert other.score(cands, refs[: len(cands)]).values.tobytes() == values.tobytes()
+
+
+def test_tables_too_large_for_integer_keys_fall_back_to_strings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over ~55,000 distinct words the keys would overflow int64: a part comes back as its string
+    table, and parts whose words together overflow are summed as strings; the same table, digest
+    and scores either way."""
+    from capmetrics.plugins.ngram import cider, dfcounts
+
+    refs = [["a cat on a mat", "the dog sat"], ["a dog on a log"], ["x y z w v", "a cat"]]
+    cands = ["a cat on a log", "the dog", "x y z"]
+    whole = CiderD(tokenizer=WS).fit(refs)
+    parts = [CiderD(tokenizer=WS).count_state(refs[:2]), CiderD(tokenizer=WS).count_state(refs[2:])]
+    monkeypatch.setattr(dfcounts, "fits_int64", lambda *a: False)  # the parts' words together overflow
+    summed = CiderD(tokenizer=WS).fit_counts(parts)
+    monkeypatch.setattr(cider, "fits_int64", lambda *a: False)  # one part's words overflow
+    state = CiderD(tokenizer=WS).count_state(refs)
+    assert isinstance(state, tuple) and isinstance(state[0], dict)
+    strings = CiderD(tokenizer=WS).fit_counts([state])
+    for other in (summed, strings):
+        assert isinstance(other.df_, dict) and other.df_ == dict(whole.df_)
+        assert other.signature_extra() == whole.signature_extra()
+        assert other.score(cands, refs).values.tobytes() == whole.score(cands, refs).values.tobytes()
