@@ -35,12 +35,11 @@ from capmetrics.plugins.ngram.counts import (
     ngrams,
     set_frequencies,
 )
-from capmetrics.plugins.ngram.dfcounts import DfCounts, counts_digest, digits, fits_int64, merge, strings_digest
+from capmetrics.plugins.ngram.dfcounts import MAX_N, DfCounts, counts_digest, digits, fits_int64, merge, strings_digest
 from capmetrics.plugins.ngram.inttable import IntTable
 from capmetrics.plugins.ngram.pyfloat import py_square, sum_left_to_right
 
 DF_FORMAT = "capmetrics-cider-df"
-MAX_N = 4
 SIGMA = 6.0
 
 
