@@ -35,7 +35,17 @@ from capmetrics.plugins.ngram.counts import (
     ngrams,
     set_frequencies,
 )
-from capmetrics.plugins.ngram.dfcounts import MAX_N, DfCounts, counts_digest, digits, fits_int64, merge, strings_digest
+from capmetrics.plugins.ngram.dfcounts import (
+    MAX_N,
+    DfCounts,
+    compose,
+    counts_digest,
+    digits,
+    fits_int64,
+    from_strings,
+    merge,
+    strings_digest,
+)
 from capmetrics.plugins.ngram.inttable import IntTable
 from capmetrics.plugins.ngram.pyfloat import py_square, sum_left_to_right
 
@@ -77,37 +87,33 @@ class DfIndex:
     ``base ** MAX_N`` overflows int64 (over ~55,000 distinct words) fall back to string look-ups.
     """
 
-    def __init__(self, df: dict[str, int], words: Sequence[str] | None = None,
-                 keyed: Sequence[tuple[np.ndarray, np.ndarray]] | None = None) -> None:
-        """The index of ``df``; ``words`` (ids 1, 2, ... in this order) and ``keyed`` (each
-        order's keys in that base and counts) when the caller has them, else read from the
-        n-gram strings."""
-        flat: list[str] = []
-        if words is None:
-            flat = " ".join(df).split(" ") if df else []  # every gram's words, in order
-            words = list(dict.fromkeys(flat))
-        self.ids = {w: i + 1 for i, w in enumerate(words)}
-        self.base = len(self.ids) + 1
-        self.df = df
-        self.exact = self.base**MAX_N < 2**63
-        if not self.exact:
-            return
-        pairs = keyed if keyed is not None else self._keyed(df, flat)
-        keys = np.concatenate([k for k, _ in pairs]) if pairs else np.zeros(0, np.int64)
-        counts = np.concatenate([np.asarray(c) for _, c in pairs]) if pairs else np.zeros(0)
-        self.table = IntTable(keys, counts.astype(np.int64), distinct=True)  # distinct grams, distinct keys
+    def __init__(self, df: dict[str, int]) -> None:
+        """The index of a table of n-gram strings (words numbered in order of first appearance)."""
+        words, rows, counts = from_strings(df)
+        base = len(words) + 1
+        keyed = ([(compose(r, base), c) for r, c in zip(rows, counts) if r.shape[1] <= MAX_N]  # longer: never looked up
+                 if fits_int64(len(words)) else None)
+        self._set(df, words, keyed)
 
     @classmethod
     def from_counts(cls, counts: DfCounts) -> DfIndex:
         """The exact index of summed parts (:func:`~capmetrics.plugins.ngram.dfcounts.merge`),
         without n-gram strings (read back with :meth:`decoded` when asked for)."""
         index = cls.__new__(cls)
-        index.ids = {w: i + 1 for i, w in enumerate(counts.words)}
-        index.base, index.df, index.exact = len(index.ids) + 1, None, True
-        keys = np.concatenate([k for k, _ in counts.keyed]) if counts.keyed else np.zeros(0, np.int64)
-        values = np.concatenate([c for _, c in counts.keyed]) if counts.keyed else np.zeros(0, np.int64)
-        index.table = IntTable(keys, values.astype(np.int64), distinct=True)
+        index._set(None, counts.words, counts.keyed)
         return index
+
+    def _set(self, df: dict[str, int] | None, words: Sequence[str],
+             keyed: Sequence[tuple[np.ndarray, np.ndarray]] | None) -> None:
+        """Words numbered from 1 in order, and each order's keys and counts (None: the keys
+        would overflow int64, so look-ups go by the strings of ``df``)."""
+        self.ids = {w: i + 1 for i, w in enumerate(words)}
+        self.base, self.df, self.exact = len(self.ids) + 1, df, keyed is not None
+        if keyed is None:
+            return
+        keys = np.concatenate([k for k, _ in keyed]) if keyed else np.zeros(0, np.int64)
+        values = np.concatenate([c for _, c in keyed]) if keyed else np.zeros(0, np.int64)
+        self.table = IntTable(keys, values.astype(np.int64), distinct=True)  # distinct grams, distinct keys
 
     def counts(self, n_images: int) -> DfCounts:
         """An exact index's table as :class:`~capmetrics.plugins.ngram.dfcounts.DfCounts`."""
@@ -140,18 +146,6 @@ class DfIndex:
                 joined = joined + " " + grams[:, t]
             out.update(zip(joined.tolist(), counts.tolist()))
         return out
-
-    def _keyed(self, df: dict[str, int], flat: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Each order's keys and counts from the n-gram strings (``flat``: their words)."""
-        orders = np.fromiter(map(str.count, df, repeat(" ")), np.int64, len(df)) + 1
-        word = np.fromiter(map(self.ids.__getitem__, flat), np.int64, len(flat))
-        starts = np.cumsum(orders) - orders
-        key = np.zeros(len(df), dtype=np.int64)
-        for t in range(MAX_N):  # all grams at once, word position by word position
-            has = np.flatnonzero(orders > t)
-            key[has] = key[has] * self.base + word[starts[has] + t]
-        counts = np.fromiter(df.values(), np.int64, len(df))
-        return [(key[orders == n], counts[orders == n]) for n in range(1, MAX_N + 1)]
 
     def lookup(self, sentences: Sentences, tables: Sequence[Ngrams]) -> np.ndarray:
         """The document frequency of each n-gram id of ``tables``, one table after the other
