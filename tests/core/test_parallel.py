@@ -403,30 +403,43 @@ def test_this_process_work_runs_beside_the_feeding_and_its_error_is_raised(monke
         compare_items(TRM(LineDistance(), permutations=30, seed=1), items, executor, while_running=fails)
 
 
-def test_forked_workers_read_their_items_from_inherited_memory(monkeypatch):
+FORKED_ITEMS_SCRIPT = """
+import gc, json, sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from capmetrics import compose, parallel
+from capmetrics.data.loaders import load_dataset
+from capmetrics.parallel import Executor, compare_items
+sent = []
+submit = ProcessPoolExecutor.submit
+ProcessPoolExecutor.submit = lambda self, fn, *args: sent.extend(args) or submit(self, fn, *args)
+parallel.PROCESS_MIN_ITEMS = 1
+items = [(i.candidates, i.references) for i in load_dataset(sys.argv[1])]
+rows = lambda results: [[r.value, r.p_value, r.details] for r in results]
+serial = rows(compare_items(compose("trm(cider-d)"), items))
+got = rows(compare_items(compose("trm(cider-d)"), items, replace(Executor.from_options(jobs=2), chunk_size=3)))
+print(json.dumps({"start": parallel._start_method(), "same": got == serial, "items": len(items),
+                  "sent": [type(s).__name__ for s in sent], "frozen": gc.get_freeze_count()}))
+"""
+
+
+def test_forked_workers_read_their_items_from_inherited_memory():
     """With ``source`` and fork start, only the spans go to the workers (no item is pickled),
-    the values are the serial bytes, and the collector is unfrozen when the pool is done."""
-    import gc
-    from concurrent.futures import ProcessPoolExecutor
+    the values are the serial ones, and the collector is unfrozen when the pool is done. In a
+    fresh interpreter: one that has loaded torch (other tests) starts workers from a forkserver."""
+    import subprocess
+    import sys
 
-    from capmetrics import parallel
-
-    if parallel._start_method() != "fork":
-        pytest.skip("fork start only")
-    sent: list[object] = []
-    submit = ProcessPoolExecutor.submit
-    monkeypatch.setattr(ProcessPoolExecutor, "submit", lambda self, fn, *args: sent.extend(args) or submit(self, fn, *args))
-    from capmetrics import compose
-    from capmetrics.data.loaders import load_dataset
     from tests.conftest import SAMPLE
 
-    items = [(i.candidates, i.references) for i in load_dataset(SAMPLE)]
-    serial = as_bytes(compare_items(compose("trm(cider-d)"), items))
-    monkeypatch.setattr(parallel, "PROCESS_MIN_ITEMS", 1)
-    got = compare_items(compose("trm(cider-d)"), items, replace(Executor.from_options(jobs=2), chunk_size=3))
-    assert as_bytes(got) == serial
-    assert len(sent) == -(-len(items) // 3) and all(isinstance(s, range) for s in sent)
-    assert gc.get_freeze_count() == 0
+    if not sys.platform.startswith("linux"):
+        pytest.skip("fork start: Linux")
+    done = subprocess.run([sys.executable, "-c", FORKED_ITEMS_SCRIPT, str(SAMPLE)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["start"] == "fork" and out["same"] and out["frozen"] == 0
+    assert len(out["sent"]) == -(-out["items"] // 3) and set(out["sent"]) == {"range"}
 
 
 def test_the_script_ends_without_teardown_but_runs_exit_handlers_and_keeps_codes(tmp_path):
