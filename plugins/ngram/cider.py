@@ -118,10 +118,8 @@ class DfIndex:
     def counts(self, n_images: int) -> DfCounts:
         """An exact index's table as :class:`~capmetrics.plugins.ngram.dfcounts.DfCounts`."""
         keys, values = self.table.items()
-        bounds = [self.base**n for n in range(MAX_N + 1)]
-        keyed = [(keys[(keys >= lo) & (keys < hi)], values[(keys >= lo) & (keys < hi)])
-                 for lo, hi in zip(bounds[:-1], bounds[1:])]
-        return DfCounts(list(self.ids), keyed, n_images)
+        order = np.searchsorted([self.base**n for n in range(1, MAX_N + 1)], keys, side="right")  # 0: unigrams
+        return DfCounts(list(self.ids), [(keys[order == n], values[order == n]) for n in range(MAX_N)], n_images)
 
     def digest(self, n_images: int) -> str:
         """:func:`~capmetrics.plugins.ngram.dfcounts.counts_digest` of an exact index."""
