@@ -60,6 +60,9 @@ def merge(parts: Iterable[DfCounts]) -> DfCounts | None:
     parts = list(parts)
     if len(parts) == 1:
         return parts[0]
+    if not parts:  # nothing counted: an empty table, as fit_states([]) gives
+        empty = np.zeros(0, dtype=np.int64)
+        return DfCounts([], [(empty, empty)] * MAX_N, 0)
     words = list(dict.fromkeys(w for part in parts for w in part.words))
     if not fits_int64(len(words)):
         return None

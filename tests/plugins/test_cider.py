@@ -283,3 +283,10 @@ def test_tables_too_large_for_integer_keys_fall_back_to_strings(monkeypatch: pyt
         assert isinstance(other.df_, dict) and other.df_ == dict(whole.df_)
         assert other.signature_extra() == whole.signature_extra()
         assert other.score(cands, refs).values.tobytes() == whole.score(cands, refs).values.tobytes()
+
+
+def test_fitting_no_parts_gives_the_empty_table_as_the_string_form_does() -> None:
+    none = CiderD(tokenizer=WS).fit_counts([])
+    strings = CiderD(tokenizer=WS).fit_states([])
+    assert dict(none.df_) == strings.df_ == {} and none.n_images_ == strings.n_images_ == 0
+    assert none.signature_extra() == strings.signature_extra()
