@@ -1,7 +1,4 @@
-"""Drop-in replacements for APIs that captioning code already calls.
-
-:mod:`capmetrics.compat.pycocoevalcap` mirrors pycocoevalcap (``COCOEvalCap`` and the scorer
-classes), computed by capmetrics' own metrics; :mod:`capmetrics.compat.cider` mirrors
-ruotianluo/cider's ``CiderD``/``Cider`` (self-critical.pytorch's rewards), prepro_ngrams' df
-pickles included.
+"""Former home of the drop-in shims, now in :mod:`capmetrics.integrations`:
+``capmetrics.compat.pycocoevalcap`` and ``capmetrics.compat.cider`` re-export
+:mod:`capmetrics.integrations.pycocoevalcap` and :mod:`capmetrics.integrations.cider`.
 """

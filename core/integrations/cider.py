@@ -1,7 +1,7 @@
 """ruotianluo/cider's API (``pyciderevalcap``, as self-critical.pytorch calls it) on capmetrics'
 ``cider-d`` and ``cider``: change the import lines, keep the training script.
 
->>> from capmetrics.compat.cider import CiderD, Cider   # was: pyciderevalcap.ciderD.ciderD / .cider.cider
+>>> from capmetrics.integrations.cider import CiderD, Cider   # was: pyciderevalcap.ciderD.ciderD / .cider.cider
 >>> scorer = CiderD(df="coco-train-idxs")               # reads data/coco-train-idxs.p, as the original
 >>> mean, scores = scorer.compute_score(gts, [{"image_id": 0, "caption": ["a dog runs 0"]}, ...])
 

@@ -1,6 +1,6 @@
 """A ``compute_metrics`` for Hugging Face's ``Trainer``: decode, score with capmetrics, return floats.
 
->>> from capmetrics.hf import compute_metrics
+>>> from capmetrics.integrations.hf import compute_metrics
 >>> trainer = Seq2SeqTrainer(..., compute_metrics=compute_metrics(tokenizer, ["bleu-4", "cider-d"]))
 >>> trainer.evaluate()            # {"eval_bleu-4": 0.21, "eval_cider-d": 0.64, ...}
 

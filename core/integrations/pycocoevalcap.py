@@ -1,7 +1,7 @@
 """pycocoevalcap's API on capmetrics' metrics: change the import lines, keep the script.
 
->>> from capmetrics.compat.pycocoevalcap import COCOEvalCap          # was: pycocoevalcap.eval
->>> from capmetrics.compat.pycocoevalcap import Bleu, Cider, PTBTokenizer
+>>> from capmetrics.integrations.pycocoevalcap import COCOEvalCap          # was: pycocoevalcap.eval
+>>> from capmetrics.integrations.pycocoevalcap import Bleu, Cider, PTBTokenizer
 
 ``COCOEvalCap(coco, cocoRes)`` takes pycocotools ``COCO`` objects (or plain dicts: COCO
 annotations, and a results list or results annotations), honours ``params['image_id']`` and fills
@@ -26,7 +26,8 @@ import numpy as np
 from capmetrics.component import Component, Distance, Scores, Tokenizer
 from capmetrics.errors import CapmetricsError, MetricError
 
-__all__ = ["COCOEvalCap", "Bleu", "Meteor", "Rouge", "Cider", "Spice", "PTBTokenizer"]
+__all__ = ["COCOEvalCap", "Bleu", "Meteor", "Rouge", "Cider", "Spice", "PTBTokenizer", "SPICE_CATEGORIES", "SPICE_FIELDS",
+           "spice_available"]
 
 Gts = Mapping[Hashable, Sequence[str]]
 

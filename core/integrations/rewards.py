@@ -239,7 +239,7 @@ class CiderDReward(Reward):
     Args:
         df: a document-frequency file written by :meth:`save` (or ``cider-d``'s ``save_df``),
             a pickle written by self-critical.pytorch's ``scripts/prepro_ngrams.py`` (a path, or
-            a name read as ``data/<name>.p``; see :mod:`capmetrics.compat.cider`), or None for a
+            a name read as ``data/<name>.p``; see :mod:`capmetrics.integrations.cider`), or None for a
             reward that :meth:`fit` fills in.
         vocab, end_id, tokenizer, keep_end: see :class:`Reward`.
     """
@@ -253,7 +253,7 @@ class CiderDReward(Reward):
                          **({"df": str(df)} if df is not None and pickled is None else {}))
         assert isinstance(metric, Distance)
         if pickled is not None:
-            from capmetrics.compat.cider import read_df_pickle
+            from capmetrics.integrations.cider import read_df_pickle
 
             table, images = read_df_pickle(pickled)
             metric.fit_states([(table, images)])  # type: ignore[attr-defined]

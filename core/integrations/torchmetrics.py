@@ -1,6 +1,6 @@
 """torchmetrics ``Metric`` classes for capmetrics' metrics, sharded under DDP.
 
->>> from capmetrics.torchmetrics import CaptionMetric, CocoCaptionMetrics
+>>> from capmetrics.integrations.torchmetrics import CaptionMetric, CocoCaptionMetrics
 >>> cider = CaptionMetric("cider-d")                      # any capmetrics spec
 >>> cider.update(["a dog runs"], [["a dog is running", "a brown dog"]], ids=[17])
 >>> cider.compute()                                       # tensor(…, dtype=torch.float64)
@@ -48,12 +48,12 @@ try:
     import torch.distributed as dist
     from torchmetrics import Metric
 except ImportError as err:  # pragma: no cover - the extra is not installed
-    raise ImportError(f"capmetrics.torchmetrics needs torch and torchmetrics ({err}): "
+    raise ImportError(f"capmetrics.integrations.torchmetrics needs torch and torchmetrics ({err}): "
                       "pip install 'capmetrics[torchmetrics]'") from err
 
 from capmetrics.component import Component, Scores
 from capmetrics.errors import MetricError
-from capmetrics.rewards import check_end_word, decode, vocab_array
+from capmetrics.integrations.rewards import check_end_word, decode, vocab_array
 
 __all__ = ["COCO_METRICS", "MEAN_CORPUS", "BERTScoreMetric", "CaptionMetric", "CocoCaptionMetrics", "gram_keys"]
 
@@ -154,7 +154,7 @@ class CaptionMetric(Metric):
         metrics: a spec (``"cider-d"``, ``"bleu-4"``, ``"meteor"``…) or a list of them; each must
             combine across ranks (see the module doc; others are refused here).
         vocab: id -> word (a list or dict) for token-id input; ``end_id``, ``keep_end``: where
-            sequences end (as :mod:`capmetrics.rewards` cuts them).
+            sequences end (as :mod:`capmetrics.integrations.rewards` cuts them).
         kwargs: torchmetrics' (``process_group`` …).
 
     :meth:`compute` returns a float64 tensor for one metric, a ``{spec: tensor}`` dict for several.
