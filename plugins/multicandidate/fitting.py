@@ -6,12 +6,18 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from capmetrics import Distance
+from capmetrics.protocols import CountsInParts, FitsInParts, supports
 
 
 class FitsDistance:
-    """For statistics over a ``distance``: :meth:`fit` fits it on every item's references; when
-    the distance can fit in parts (CIDEr-D's document frequencies are sums over items), the
-    executor computes the parts on its workers and :meth:`fit_states` joins them."""
+    """For statistics over a ``distance``: :meth:`fit` fits it on every item's references.
+
+    The statistic takes part in the statistics protocol (:mod:`capmetrics.protocols`) through
+    its distance: it has the methods of :class:`~capmetrics.protocols.FitsInParts` and
+    :class:`~capmetrics.protocols.CountsInParts`, and :meth:`supports_protocol` says whether
+    its distance supports them (CIDEr-D's document frequencies are sums over items), so the
+    executor computes the parts on its workers and :meth:`fit_states` joins them.
+    """
 
     distance: Distance
 
@@ -20,15 +26,27 @@ class FitsDistance:
         self.distance.fit(references)
         return self
 
+    def supports_protocol(self, protocol: type) -> bool:
+        """:class:`~capmetrics.protocols.Delegates`: fitting in parts, in either form, is
+        supported as far as the distance supports it."""
+        if protocol is FitsInParts:
+            return self.fits_in_parts
+        if protocol is CountsInParts:
+            return self.counts_in_parts
+        return True
+
     @property
     def fits_in_parts(self) -> bool:
-        """Whether the distance has ``fit_state`` / ``fit_states`` (fitting in parts)."""
-        return callable(getattr(self.distance, "fit_state", None)) and callable(
-            getattr(self.distance, "fit_states", None))
+        """Whether the distance fits in parts (:class:`~capmetrics.protocols.FitsInParts`)."""
+        return supports(self.distance, FitsInParts)
 
     def fit_state(self, references: Sequence[Sequence[str]]) -> Any:
         """The distance's corpus statistics of one part of the references."""
         return self.distance.fit_state(references)  # type: ignore[attr-defined]
+
+    def merge_fit_states(self, states: Iterable[Any]) -> Any:
+        """The sum of parts' :meth:`fit_state` (the distance's)."""
+        return self.distance.merge_fit_states(states)  # type: ignore[attr-defined]
 
     def fit_states(self, states: Iterable[Any]) -> Any:
         """Fit the distance from the parts' :meth:`fit_state` (as :meth:`fit` on all of them)."""
@@ -37,10 +55,10 @@ class FitsDistance:
 
     @property
     def counts_in_parts(self) -> bool:
-        """Whether the distance has the compact form of fitting in parts (``count_state`` /
-        ``fit_counts``: CIDEr-D's frequencies as integer arrays, cheap to send between processes)."""
-        return callable(getattr(self.distance, "count_state", None)) and callable(
-            getattr(self.distance, "fit_counts", None))
+        """Whether the distance has the compact form of fitting in parts
+        (:class:`~capmetrics.protocols.CountsInParts`: CIDEr-D's frequencies as integer arrays,
+        cheap to send between processes)."""
+        return supports(self.distance, CountsInParts)
 
     def count_state(self, references: Sequence[Sequence[str]]) -> Any:
         """The distance's compact :meth:`fit_state` of one part of the references."""
