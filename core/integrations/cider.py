@@ -4,71 +4,33 @@
 >>> from capmetrics.integrations.cider import CiderD, Cider   # was: pyciderevalcap.ciderD.ciderD / .cider.cider
 >>> scorer = CiderD(df="coco-train-idxs")               # reads data/coco-train-idxs.p, as the original
 >>> mean, scores = scorer.compute_score(gts, [{"image_id": 0, "caption": ["a dog runs 0"]}, ...])
+>>> Cider(df="coco-train-idxs").my_self_cider([samples_of_one_image])  # [k x k array]
 
 ``df`` is ``"corpus"`` (document frequencies from the references of each call, one count per
 entry of ``res``, as the original counts them), a name looked up as ``data/<name>.p`` from the
-working directory (the original's convention), or the path of such a pickle: the
+working directory (the original's convention), or the path of a df file: the
 ``{"document_frequency": {n-gram tuple: count}, "ref_len": images}`` latin-1 pickle that
-self-critical.pytorch's ``scripts/prepro_ngrams.py`` writes (``-words.p`` or ``-idxs.p``).
+self-critical.pytorch's ``scripts/prepro_ngrams.py`` writes (``-words.p`` or ``-idxs.p``), read
+without running code (:mod:`capmetrics.integrations.dffiles`), or capmetrics' own df file (JSON,
+from ``cider-d``'s ``save_df`` or :func:`~capmetrics.integrations.dffiles.convert_df`).
 Captions are split on whitespace and nothing else: they are tokenised already (self-critical
 passes token ids as decimal strings, ending with the end token ``0``, which is then an n-gram
-word like any other). Unpickling runs code from the file: read only pickles you made or trust.
+word like any other).
 """
 
 from __future__ import annotations
 
 import os
-import pickle
 from collections.abc import Hashable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from capmetrics.component import Distance
 from capmetrics.errors import MetricError
+from capmetrics.integrations.dffiles import df_kind, df_path, read_df_pickle
 
 __all__ = ["Cider", "CiderD", "df_path", "read_df_pickle"]
-
-
-def df_path(df: str | os.PathLike[str]) -> Path:
-    """The pickle that ``df`` names: an existing path as it is, else ``data/<df>.p`` (from the
-    working directory, as ruotianluo/cider opens it)."""
-    path = Path(df)
-    if path.is_file():
-        return path
-    named = Path("data") / f"{df}.p"
-    if named.is_file():
-        return named
-    raise MetricError(f"df={str(df)!r}: no such file, and no {named} in {Path.cwd()} "
-                      "(a name is looked up as data/<name>.p, as ruotianluo/cider does)")
-
-
-def read_df_pickle(path: str | os.PathLike[str]) -> tuple[dict[str, int], int]:
-    """A prepro_ngrams df pickle as (n-gram -> document frequency, with the n-gram's words joined
-    by single spaces; the image count ``ref_len``), the form ``cider-d`` takes."""
-    expected = ("expected the pickle self-critical.pytorch's scripts/prepro_ngrams.py writes: "
-                "{'document_frequency': {n-gram tuple: count}, 'ref_len': number of images}")
-    try:
-        with open(path, "rb") as f:
-            data = pickle.load(f, encoding="latin1")
-    except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError) as err:
-        raise MetricError(f"cannot read the df pickle {path}: {type(err).__name__}: {err}; {expected}") from err
-    if not isinstance(data, Mapping) or not {"document_frequency", "ref_len"} <= data.keys():
-        got = sorted(map(str, data))[:5] if isinstance(data, Mapping) else type(data).__name__
-        raise MetricError(f"{path} is not a prepro_ngrams df pickle (got {got}); {expected}")
-    table, ref_len = data["document_frequency"], data["ref_len"]
-    if not isinstance(table, Mapping) or not isinstance(ref_len, (int, float, np.integer, np.floating)) or ref_len < 1:
-        raise MetricError(f"{path}: 'document_frequency' must be a dict and 'ref_len' a positive number; {expected}")
-    df: dict[str, int] = {}
-    for gram, count in table.items():
-        if not isinstance(gram, tuple) or not 1 <= len(gram) <= 4 or not all(isinstance(w, str) for w in gram):
-            raise MetricError(f"{path}: document_frequency key {gram!r:.60} is not a tuple of 1-4 words; {expected}")
-        if count != int(count) or count < 0:
-            raise MetricError(f"{path}: document_frequency[{gram!r:.60}] = {count!r} is not a count")
-        if count:
-            df[" ".join(gram)] = int(count)
-    return df, int(ref_len)
 
 
 class CiderD:
@@ -93,11 +55,17 @@ class CiderD:
         from capmetrics.registry.compose import compose
 
         self._n, self._sigma, self._df = n, sigma, df
-        metric = compose(self.metric_name, "distance", tokenizer=compose("whitespace", "tokenizer"))
+        path = None if str(df) == "corpus" else df_path(df)
+        pickled = path is not None and df_kind(path) == "pickle"
+        params = {"df": str(path)} if path is not None and not pickled else {}  # capmetrics' df file
+        metric = compose(self.metric_name, "distance", tokenizer=compose("whitespace", "tokenizer"), **params)
         assert isinstance(metric, Distance)
         self.metric = metric
-        if str(df) != "corpus":
-            self.metric.fit_states([read_df_pickle(df_path(df))])  # type: ignore[attr-defined]
+        if pickled:
+            assert path is not None
+            self.metric.fit_states([read_df_pickle(path)])  # type: ignore[attr-defined]
+        elif path is not None:
+            self.metric.fixed_df()  # type: ignore[attr-defined]  # read it now: errors here, not mid-epoch
 
     def compute_score(self, gts: Mapping[Hashable, Sequence[str]], res: Sequence[Mapping[str, Any]]
                       ) -> tuple[np.float64, np.ndarray]:
@@ -109,6 +77,32 @@ class CiderD:
         scores = self.metric.score_grouped(texts, refs, refset)  # type: ignore[attr-defined]
         values = np.asarray(scores.values, dtype=float)
         return np.mean(values), values
+
+    def my_self_cider(self, res: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """For each list of captions in ``res`` (one image's samples), the k x k matrix of each
+        caption scored against each other one alone (the original's ``my_self_cider``, which
+        self-critical's ``self_cider_reward_weight`` uses); needs a df file, as the original."""
+        scorer = f"{type(self).__name__}.my_self_cider"
+        if self.metric.fixed_df() is None:  # type: ignore[attr-defined]
+            raise MetricError(f"{scorer}: df='corpus' has no document frequencies for pairs of "
+                              "samples; give df=<name> (data/<name>.p), as self-critical's init_scorer does")
+        if isinstance(res, str) or not isinstance(res, Sequence):
+            raise MetricError(f"{scorer}: res must be a list of lists of captions (one list per image)")
+        cands: list[str] = []
+        refs: list[list[str]] = []
+        for i, samples in enumerate(res):
+            if isinstance(samples, str) or not isinstance(samples, Sequence) \
+                    or not all(isinstance(c, str) for c in samples):
+                raise MetricError(f"{scorer}: res[{i}] must be a list of caption strings, got {samples!r:.80}")
+            cands += [a for a in samples for _ in samples]
+            refs += [[b] for _ in samples for b in samples]
+        values = np.asarray(self.metric.pairwise_scores(cands, refs) if cands else [], dtype=float)
+        out, start = [], 0
+        for samples in res:
+            k = len(samples)
+            out.append(values[start : start + k * k].reshape(k, k))
+            start += k * k
+        return out
 
     def method(self) -> str:
         return self.method_name

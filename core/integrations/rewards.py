@@ -34,6 +34,7 @@ import numpy as np
 
 from capmetrics.component import Distance, Tokenizer
 from capmetrics.errors import MetricError
+from capmetrics.integrations.dffiles import df_kind, read_df_pickle
 
 __all__ = ["BleuReward", "CiderDReward", "Reward", "check_end_word", "decode", "self_critical", "token_ids", "vocab_array"]
 
@@ -178,8 +179,8 @@ class Reward:
         return [refs[q] for q in refset.tolist()]
 
     def __call__(self, candidates: Any, references: Sequence[Sequence[Any]]) -> Any:
-        """The reward of each candidate (numpy float64; torch float32 on the candidates' device
-        when the candidates are a torch tensor)."""
+        """The reward of each candidate: float64, as numpy, or as a torch tensor on the
+        candidates' device when the candidates are a torch tensor."""
         refs, refset = self.grouped_references(len(candidates), references)
         return _like(candidates, self._values([candidates], refs, refset))
 
@@ -225,11 +226,13 @@ def check_end_word(words: np.ndarray | None, end_id: int | None) -> None:
 
 
 def _like(candidates: Any, values: np.ndarray) -> Any:
-    """``values`` as torch float32 on the candidates' device if they are a torch tensor."""
+    """``values`` (float64) as a torch float64 tensor on the candidates' device if they are a
+    torch tensor: the metric's values as they are, whatever the input type (cast them yourself
+    where a loss wants float32)."""
     if _is_torch(candidates):
         import torch
 
-        return torch.as_tensor(values, dtype=torch.float32, device=candidates.device)
+        return torch.as_tensor(values, dtype=torch.float64, device=candidates.device)
     return values
 
 
@@ -239,7 +242,8 @@ class CiderDReward(Reward):
     Args:
         df: a document-frequency file written by :meth:`save` (or ``cider-d``'s ``save_df``),
             a pickle written by self-critical.pytorch's ``scripts/prepro_ngrams.py`` (a path, or
-            a name read as ``data/<name>.p``; see :mod:`capmetrics.integrations.cider`), or None for a
+            a name read as ``data/<name>.p``, read without running code; see
+            :mod:`capmetrics.integrations.dffiles`), or None for a
             reward that :meth:`fit` fills in.
         vocab, end_id, tokenizer, keep_end: see :class:`Reward`.
     """
@@ -253,8 +257,6 @@ class CiderDReward(Reward):
                          **({"df": str(df)} if df is not None and pickled is None else {}))
         assert isinstance(metric, Distance)
         if pickled is not None:
-            from capmetrics.integrations.cider import read_df_pickle
-
             table, images = read_df_pickle(pickled)
             metric.fit_states([(table, images)])  # type: ignore[attr-defined]
             if vocab is not None and _id_grams(table):  # an -idxs pickle: the ids are its words
@@ -286,13 +288,12 @@ class CiderDReward(Reward):
 
 def _prepro_ngrams_pickle(df: str | Path | None) -> Path | None:
     """The prepro_ngrams pickle that ``df`` names (a pickle file, or ``data/<df>.p``), or None
-    (capmetrics' own df files are JSON)."""
+    (capmetrics' own df files, read by ``cider-d`` itself)."""
     if df is None:
         return None
     path = Path(df)
     if path.is_file():
-        with path.open("rb") as f:
-            return path if f.read(1) == b"\x80" else None  # pickle protocol >= 2
+        return path if df_kind(path) == "pickle" else None
     named = Path("data") / f"{df}.p"
     return named if named.is_file() else None
 

@@ -367,7 +367,7 @@ class CiderD(BatchDistance):
                 data = json.load(f)
         except (OSError, ValueError) as err:
             raise MetricError(f"{self.name}: cannot read the df file {path}: {err}") from err
-        if not isinstance(data, dict) or data.get("format") != DF_FORMAT or "df" not in data:
+        if not isinstance(data, dict) or data.get("format") != DF_FORMAT or not {"df", "n_images"} <= data.keys():
             raise MetricError(
                 f"{self.name}: {path} is not a capmetrics CIDEr df file (format {DF_FORMAT!r})"
             )

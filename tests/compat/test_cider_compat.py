@@ -1,4 +1,4 @@
-"""capmetrics.compat.cider against ruotianluo/cider (at self-critical.pytorch's submodule commit)
+"""capmetrics.integrations.cider against ruotianluo/cider (at self-critical.pytorch's submodule commit)
 on real Flickr8k captions: the df pickles its ``scripts/prepro_ngrams.py`` wrote and the values
 and self-critical rewards the original code computed (tests/data/cider_compat/, made by
 experiments/make_cider_compat_fixtures.py); corpus mode against pycocoevalcap's ``Cider``."""
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import pickle
 import shutil
 from pathlib import Path
@@ -14,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from capmetrics.compat.cider import Cider, CiderD, read_df_pickle
+from capmetrics.integrations.cider import Cider, CiderD, read_df_pickle
+from capmetrics.integrations.dffiles import DfPickleRefused, convert_df
 from capmetrics.errors import MetricError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "cider_compat"
@@ -90,8 +92,12 @@ def test_bad_input(data_dir: Path, batch: dict, tmp_path: Path) -> None:
     gts, res = gts_res(batch)
     json_df = tmp_path / "capmetrics-df.json"
     json_df.write_text(json.dumps({"format": "capmetrics-cider-df", "df": {}}))
-    with pytest.raises(MetricError, match="cannot read the df pickle .*prepro_ngrams"):
+    with pytest.raises(MetricError, match="is not a capmetrics CIDEr df file"):
         CiderD(df=str(json_df))
+    text = tmp_path / "df.txt"
+    text.write_text("a dog 3\n")
+    with pytest.raises(MetricError, match="neither a prepro_ngrams pickle nor a capmetrics df file"):
+        CiderD(df=str(text))
     other = tmp_path / "other.p"
     other.write_bytes(pickle.dumps({"df": {}, "n": 3}, protocol=2))
     with pytest.raises(MetricError, match=r"not a prepro_ngrams df pickle \(got \['df', 'n'\]\)"):
@@ -105,3 +111,75 @@ def test_bad_input(data_dir: Path, batch: dict, tmp_path: Path) -> None:
         scorer.compute_score(gts, [res[0], {"image_id": 999, "caption": ["1 2 0"]}])
     with pytest.raises(MetricError, match=r"res\[0\]\['caption'\] must be a list of one string"):
         scorer.compute_score(gts, [{"image_id": 0, "caption": "1 2 0"}])
+
+
+def test_a_capmetrics_df_file_scores_as_the_pickle(data_dir: Path, batch: dict, tmp_path: Path) -> None:
+    """convert_df writes the pickle as capmetrics' JSON df, which the shim reads to the same values."""
+    target = convert_df(f"{NAME}-idxs", tmp_path / "train300.json.gz")
+    assert read_df_pickle(data_dir / f"{NAME}-idxs.p")[0] == json.loads(gzip.open(target).read())["df"]
+    for cls, key in ((CiderD, "ciderd"), (Cider, "cider")):
+        scores = cls(df=str(target)).compute_score(*gts_res(batch))[1]
+        assert np.abs(scores - np.array(batch[f"{key}_scores"])).max() < 1e-12
+
+
+@pytest.mark.parametrize("cls", [CiderD, Cider])
+def test_a_hostile_df_pickle_runs_nothing(data_dir: Path, tmp_path: Path, cls: type) -> None:
+    """The attacker's df: a prepro_ngrams-shaped pickle whose table is built by a __reduce__
+    payload that would create a file. Refused by name, before anything is called."""
+    victim = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):  # type: ignore[no-untyped-def]
+            return (os.system, (f"touch {victim}",))
+
+    (data_dir / "evil.p").write_bytes(pickle.dumps({"document_frequency": Payload(), "ref_len": 3}, protocol=2))
+    with pytest.raises(DfPickleRefused, match=r"df pickle data/evil.p asks for (posix|nt)\.system, .*nothing in it was run"):
+        cls(df="evil")
+    assert not victim.exists()
+    # the same with builtins (eval), a class instance (BUILD), and protocol 5
+    for payload in (pickle.dumps(Payload(), protocol=5), pickle.dumps(_Shaped(), protocol=2),
+                    b"\x80\x02cbuiltins\neval\nX\x0c\x00\x00\x00print('hi')\x85R."):
+        path = tmp_path / "x.p"
+        path.write_bytes(payload)
+        with pytest.raises(DfPickleRefused, match=f"df pickle {path} asks for"):
+            read_df_pickle(path)
+    assert not victim.exists()
+
+
+class _Shaped:
+    """An object of a test module: a real df never names one."""
+
+
+def test_the_real_pickles_use_only_the_allowed_globals(data_dir: Path) -> None:
+    """prepro_ngrams' table is a defaultdict(float) (its only globals); it reads as a dict."""
+    import pickletools
+
+    raw = (data_dir / f"{NAME}-words.p").read_bytes()
+    globs = {arg for op, arg, _ in pickletools.genops(raw) if op.name == "GLOBAL"}
+    assert globs == {"collections defaultdict", "__builtin__ float"}
+    df, images = read_df_pickle(data_dir / f"{NAME}-words.p")
+    assert images == 300 and len(df) > 10_000 and all(type(v) is int for v in df.values())
+
+
+@pytest.fixture(scope="module")
+def self_cider() -> dict:
+    return json.loads((FIXTURES / "self_cider.json").read_text())
+
+
+@pytest.mark.parametrize(("cls", "key"), [(Cider, "cider"), (CiderD, "ciderd")])
+def test_my_self_cider_equals_the_original(data_dir: Path, self_cider: dict, cls: type, key: str) -> None:
+    """self-critical's self_cider_reward_weight > 0: Cider_scorer.my_self_cider([one image's samples]),
+    and all images at once, against ruotianluo/cider's (experiments/make_self_cider_fixtures.py)."""
+    scorer = cls(df=self_cider["df"])
+    expected = [np.array(m) for m in self_cider[key]]
+    got = scorer.my_self_cider(self_cider["res"])
+    assert len(got) == 50 and all(g.shape == (5, 5) for g in got)
+    assert max(np.abs(g - e).max() for g, e in zip(got, expected)) < 1e-12
+    one = scorer.my_self_cider([self_cider["res"][3]])
+    assert len(one) == 1 and np.abs(one[0] - expected[3]).max() < 1e-12
+    off = np.concatenate([e[~np.eye(5, dtype=bool)] for e in expected])
+    assert off.std() > 0.4 and off.max() > 4 and (off > 0).mean() > 0.8  # real spread between samples
+    with pytest.raises(MetricError, match="df='corpus' has no document frequencies for pairs"):
+        cls(df="corpus").my_self_cider(self_cider["res"][:1])
+    with pytest.raises(MetricError, match=r"res\[0\] must be a list of caption strings"):
+        scorer.my_self_cider(["a b c"])

@@ -99,8 +99,11 @@ def test_token_ids_with_a_vocabulary_and_torch(df_file: Path) -> None:
     np.testing.assert_array_equal(as_dict, strings)
     torch = pytest.importorskip("torch")
     tensor = CiderDReward(df_file, vocab=vocab)(torch.as_tensor(ids[:250]), test)
-    assert isinstance(tensor, torch.Tensor) and tensor.dtype == torch.float32
-    np.testing.assert_allclose(tensor.numpy(), strings, rtol=1e-6)
+    assert isinstance(tensor, torch.Tensor) and tensor.dtype == torch.float64  # the values as they are
+    np.testing.assert_array_equal(tensor.numpy(), strings)
+    bleu = BleuReward(4, vocab=vocab)(torch.as_tensor(ids[:250]), test)
+    assert bleu.dtype == torch.float64
+    np.testing.assert_array_equal(bleu.numpy(), BleuReward(4)(samples, test))
 
 
 def test_token_ids_are_scored_without_text_as_their_text_is(df_file: Path) -> None:
@@ -152,8 +155,9 @@ def test_self_critical_advantage(df_file: Path) -> None:
     for got, want in zip(by_ids, (advantage, sampled, greedy)):
         np.testing.assert_array_equal(got, want)
     as_torch = CiderDReward(df_file, vocab=vocab).self_critical(torch.as_tensor(ids[:250]), ids[:250:5], test)
-    assert all(isinstance(t, torch.Tensor) for t in as_torch)
-    np.testing.assert_allclose(as_torch[1].numpy(), sampled, rtol=1e-6)
+    assert all(isinstance(t, torch.Tensor) and t.dtype == torch.float64 for t in as_torch)
+    for got, want in zip(as_torch, (advantage, sampled, greedy)):
+        np.testing.assert_array_equal(got.numpy(), want)
     with pytest.raises(MetricError, match="250 samples and 50 baselines need k samples, one baseline and one "
                                           "reference list per image; got 250 lists"):
         reward.self_critical(samples, samples[::5], [test[i // 5] for i in range(250)])
@@ -238,7 +242,8 @@ def test_keep_end_equals_self_critical_rewards(sc_data: dict, kind: str) -> None
     bleu, _, _ = BleuReward(4, vocab=sc_data["itow"] | {0: "<eos>"}, keep_end=True).self_critical(gen, greedy, gts)
     assert np.abs(advantage + 0.5 * bleu - np.array(sc_data["rewards"]["cider+bleu"])).max() < 1e-12
     tensor = reward.self_critical(torch.from_numpy(gen), torch.from_numpy(greedy), gts)[0]
-    assert np.allclose(tensor.numpy(), expected, atol=1e-6)  # float32 on the tensor's device
+    assert tensor.dtype == torch.float64 and np.abs(tensor.numpy() - expected).max() < 1e-12
+    np.testing.assert_array_equal(tensor.numpy(), advantage)  # torch in: the same float64 values
     # cutting at the end token instead (the capmetrics default) is not self-critical's number
     cut = CiderDReward(f"{SC_NAME}-{kind}", vocab=vocab, end_id=0).self_critical(gen, greedy, gts)[0]
     assert np.abs(cut - expected).max() > 0.05
@@ -260,3 +265,35 @@ def test_keep_end_bad_input(sc_data: dict, tmp_path: Path) -> None:
     broken.write_bytes(b"\x80\x02" + b"garbage")
     with pytest.raises(MetricError, match="cannot read the df pickle"):
         CiderDReward(str(broken), vocab=sc_data["itow"], keep_end=True)
+
+
+def test_a_hostile_df_pickle_runs_nothing(sc_data: dict, tmp_path: Path) -> None:
+    """CiderDReward(df="x.p") / df="<name>" with a __reduce__ payload that would create a file:
+    a named error, the file never made (the df is read by a restricted unpickler)."""
+    import os
+    import pickle
+
+    from capmetrics.integrations.dffiles import DfPickleRefused
+
+    victim = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):  # type: ignore[no-untyped-def]
+            return (os.system, (f"touch {victim}",))
+
+    Path("data/evil.p").write_bytes(pickle.dumps({"document_frequency": {("a",): Payload()}, "ref_len": 3}))
+    for df in ("data/evil.p", "evil"):
+        with pytest.raises(DfPickleRefused, match=r"df pickle data/evil.p asks for (posix|nt)\.system"):
+            CiderDReward(df, vocab=sc_data["itow"], keep_end=True)
+    assert not victim.exists()
+
+
+def test_a_capmetrics_df_file_converted_from_the_pickle(sc_data: dict, tmp_path: Path) -> None:
+    """convert_df's JSON gives the pickle's rewards (self-critical's, within 1e-12)."""
+    from capmetrics.integrations.dffiles import convert_df
+
+    target = convert_df(f"{SC_NAME}-words", tmp_path / "words.json")
+    gen, greedy, gts = _sc_arrays(sc_data)
+    reward = CiderDReward(target, vocab=sc_data["itow"] | {0: "<eos>"}, end_id=0, keep_end=True)
+    advantage = reward.self_critical(gen, greedy, gts)[0]
+    assert np.abs(advantage - np.array(sc_data["rewards"]["cider"])).max() < 1e-12
