@@ -6,6 +6,10 @@ whenever enough of it is free, and the next allocation faults fresh zeroed pages
 workers make this far worse by starting with ``MALLOC_TRIM_THRESHOLD_=65536``. Measured on
 TRM-CIDEr-D (10+5 texts, 1,000 splits): ~60 page faults per item in a plain process and ~130 in a
 Dask worker, 15-50 % of the CPU time; with the settings below, none after warm-up.
+
+The allocator belongs to the process: :func:`keep_freed_memory` is called by the ``capmetrics``
+command for its own process (:mod:`capmetrics.cli.process`) and in the worker processes that
+capmetrics runs items on (:mod:`capmetrics.parallel`), never in a program that calls the library.
 """
 
 from __future__ import annotations

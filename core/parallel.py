@@ -10,6 +10,7 @@ whole run: results are never returned partially.
 from __future__ import annotations
 
 import collections
+import gc
 import itertools
 import multiprocessing
 import multiprocessing.context
@@ -22,7 +23,7 @@ from concurrent.futures import CancelledError, ProcessPoolExecutor, ThreadPoolEx
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from capmetrics.collector import frozen
 from capmetrics.component import Statistic, StatResult
 from capmetrics.errors import CapmetricsError
 from capmetrics.permutation import PermutationStatistic, PooledItem, with_pooled
+from capmetrics.protocols import CountsInParts, FitsInParts, supports
 
 if TYPE_CHECKING:
     from capmetrics.data.model import Dataset
@@ -118,7 +120,10 @@ def sized(executor: Executor, count: int | None, chunks: int | None = None) -> E
     are capped at the cores and at the chunks of work, and give way to this process when there
     are fewer than :data:`PROCESS_MIN_ITEMS` items per process; what was chosen is said in one
     line on stderr. ``chunks``: how many tasks the items make (default: the executor's chunks
-    of ``count``). Other executors are returned as they are."""
+    of ``count``). A Dask LocalCluster (no address) is capped at the cores too; other
+    executors are returned as they are."""
+    if executor.kind == "dask" and not executor.address and executor.to_the_work:
+        return _dask_sized(executor)
     if executor.kind != "processes" or not executor.to_the_work:
         return executor
     asked, cores = executor.jobs, available_cores()
@@ -141,6 +146,15 @@ def sized(executor: Executor, count: int | None, chunks: int | None = None) -> E
     return replace(executor, jobs=jobs)
 
 
+def _dask_sized(executor: Executor) -> Executor:
+    """A LocalCluster's workers capped at the cores (each is a single-threaded process)."""
+    asked, cores = executor.jobs, available_cores()
+    if asked <= cores:
+        return executor
+    _note(f"--jobs {asked}: a Dask LocalCluster of {cores} workers ({cores} CPU cores)")
+    return replace(executor, jobs=cores)
+
+
 # ------------------------------------------------------------------------------------------
 # workers
 # ------------------------------------------------------------------------------------------
@@ -150,7 +164,6 @@ Chunk = tuple[range, list[Any]]
 
 
 def _run_chunk(function: Callable[[Any, list[Any]], Any], shared: Any, items: list[Any], per_item: bool = True) -> Any:
-    keep_freed_memory()  # once per process: a worker of any executor, or this process
     out = function(shared, items)
     if per_item and len(out) != len(items):
         raise ExecutorError(f"a task returned {len(out)} results for {len(items)} items")
@@ -158,14 +171,24 @@ def _run_chunk(function: Callable[[Any, list[Any]], Any], shared: Any, items: li
 
 
 def _run_pickled_chunks(function: Callable[[Any, list[Any]], Any], shared: Any, chunks: bytes,
-                        per_item: bool) -> list[Any]:
+                        per_item: bool, caller: int = -1) -> list[Any]:
+    if os.getpid() != caller:  # a Dask worker process, not the caller's (thread workers)
+        keep_freed_memory()
     return [_run_chunk(function, shared, items, per_item) for items in pickle.loads(chunks)]
 
 
 def _set_process_shared(function: Callable[[Any, list[Any]], Any], shared: Any, per_item: bool,
-                        source: Sequence[Any] | None = None) -> None:
+                        source: Sequence[Any] | None = None, caller: int = -1) -> None:
+    """The initializer of the local worker processes: the task inputs, and the process tuned
+    for the work (it is capmetrics' own; the caller's process is never tuned here)."""
     _SHARED["function"], _SHARED["shared"], _SHARED["per_item"] = function, shared, per_item
     _SHARED["source"] = source
+    if os.getpid() != caller:
+        keep_freed_memory()
+        # A forked worker inherits every object of the caller; its collector walking them would
+        # write to (and so copy) those pages: ~10 % of the workers' CPU on TRM-CIDEr-D. Frozen
+        # here, in the worker, they are never walked; the caller's collector is left alone.
+        gc.freeze()
 
 
 def _run_process_chunk(items: list[Any] | range) -> Any:
@@ -317,15 +340,15 @@ def _map_processes(function: Callable[[Any, list[Any]], Any], shared: Any, chunk
         return None
 
     context = _process_context(function)
-    # Forked workers inherit every object of this process; their garbage collector walking them
-    # would write to (and so copy) those pages: ~10 % of the workers' CPU on TRM-CIDEr-D. Frozen
-    # objects are never walked (gc.freeze), here while the pool runs, and in the workers for good.
+    # Forked workers freeze what they inherit (_set_process_shared). The capmetrics command also
+    # keeps this process's own collector off it while the pool runs (capmetrics.collector:
+    # frozen() acts only in the command's process; a library call leaves gc as it found it).
     forked = context.get_start_method() == "fork"
     inherited = source if forked else None  # other start methods would pickle it whole to each worker
     spans = ((span, span) for span, _ in chunks) if inherited is not None else chunks
     with frozen() if forked else nullcontext():
         with ProcessPoolExecutor(max_workers=executor.jobs, mp_context=context, initializer=_set_process_shared,
-                                 initargs=(function, shared, per_item, inherited)) as pool:
+                                 initargs=(function, shared, per_item, inherited, os.getpid())) as pool:
             try:
                 yield from _in_order(lambda chunk: pool.submit(_run_process_chunk, chunk), lambda f: f.result(),
                                      spans, 2 * executor.jobs + 2, failed,
@@ -438,7 +461,7 @@ def _map_dask(function: Callable[[Any, list[Any]], Any], shared: Any, chunks: It
         # the items go pickled: as lists, Dask would walk every string of them looking for futures
         for results in _in_order(lambda group: client.submit(_run_pickled_chunks, function, shared_future,
                                                              pickle.dumps(group, pickle.HIGHEST_PROTOCOL),
-                                                             per_item, pure=False),
+                                                             per_item, os.getpid(), pure=False),
                                  lambda f: f.result(), _grouped(chunks, DASK_TASK_ITEMS), 2 * workers + 2, failed,
                                  lambda f: f.status == "finished"):
             yield from results
@@ -457,10 +480,9 @@ POOLED_BLOCK = 1024
 
 
 def _compare_chunk(statistic: Statistic, items: list[tuple[list[str], list[str]]]) -> list[StatResult]:
-    many = getattr(statistic, "compare_many", None)
     with single_threaded_blas():
-        if callable(many):
-            return list(many(items))
+        if isinstance(statistic, PermutationStatistic):
+            return list(statistic.compare_many(items))
         return [statistic.compare(c, r) for c, r in items]
 
 
@@ -506,42 +528,41 @@ FIT_IN_PARTS_MIN = 2_000
 FIT_IN_PARTS_MIN_JOBS = 4
 
 
-def _fit_part(shared: tuple[Any, list[list[str]]], indices: list[int]) -> Any:
-    statistic, references = shared
+def _fit_part(shared: tuple[Any, list[list[str]], bool], indices: list[int]) -> Any:
+    statistic, references, compact = shared
     part = [references[i] for i in indices]
-    return statistic.count_state(part) if getattr(statistic, "counts_in_parts", False) else statistic.fit_state(part)
+    return statistic.count_state(part) if compact else statistic.fit_state(part)
 
 
 def fit_statistic(statistic: Statistic, references: list[list[str]], executor: Executor) -> None:
     """Fit ``statistic`` on every item's references: in parts on the workers (one part per job)
-    when it ``fits_in_parts``, the executor is a local pool or a running Dask cluster of enough
-    jobs (2 for parts in integer form, ``counts_in_parts``, else :data:`FIT_IN_PARTS_MIN_JOBS`)
-    and there are at least :data:`FIT_IN_PARTS_MIN` distinct reference sets (the same fitted
-    state as fitting whole), else here. Equal reference sets go to the same part, so no part
-    tokenises what another part does. The workers get the references with the statistic
-    (forked workers inherit them) and each part as item positions."""
-    fit = getattr(statistic, "fit", None)
-    if not callable(fit):
-        return
-    compact = getattr(statistic, "counts_in_parts", False)
+    when it fits in parts (:class:`~capmetrics.protocols.FitsInParts`), the executor is a local
+    pool or a running Dask cluster of enough jobs (2 for parts in integer form,
+    :class:`~capmetrics.protocols.CountsInParts`, else :data:`FIT_IN_PARTS_MIN_JOBS`) and there
+    are at least :data:`FIT_IN_PARTS_MIN` distinct reference sets (the same fitted state as
+    fitting whole), else here. Equal reference sets go to the same part, so no part tokenises
+    what another part does. The workers get the references with the statistic (forked workers
+    inherit them) and each part as item positions."""
+    compact = supports(statistic, CountsInParts)
     pooled = executor.kind == "processes" or (executor.kind == "dask" and executor.address)
     enough_jobs = executor.jobs >= (2 if compact else FIT_IN_PARTS_MIN_JOBS)
-    if not (pooled and enough_jobs and getattr(statistic, "fits_in_parts", False) and len(references) >= FIT_IN_PARTS_MIN):
-        fit(references)
+    in_parts = compact or supports(statistic, FitsInParts)
+    if not (pooled and enough_jobs and in_parts and len(references) >= FIT_IN_PARTS_MIN):
+        statistic.fit(references)
         return
     sets: dict[tuple[str, ...], int] = {}
     set_of = [sets.setdefault(tuple(r), len(sets)) for r in references]
     if len(sets) < FIT_IN_PARTS_MIN:
-        fit(references)
+        statistic.fit(references)
         return
     grouped = sorted(range(len(references)), key=set_of.__getitem__)
     size = -(-len(grouped) // executor.jobs)
     parts = ((range(a, min(a + size, len(grouped))), grouped[a : a + size]) for a in range(0, len(grouped), size))
-    states = list(iter_stream(_fit_part, (statistic, references), parts, executor, per_item=False))
+    states = list(iter_stream(_fit_part, (statistic, references, compact), parts, executor, per_item=False))
     if compact:
-        statistic.fit_counts(states)  # type: ignore[attr-defined]
+        cast(CountsInParts, statistic).fit_counts(states)
     else:
-        statistic.fit_states(states)  # type: ignore[attr-defined]
+        cast(FitsInParts, statistic).fit_states(states)
 
 
 def compare_items(statistic: Statistic, items: Sequence[tuple[Sequence[str], Sequence[str]]],
@@ -561,8 +582,7 @@ def compare_items(statistic: Statistic, items: Sequence[tuple[Sequence[str], Seq
     """
     lists = [(list(c), list(r)) for c, r in items]
     executor = sized(executor or Executor(), len(lists))
-    keep_freed_memory()
-    with frozen():  # the items' lists live until the end: no full collection walks them
+    with frozen():  # in the capmetrics command: the items' lists live until the end
         return _compare_items(statistic, lists, executor, while_running)
 
 

@@ -190,6 +190,8 @@ def _evaluate(component: Component, dataset: Dataset, name: str | None, executor
         cands, refs, offsets = shared_for("flat-pairs", (dataset,), dataset.flat_pairs)  # the same lists for all
         if component.needs_images:
             scores = component.score_images(cands, refs, shared_for("flat-images", (dataset,), dataset.flat_images))
+        elif getattr(component, "needs_items", False):
+            scores = component.score_items(cands, refs, shared_for("flat-items", (dataset,), dataset.flat_items))
         else:
             scores = component.score(cands, refs)
         return distance_result(component, name, scores, ids, offsets, run_signature(component, dataset))
@@ -293,7 +295,8 @@ def score(
         check_inputs(component, dataset, name)
     warn_empty_candidates(empties)
     results = []
-    # the dataset lives for the whole run: no full collection walks it (capmetrics.collector)
+    # the dataset lives for the whole run: in the capmetrics command no full collection walks it
+    # (capmetrics.collector; a host's collector is left alone)
     with frozen(), run_scope():  # tokens and other prepared data are computed once for all metrics
         for done, (name, component) in enumerate(built):
             if progress:

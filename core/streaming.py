@@ -2,15 +2,18 @@
 
 Pass 1 reads every chunk, validates it (every problem of the file is reported before anything
 is scored, as when the file is loaded whole) and, for metrics with corpus statistics (CIDEr-D's
-document frequencies), computes each chunk's part of them (:meth:`fit_state`), which are
-summed (:meth:`fit_states`). Pass 2 scores chunk after chunk on the executor (in this process,
-on local processes or on Dask workers) and joins the parts (:meth:`merge_scores`: BLEU's corpus
-value from the summed n-gram statistics, the others' as the mean). Only the chunks in flight
-and the per-candidate values are in memory, and the values are the bytes that scoring the file
-whole gives.
+document frequencies), computes each chunk's part of them (``fit_state``), which are summed
+(``merge_fit_states``, then ``fit_states``). Pass 2 scores chunk after chunk on the executor
+(in this process, on local processes or on Dask workers) and joins the parts (``merge_scores``:
+BLEU's corpus value from the summed n-gram statistics, the others' as the mean). Only the
+chunks in flight and the per-candidate values are in memory, and the values are the bytes that
+scoring the file whole gives.
 
-Metrics that can stream are the distances with ``score_part`` and ``merge_scores`` (the n-gram
-family: BLEU, ROUGE-L, CIDEr-D, CIDEr); any other metric is refused with the reason.
+Metrics that can stream are the distances that take part in the statistics protocol
+(:mod:`capmetrics.protocols`): :class:`~capmetrics.protocols.ScoresInParts`, and
+:class:`~capmetrics.protocols.FitsInParts` as well when they have corpus statistics (the n-gram
+family: BLEU, ROUGE-L, CIDEr-D, CIDEr; chrF from its contrib package); any other metric is
+refused with the reason.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from capmetrics.data.model import Dataset, ItemId, Problem
 from capmetrics.errors import DataError, MetricError, component_errors
 from capmetrics.parallel import Executor, iter_stream, sized
 from capmetrics.prepared import run_scope
+from capmetrics.protocols import FitsInParts, ScoresInParts, fits_in_parts, supports_parts
 from capmetrics.registry.compose import METRIC_KINDS, compose
 from capmetrics.registry.spec import Spec
 from capmetrics.results import Results
@@ -51,9 +55,12 @@ def streamable(component: Component) -> str | None:
     if not isinstance(component, Distance):
         return (f"{component.spec} is a {component.kind}; streaming scores distances only (multi-candidate "
                 "statistics need their whole corpus: score without --chunk-size)")
-    if not (callable(getattr(component, "score_part", None)) and callable(getattr(component, "merge_scores", None))):
+    if not supports_parts(component):
         return (f"{component.spec} has no score_part/merge_scores, so its corpus value cannot be joined from "
                 "chunks; score it without --chunk-size")
+    if type(component).fit is not Distance.fit and not fits_in_parts(component):
+        return (f"{component.spec} has corpus statistics (fit) without fit_state/merge_fit_states/fit_states, "
+                "so they cannot be fitted from chunks; score it without --chunk-size")
     return None
 
 
@@ -63,17 +70,17 @@ def _scored_references(items: Sequence[Any]) -> list[list[str]]:
     return [list(item.references) for item in items for _ in item.candidates]
 
 
-def _fit_part(components: Sequence[Any], references: list[list[str]]) -> list[Any]:
+def _fit_part(components: Sequence[FitsInParts], references: list[list[str]]) -> list[Any]:
     with run_scope():
         return [c.fit_state(references) for c in components]
 
 
-def _score_part(components: Sequence[Distance], items: list[tuple[tuple[str, ...], tuple[str, ...]]]
+def _score_part(components: Sequence[ScoresInParts], items: list[tuple[tuple[str, ...], tuple[str, ...]]]
                 ) -> list[tuple[Scores, Any]]:
     cands = [c for candidates, _ in items for c in candidates]
     refs = [list(r) for candidates, r in items for _ in candidates]
     with run_scope():  # the metrics of a chunk share its tokens
-        return [c.score_part(cands, refs) for c in components]  # type: ignore[attr-defined]
+        return [c.score_part(cands, refs) for c in components]
 
 
 class _Scan:
@@ -135,7 +142,7 @@ def score_file(
         raise MetricError(f"--chunk-size must be at least 1, got {size}")
     asked = executor or Executor()
     executor = sized(asked, None)  # pass 1: capped at the cores (the file's length is not known yet)
-    built: list[tuple[str, Distance]] = []
+    built: list[tuple[str, Any]] = []  # streamable distances (ScoresInParts)
     for m in metrics:
         name = m if isinstance(m, str) else m.spec
         with component_errors(name):
@@ -143,9 +150,9 @@ def score_file(
             problem = streamable(component)
             if problem:
                 raise MetricError(problem)
-            built.append((name, component))  # type: ignore[arg-type]
+            built.append((name, component))
     source = str(path)
-    fitting = [c for _, c in built if callable(getattr(c, "fit_state", None))]
+    fitting: list[Any] = [c for _, c in built if fits_in_parts(c)]
     signatures: list[dict[str, str]] = []
 
     # pass 1: validate every chunk; corpus statistics per chunk on the executor
@@ -174,7 +181,7 @@ def score_file(
     for _, component in built:  # as the in-memory run signs: before any corpus statistic is fixed
         signatures.append(signature_with(component, scan.nrefs))
     for component, state in zip(fitting, states):
-        component.fit_states([state])  # type: ignore[attr-defined]
+        component.fit_states([state])
 
     # pass 2: score chunk after chunk
     ids: list[ItemId] = []
@@ -200,7 +207,7 @@ def score_file(
 
     for k, (name, component) in enumerate(built):
         with component_errors(name):
-            merged = component.merge_scores([chunk[k] for chunk in scored])  # type: ignore[attr-defined]
+            merged = component.merge_scores([chunk[k] for chunk in scored])
             results.append(distance_result(component, name, merged, ids, offsets, signatures[k]))
     if progress:
         progress("", scan.chunks, scan.chunks)
@@ -209,7 +216,7 @@ def score_file(
 
 
 def _fold_states(fitting: list[Any], chunks: Iterator[tuple[range, list[Any]]], executor: Executor) -> list[Any]:
-    """Each fitting component's :meth:`fit_state` of every chunk, summed as they arrive (the
+    """Each fitting component's ``fit_state`` of every chunk, summed as they arrive (the
     chunks are always read, to validate them, even when nothing needs fitting)."""
     if not fitting:
         for _ in chunks:

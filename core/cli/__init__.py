@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -387,11 +386,12 @@ def main() -> None:
     """Entry point of the ``capmetrics`` script: no raw traceback reaches the user unless
     ``--debug`` or ``CAPMETRICS_DEBUG`` asks for it. SIGTERM and SIGHUP clean up as Ctrl-C
     does (child processes, workers, temporary files; :mod:`capmetrics.interrupts`) and exit
-    with 128 + the signal's number."""
-    from capmetrics.interrupts import interrupt_on_signals, received
+    with 128 + the signal's number. The process is the command's: :mod:`capmetrics.cli.process`
+    tunes it (collector, allocator, signals, warnings)."""
+    from capmetrics.cli.process import tune
+    from capmetrics.interrupts import received
 
-    interrupt_on_signals()
-    warnings.showwarning = _one_line_warning
+    tune(showwarning=_one_line_warning)
     try:
         get_app()(prog_name="capmetrics", standalone_mode=True)
     except SystemExit:
@@ -415,29 +415,17 @@ def main() -> None:
 
 def run() -> None:
     """The ``capmetrics`` script (and ``python -m capmetrics.cli``): :func:`main`, then the
-    process ends without tearing the interpreter down. Freeing every object of a large run one
-    by one takes 0.1-0.3 s that nobody waits for (what ``mypy`` skips the same way). The exit
-    handlers still run and the standard streams are flushed first; with another thread still
-    alive, or when the streams cannot be flushed, the exit is the normal one. :func:`main`
-    itself, called from Python, always ends with ``SystemExit``."""
+    process ends without tearing the interpreter down (:func:`capmetrics.cli.process.exit_now`:
+    the exit handlers still run and the streams are flushed). :func:`main` itself, called
+    from Python, always ends with ``SystemExit``."""
+    from capmetrics.cli.process import exit_now
+
     try:
         main()
         code: Any = 0
     except SystemExit as stop:
         code = stop.code
-    import threading
-
-    if threading.active_count() > 1 or not isinstance(code, (int, type(None))):
-        raise SystemExit(code)
-    import atexit
-
-    atexit._run_exitfuncs()
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        raise SystemExit(code) from None  # the usual exit reports what it can
-    os._exit(code or 0)
+    exit_now(code)
 
 
 if __name__ == "__main__":

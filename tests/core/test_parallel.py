@@ -319,6 +319,29 @@ def test_jobs_are_capped_at_the_cores_and_the_chunks_with_a_note(monkeypatch, no
     assert notes() == []
 
 
+def test_a_dask_local_cluster_is_capped_at_the_cores_like_the_process_pool(monkeypatch, notes):
+    """``--executor dask --jobs 12`` on 2 cores starts a LocalCluster of 2 workers, not 12."""
+    from capmetrics import parallel
+
+    monkeypatch.setattr(parallel, "available_cores", lambda: 2)
+    capped = parallel.sized(Executor.from_options("dask", jobs=12), 10_000)
+    assert (capped.kind, capped.jobs) == ("dask", 2)
+    assert notes() == ["capmetrics: --jobs 12: a Dask LocalCluster of 2 workers (2 CPU cores)"]
+    assert parallel.sized(Executor.from_options("dask", jobs=2), None).jobs == 2 and notes() == []
+    remote = Executor.from_options("dask", jobs=12, address="tcp://scheduler:8786")
+    assert parallel.sized(remote, 10) is remote  # a cluster of someone's: its workers are its own
+    started: list[int] = []
+
+    def cluster(executor: Executor) -> None:
+        started.append(executor.jobs)
+        raise ExecutorError("no cluster in this test")
+
+    monkeypatch.setattr(parallel, "_local_cluster", cluster)
+    with pytest.raises(ExecutorError, match="no cluster"):
+        compare_items(TRM(LineDistance()), [(["a b"], ["a c"])] * 3, Executor.from_options("dask", jobs=12))
+    assert started == [2]
+
+
 def test_too_few_items_run_in_this_process_with_a_note(monkeypatch, notes):
     from capmetrics import parallel
 
