@@ -16,6 +16,7 @@ where pycocoevalcap would fail an ``assert``.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
@@ -247,7 +248,8 @@ class COCOEvalCap:
     Args:
         coco: the references, a pycocotools ``COCO`` or a COCO annotation dict.
         cocoRes: the results, ``coco.loadRes(...)`` or a results list/dict (one caption per image).
-        spice: compute SPICE; default: when its jars are present (pycocoevalcap always tries).
+        spice: compute SPICE; default: when its jars are present (pycocoevalcap always tries),
+            with a warning naming ``capmetrics setup spice`` when they are not.
         verbose: print pycocoevalcap's progress lines and values.
     """
 
@@ -285,6 +287,10 @@ class COCOEvalCap:
         ]
         if self.spice or (self.spice is None and spice_available()):
             scorers.append((Spice(), "SPICE"))
+        elif self.spice is None:
+            warnings.warn("COCOEvalCap: SPICE is not set up here, so eval has no 'SPICE' (pycocoevalcap "
+                          "would compute it): run `capmetrics setup spice`, or pass spice=False to leave "
+                          "it out without this warning", UserWarning, stacklevel=2)
         # The scorers run side by side (a JVM-backed METEOR waits on its process, the others
         # compute meanwhile); values are recorded in pycocoevalcap's order.
         with ThreadPoolExecutor(len(scorers)) as pool:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from capmetrics.compat import pycocoevalcap as compat
+from capmetrics.integrations import pycocoevalcap as compat
 from capmetrics.plugins.ngram.pyfloat import py_pow, py_square, sum_left_to_right
 
 from tests.plugins.coco_reference import coco_scores, needs_coco, needs_flickr8k, tokenized

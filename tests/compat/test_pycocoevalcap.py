@@ -1,4 +1,4 @@
-"""capmetrics.compat.pycocoevalcap against pycocoevalcap itself: the example flow of
+"""capmetrics.integrations.pycocoevalcap (also capmetrics.compat.pycocoevalcap) against pycocoevalcap itself: the example flow of
 pycocoevalcap (COCO annotation and results files, ``COCOEvalCap(coco, cocoRes)``, ``evaluate()``)
 run both ways on Flickr8k-Expert, every number compared with ``==`` (types too); and the scorer
 classes on the same data. (test_exact_parity.py: all of Flickr8k and aac-metrics' inputs.)"""
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from capmetrics.compat import pycocoevalcap as compat
+from capmetrics.integrations import pycocoevalcap as compat
 from capmetrics.errors import MetricError
 
 from tests.plugins.coco_reference import needs_coco, needs_flickr8k, raw
@@ -92,7 +92,8 @@ def both_ways(tmp_path_factory, request):  # type: ignore[no-untyped-def]
     patch.setattr(compat, "spice_available", lambda: False)
     try:
         theirs = _example_flow(reference.COCOEvalCap, *files)
-        ours = _example_flow(compat.COCOEvalCap, *files)
+        with pytest.warns(UserWarning, match="SPICE is not set up here.*run `capmetrics setup spice`"):
+            ours = _example_flow(compat.COCOEvalCap, *files)  # not silently: pycocoevalcap has SPICE
     finally:
         patch.undo()
     for table in (theirs.eval, *theirs.imgToEval.values()):
@@ -178,3 +179,16 @@ def test_bad_input_names_the_image() -> None:
         compat.Cider().compute_score({3: ["a dog"], 4: ["x"]}, {3: ["a dog"]})
     with pytest.raises(MetricError, match=r"gts\['a'\] must be a non-empty list"):
         compat.Rouge().compute_score({"a": []}, {"a": ["a dog"]})
+
+
+def test_no_spice_warning_when_asked_to_leave_it_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    import warnings
+
+    monkeypatch.setattr(compat, "spice_available", lambda: False)
+    data = {"annotations": [{"image_id": 1, "caption": "a dog runs"}, {"image_id": 2, "caption": "a cat"}]}
+    results = [{"image_id": 1, "caption": "a dog"}, {"image_id": 2, "caption": "a cat sits"}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet = compat.COCOEvalCap(data, results, spice=False, verbose=False)
+        quiet.evaluate()
+    assert "SPICE" not in quiet.eval and quiet.eval["Bleu_1"] > 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from capmetrics.compat import pycocoevalcap as compat
+from capmetrics.integrations import pycocoevalcap as compat
 from capmetrics.errors import MetricError
 
 from tests.compat.test_pycocoevalcap import _example_flow, _flickr8k_coco_files, _same
