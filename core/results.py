@@ -1,6 +1,7 @@
 """Results of a scoring run: per-candidate, per-item and corpus values with a signature.
 
-JSON layout (``schema`` = ``capmetrics.results/1``; documented in docs/usage/results.md)::
+JSON layout (``schema`` = ``capmetrics.results/1``; documented in docs/usage/results.md), objects
+indented by 2 and each item on one line::
 
     {"schema": "capmetrics.results/1", "capmetrics": "0.1.0",
      "data": {"source": ..., "items": N, "candidates": M, "skipped": [{"item": id, "problem": ...}],
@@ -17,6 +18,7 @@ import html
 import io
 import json
 import math
+import numbers
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,9 +49,11 @@ def _num(x: float | None) -> float | None:
     return x if math.isfinite(x) else None
 
 
-@dataclass
+@dataclass(eq=False)
 class MetricResult:
-    """One metric's values on a dataset."""
+    """One metric's values on a dataset. Where a number is expected it is its corpus value, as
+    a float: ``f"{r:.4f}"``, ``round(r, 3)``, ``r > 0.5``, ``2 * r``, ``float(r)``, ``sorted``,
+    ``sum``, ``math`` functions (arithmetic gives plain floats); ``hash(r) == hash(float(r))``."""
 
     name: str
     spec: str
@@ -67,9 +71,128 @@ class MetricResult:
     def signature_string(self) -> str:
         return format_signature(self.signature)
 
+    # a number where a number is expected: the corpus value, as a float ------------------------
     def __float__(self) -> float:
         """The corpus value: ``float(results["cider-d"])``."""
         return float(self.corpus)
+
+    def __format__(self, spec: str) -> str:
+        """``f"{r:.4f}"`` formats the corpus value; ``f"{r}"`` is the repr."""
+        return format(float(self), spec) if spec else str(self)
+
+    def __round__(self, ndigits: int | None = None) -> float | int:
+        return round(float(self), ndigits)
+
+    def __trunc__(self) -> int:
+        return math.trunc(float(self))
+
+    def __floor__(self) -> int:
+        return math.floor(float(self))
+
+    def __ceil__(self) -> int:
+        return math.ceil(float(self))
+
+    def __abs__(self) -> float:
+        return abs(float(self))
+
+    def __neg__(self) -> float:
+        return -float(self)
+
+    def __pos__(self) -> float:
+        return float(self)
+
+    def __bool__(self) -> bool:
+        return bool(float(self))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to a number with the same corpus value, and to a result with the same name,
+        spec, signature and values (NaN where both are NaN)."""
+        if other is self:
+            return True
+        if isinstance(other, MetricResult):
+            return (self.name, self.spec, self.kind, self.signature, self.item_ids) == (
+                other.name, other.spec, other.kind, other.signature, other.item_ids) and _same(
+                [self.corpus, self.item_values, *self.candidate_values, self.p_values],
+                [other.corpus, other.item_values, *other.candidate_values, other.p_values])
+        value = _number(other)
+        return NotImplemented if value is None else float(self) == value
+
+    def __hash__(self) -> int:
+        """The corpus value's hash, as ``hash(float(r))``: equal objects hash alike."""
+        value = float(self)
+        return object.__hash__(self) if math.isnan(value) else hash(value)
+
+    def __lt__(self, other: object) -> bool:
+        value = _number(other)
+        return NotImplemented if value is None else float(self) < value
+
+    def __le__(self, other: object) -> bool:
+        value = _number(other)
+        return NotImplemented if value is None else float(self) <= value
+
+    def __gt__(self, other: object) -> bool:
+        value = _number(other)
+        return NotImplemented if value is None else float(self) > value
+
+    def __ge__(self, other: object) -> bool:
+        value = _number(other)
+        return NotImplemented if value is None else float(self) >= value
+
+    def __add__(self, other: object) -> float:
+        value = _number(other)
+        return NotImplemented if value is None else float(self) + value
+
+    def __radd__(self, other: object) -> float:
+        value = _number(other)
+        return NotImplemented if value is None else value + float(self)
+
+    def __sub__(self, other: object) -> float:
+        value = _number(other)
+        return NotImplemented if value is None else float(self) - value
+
+    def __rsub__(self, other: object) -> float:
+        value = _number(other)
+        return NotImplemented if value is None else value - float(self)
+
+    def __mul__(self, other: object) -> float:
+        value = _number(other)
+        return NotImplemented if value is None else float(self) * value
+
+    def __rmul__(self, other: object) -> float:
+        value = _number(other)
+        return NotImplemented if value is None else value * float(self)
+
+    def __truediv__(self, other: object) -> float:
+        value = _number(other)
+        return NotImplemented if value is None else float(self) / value
+
+    def __rtruediv__(self, other: object) -> float:
+        value = _number(other)
+        return NotImplemented if value is None else value / float(self)
+
+    def __floordiv__(self, other: object) -> float:
+        value = _number(other)
+        return NotImplemented if value is None else float(self) // value
+
+    def __rfloordiv__(self, other: object) -> float:
+        value = _number(other)
+        return NotImplemented if value is None else value // float(self)
+
+    def __mod__(self, other: object) -> float:
+        value = _number(other)
+        return NotImplemented if value is None else float(self) % value
+
+    def __rmod__(self, other: object) -> float:
+        value = _number(other)
+        return NotImplemented if value is None else value % float(self)
+
+    def __pow__(self, other: object) -> float:
+        value = _number(other)
+        return NotImplemented if value is None else float(self) ** value
+
+    def __rpow__(self, other: object) -> float:
+        value = _number(other)
+        return NotImplemented if value is None else value ** float(self)
 
     def __repr__(self) -> str:
         n_cands = sum(len(v) for v in self.candidate_values)
@@ -245,30 +368,27 @@ class Results(Mapping[str, MetricResult]):
         }
 
     def to_json(self) -> str:
-        """Strict JSON (numpy values as numbers and lists, NaN/±inf as null)."""
-        return dumps(self.to_json_dict()) + "\n"
+        """Strict JSON (numpy values as numbers and lists, NaN/±inf as null): what
+        :meth:`write_json` writes."""
+        buf = io.StringIO()
+        self.write_json(buf)
+        return buf.getvalue()
 
     def write_json(self, handle: IO[str]) -> None:
-        """:meth:`to_json` written piece by piece: the same bytes, without the whole text (or
-        the whole dict of items) in memory. The header and each metric go through the JSON
-        encoder without their last key (``metrics``, ``items``), which is then written after
-        them; the items in blocks by :func:`_json_items` (the indenting encoder is pure Python
-        and ~10x slower). Nothing is marked in-band, so no id or text can be mistaken for
-        structure."""
+        """The JSON of :meth:`to_json_dict`, written piece by piece without the whole text (or
+        the whole dict of items) in memory: objects indented by 2, each item on one line.
+        Every value is encoded by the :mod:`json` module; only the braces, commas and keys
+        of the enclosing objects are joined here."""
         data = self.to_dict_without_items()
         metrics = data.pop("metrics")
-        handle.write(_open_object(data, 0) + ',\n  "metrics": ')
-        if not metrics:
-            handle.write("[]\n}\n")
-            return
-        handle.write("[")
-        for k, (metric, fields) in enumerate(zip(self.metrics, metrics)):
-            del fields["items"]
-            handle.write(("," if k else "") + "\n    " + _open_object(fields, 4) + ',\n      "items": ')
-            for block in _json_items(metric, 6):
-                handle.write(block)
-            handle.write("\n    }")
-        handle.write("\n  ]\n}\n")
+
+        def write_metrics(indent: int) -> None:
+            _write_list(handle, [lambda ind, m=m, fields=fields: _write_object(
+                handle, {**fields, "items": lambda i, m=m: _write_items(handle, m, i)}, ind)
+                for m, fields in zip(self.metrics, metrics)], indent)
+
+        _write_object(handle, {**data, "metrics": write_metrics}, 0)
+        handle.write("\n")
 
     def to_dict_without_items(self) -> dict[str, Any]:
         """:meth:`to_json_dict` (strict JSON types) with empty item lists."""
@@ -425,59 +545,99 @@ def find_metric(metrics: list[MetricResult], key: str) -> MetricResult | None:
     for m in metrics:
         if wanted in (normalize_name(m.name), normalize_name(m.spec)):
             return m
-    try:
-        from capmetrics.registry.compose import METRIC_KINDS, compose
+    from capmetrics.errors import DataError, MetricError, SpecError, UnknownComponentError
+    from capmetrics.registry.compose import METRIC_KINDS, compose
 
+    try:
         spec = compose(key, METRIC_KINDS).spec
-    except Exception:  # not a spec these plugins build: simply not found
-        return None
+    except (SpecError, UnknownComponentError, MetricError, DataError):
+        return None  # not a spec, or not one that can be built here: not in these results
+    # anything else (a broken plugin, a bug) is not "not found": it propagates
     return next((m for m in metrics if m.spec == spec), None)
 
 
-def _json_items(metric: MetricResult, indent: int, block: int = 2048) -> Iterator[str]:
-    """A metric's ``items`` list exactly as ``json.dumps(..., indent=2, ensure_ascii=False)``
-    writes it at ``indent`` spaces, in blocks of ``block`` items."""
+#: JSON of one value on one line, by the C encoder (``indent=None``): strict, UTF-8 kept.
+_ONE_LINE = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
+def _write_object(handle: IO[str], fields: dict[str, Any], indent: int) -> None:
+    """``fields`` as a JSON object at ``indent`` spaces, one key a line; a value is plain JSON
+    data (written by ``json.dumps(indent=2)``) or a callable that writes itself given its
+    indent."""
+    pad = " " * (indent + 2)
+    handle.write("{")
+    for k, (key, value) in enumerate(fields.items()):
+        handle.write(("," if k else "") + f"\n{pad}{_ONE_LINE.encode(key)}: ")
+        if callable(value):
+            value(indent + 2)
+        else:
+            handle.write(json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+                         .replace("\n", "\n" + pad))  # a JSON string holds no raw newline
+    handle.write(f"\n{' ' * indent}}}" if fields else "}")
+
+
+def _write_list(handle: IO[str], writers: list[Any], indent: int) -> None:
+    """A JSON list whose elements write themselves (callables given their indent)."""
+    if not writers:
+        handle.write("[]")
+        return
+    pad = " " * (indent + 2)
+    handle.write("[")
+    for k, write in enumerate(writers):
+        handle.write(("," if k else "") + f"\n{pad}")
+        write(indent + 2)
+    handle.write(f"\n{' ' * indent}]")
+
+
+def _write_items(handle: IO[str], metric: MetricResult, indent: int, block: int = 4096) -> None:
+    """A metric's ``items`` list, one item a line (:meth:`MetricResult.item_entry`, encoded by
+    the json module), in blocks of ``block`` items."""
     n = len(metric.item_ids)
     if not n:
-        yield "[]"
+        handle.write("[]")
         return
-    pad1, pad2, pad3 = (" " * (indent + k) for k in (2, 4, 6))
-    values = _json_numbers(metric.item_values)
-    p_values = _json_numbers(metric.p_values) if metric.p_values is not None else None
-    counts = [len(c) for c in metric.candidate_values]
-    cands = iter(_json_numbers(np.concatenate(metric.candidate_values)) if sum(counts) else [])
-    yield "["
+    pad = "\n" + " " * (indent + 2)
+    handle.write("[")
     for start in range(0, n, block):
-        out = []
-        for i in range(start, min(start + block, n)):
+        stop = min(start + block, n)
+        values = jsonable(np.asarray(metric.item_values[start:stop], dtype=np.float64))
+        p_values = (None if metric.p_values is None
+                    else jsonable(np.asarray(metric.p_values[start:stop], dtype=np.float64)))
+        cands = metric.candidate_values[start:stop]
+        flat = jsonable(np.concatenate(cands).astype(np.float64, copy=False)) if cands else []
+        ends = np.cumsum([len(c) for c in cands]).tolist()
+        lines = []
+        for k, i in enumerate(range(start, stop)):  # as item_entry(i), the arrays converted at once
             item_id = metric.item_ids[i]
-            key = json.dumps(jsonable(item_id, f"{metric.name}.items[{i}].id"), ensure_ascii=False)
-            if counts[i]:
-                inner = f",\n{pad3}".join(next(cands) for _ in range(counts[i]))
-                listed = f"[\n{pad3}{inner}\n{pad2}]"
-            else:
-                listed = "[]"
-            p = f',\n{pad2}"p_value": {p_values[i]}' if p_values is not None else ""
-            out.append(f'{"," if i else ""}\n{pad1}{{\n{pad2}"id": {key},\n{pad2}"value": {values[i]},\n'
-                       f'{pad2}"candidates": {listed}{p}\n{pad1}}}')
-        yield "".join(out)
-    yield f"\n{' ' * indent}]"
+            entry = {"id": item_id if type(item_id) is str else jsonable(item_id, f"{metric.name}.items[{i}].id"),
+                     "value": values[k], "candidates": flat[ends[k - 1] if k else 0:ends[k]]}
+            if p_values is not None:
+                entry["p_value"] = p_values[k]
+            lines.append(pad + _ONE_LINE.encode(entry))
+        handle.write(("," if start else "") + ",".join(lines))
+    handle.write(f"\n{' ' * indent}]")
 
 
-def _open_object(fields: dict[str, Any], indent: int) -> str:
-    """``fields`` as ``json.dumps(indent=2)`` writes them at ``indent`` spaces, without the
-    closing brace, so that one more key can follow. JSON text holds no raw newline inside a
-    string, so re-indenting at every newline is safe."""
-    text = json.dumps(fields, indent=2, ensure_ascii=False, allow_nan=False)
-    if text.endswith("{}"):  # no fields: an empty object would have no line to continue
-        raise ValueError("a results object always has fields")
-    return text[: -len("\n}")].replace("\n", "\n" + " " * indent)
+def _number(x: object) -> float | None:
+    """``x`` as a float when it is a real number (a result is its corpus value), else None."""
+    if isinstance(x, MetricResult):
+        return float(x)
+    if isinstance(x, (numbers.Real, np.bool_)):
+        return float(x)  # type: ignore[arg-type]
+    return None
 
 
-def _json_numbers(values: Any) -> list[str]:
-    """Each value as JSON writes :func:`_num` of it: ``repr`` of the float, ``null`` if not finite."""
-    out = _fmt_all(values)
-    return ["null" if v == "nan" else v for v in out]
+def _same(a: list[Any], b: list[Any]) -> bool:
+    """Pairwise equality of numbers and arrays, NaN equal to NaN."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x is None or y is None:
+            if x is not y:
+                return False
+        elif not np.array_equal(np.asarray(x, dtype=float), np.asarray(y, dtype=float), equal_nan=True):
+            return False
+    return True
 
 
 def _float(x: float | None) -> float:
