@@ -294,6 +294,118 @@ def check_executors(spec: str, ctx: CheckContext) -> None:
             raise _fail("check_executors", spec, f"the {kind} executor gives other values than {kinds[0]}")
 
 
+def _splits(n: int) -> list[tuple[int, int]]:
+    """Consecutive parts of ``n`` items of unequal sizes, one of them empty."""
+    cut = max(1, n // 3)
+    return [(0, min(1, n)), (min(1, n), min(1, n)), (min(1, n), cut), (cut, n)]
+
+
+def _crossed(value: Any, what: str, check: str, spec: str) -> Any:
+    """``value`` as a worker or another rank receives it: checked as plain data, pickled."""
+    from capmetrics.errors import MetricError
+    from capmetrics.protocols import check_portable
+
+    try:
+        return pickle.loads(pickle.dumps(check_portable(value, what)))
+    except MetricError as err:
+        raise _fail(check, spec, f"{err}; parts cross process and rank boundaries") from err
+
+
+def _equal_scores(a: Any, b: Any) -> bool:
+    return np.array_equal(np.asarray(a.values), np.asarray(b.values), equal_nan=True) and _same_float(a.corpus, b.corpus)
+
+
+def _same_float(a: float, b: float) -> bool:
+    return (np.isnan(a) and np.isnan(b)) or float(a) == float(b)
+
+
+@_check(*METRIC_KINDS)
+def check_merged_parts(spec: str, ctx: CheckContext) -> None:
+    """A component of the statistics protocol (:mod:`capmetrics.protocols`) gives from parts of
+    the corpus (of unequal sizes, one empty) exactly what it gives on the whole: ``score_part``
+    and ``merge_scores`` the same values and corpus value, also from the parts' summed
+    statistics (what DDP ranks exchange); ``fit_state``/``merge_fit_states``/``fit_states``
+    (and ``count_state``/``fit_counts``) the same fitted state as ``fit``. Every part is plain
+    data and is pickled on the way, as to a worker. Other components pass."""
+    from capmetrics.protocols import CountsInParts, FitsInParts, ScoresInParts, supports
+    from capmetrics.registry.compose import compose
+
+    name = "check_merged_parts"
+    c = ctx.build(spec)
+    scores, fits, counts = (supports(c, p) for p in (ScoresInParts, FitsInParts, CountsInParts))
+    if not (scores or fits or counts):
+        return
+    if c.kind == "distance":
+        cands, refs, _ = ctx.dataset.flat_pairs()  # what a distance's corpus statistics count
+        refs = [list(r) for r in refs]
+    else:
+        cands, refs = [], [list(item.references) for item in ctx.dataset]  # a statistic fits on items
+    parts = _splits(len(refs))
+    whole = compose(spec)
+    whole.fit(refs)
+    if fits or counts:
+        _check_fitted(name, spec, c, whole, refs, cands, parts, fits, counts)
+    if scores:
+        _check_scored_parts(name, spec, whole, cands, refs, parts, fits)
+
+
+def _check_fitted(name: str, spec: str, c: Any, whole: Any, refs: list[list[str]], cands: list[str],
+                  parts: list[tuple[int, int]], fits: bool, counts: bool) -> None:
+    """Fitting from parts (each way the component supports) fixes what ``fit`` on the whole does."""
+    from capmetrics.registry.compose import compose
+
+    ways: list[tuple[str, Any]] = []
+    if fits:
+        states = [_crossed(c.fit_state(refs[a:b]), f"fit_state of references[{a}:{b}]", name, spec) for a, b in parts]
+        one = compose(spec)
+        one.fit_states(pickle.loads(pickle.dumps(states)))
+        ways.append(("fit_states of the parts", one))
+        folded = _crossed(c.merge_fit_states(pickle.loads(pickle.dumps(states))), "merge_fit_states", name, spec)
+        two = compose(spec)
+        two.fit_states([folded])
+        ways.append(("fit_states of merge_fit_states", two))
+    if counts:
+        states = [_crossed(c.count_state(refs[a:b]), f"count_state of references[{a}:{b}]", name, spec)
+                  for a, b in parts]
+        three = compose(spec)
+        three.fit_counts(states)
+        ways.append(("fit_counts of the count_state parts", three))
+    for how, built in ways:
+        if built.signature() != whole.signature():
+            raise _fail(name, spec, f"{how} gives another fitted state than fit on the whole corpus "
+                        f"(signature {built.signature()} != {whole.signature()})")
+        if built.kind == "distance" and not _equal_scores(built.score(cands, refs), whole.score(cands, refs)):
+            raise _fail(name, spec, f"fitted by {how}, it scores otherwise than fitted by fit on the whole corpus")
+
+
+def _check_scored_parts(name: str, spec: str, whole: Any, cands: list[str], refs: list[list[str]],
+                        parts: list[tuple[int, int]], fits: bool) -> None:
+    """``merge_scores`` of the parts' ``score_part`` equals ``score`` on the whole corpus."""
+    from capmetrics.registry.compose import compose
+
+    # a component with corpus statistics scores parts with the whole corpus's (streaming fits first)
+    scorer = whole if fits else compose(spec)
+    expected = compose(spec).score(cands, refs)  # the whole corpus in one call, as capmetrics.score
+    got = [_crossed(scorer.score_part(cands[a:b], refs[a:b]), f"score_part of items[{a}:{b}]", name, spec)
+           for a, b in parts]
+    merged = scorer.merge_scores(got)
+    if not np.array_equal(np.asarray(merged.values), np.asarray(expected.values), equal_nan=True):
+        raise _fail(name, spec, "merge_scores of the parts gives other values than score on the whole corpus")
+    if not _same_float(merged.corpus, expected.corpus):
+        raise _fail(name, spec, f"merge_scores of the parts gives the corpus value {merged.corpus}, score on the "
+                    f"whole corpus {expected.corpus}")
+    extras = [extra for _, extra in got]
+    if all(e is None for e in extras):
+        return
+    if any(e is None for e in extras):
+        raise _fail(name, spec, "score_part gives statistics for some parts and None for others")
+    total = np.sum([np.asarray(e) for e in extras], axis=0)
+    summed = scorer.merge_scores([(got[-1][0], total)]).corpus
+    if not _same_float(summed, expected.corpus):
+        raise _fail(name, spec, f"the corpus value from the summed statistics of the parts is {summed}, not "
+                    f"{expected.corpus}: score_part's statistics must add over parts (DDP ranks send the sums)")
+
+
 EDGE_TEXTS = {
     "cjk": "一只狗在草地上奔跑",
     "emoji": "a dog 🐕 runs on the grass 🌿",

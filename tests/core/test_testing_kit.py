@@ -83,10 +83,113 @@ class Unpicklable(Overlap):
         self._lock = threading.Lock()
 
 
+class PooledOverlap(Overlap):
+    """Takes part in the statistics protocol: the corpus value is matched words over all words,
+    from per-part sums (capmetrics.protocols.ScoresInParts)."""
+
+    name = "kit-pooled"
+
+    def counts(self, candidates, references):
+        found = np.array([sum(w in {x for r in refs for x in r.split()} for w in c.split())
+                          for c, refs in zip(candidates, references)], dtype=np.int64)
+        return found, np.array([len(c.split()) for c in candidates], dtype=np.int64)
+
+    def score(self, candidates, references):
+        return self.score_part(candidates, references)[0]
+
+    def score_part(self, candidates, references):
+        found, words = self.counts(candidates, references)
+        sums = np.array([found.sum(), words.sum()])
+        return Scores(found / np.maximum(words, 1), self.corpus(sums), {}), sums
+
+    def merge_scores(self, parts):
+        values = np.concatenate([s.values for s, _ in parts]) if parts else np.zeros(0)
+        return Scores(values, self.corpus(np.sum([x for _, x in parts], axis=0)), {})
+
+    @staticmethod
+    def corpus(sums):
+        return float(sums[0] / sums[1]) if sums[1] else 0.0
+
+
+class MeanOfParts(PooledOverlap):
+    """Joins parts by the mean of their corpus values (not the corpus value of the whole)."""
+
+    name = "kit-mean-of-parts"
+
+    def merge_scores(self, parts):
+        values = np.concatenate([s.values for s, _ in parts])
+        return Scores(values, float(np.mean([s.corpus for s, _ in parts])), {})
+
+
+class RatioParts(PooledOverlap):
+    """Sends each part's ratio instead of its sums: the statistics do not add."""
+
+    name = "kit-ratio-parts"
+
+    def score_part(self, candidates, references):
+        scores, sums = super().score_part(candidates, references)
+        return scores, np.array([self.corpus(sums), 1.0])
+
+    def merge_scores(self, parts):
+        values = np.concatenate([s.values for s, _ in parts])
+        return Scores(values, float(np.mean([x[0] for _, x in parts])), {})
+
+
+class LockedParts(PooledOverlap):
+    name = "kit-locked-parts"
+
+    def score_part(self, candidates, references):
+        scores, sums = super().score_part(candidates, references)
+        return scores, [sums, threading.Lock()]
+
+
+class WordDf(Overlap):
+    """Fits document frequencies of words in parts (capmetrics.protocols.FitsInParts); its
+    fitted table is in the signature."""
+
+    name = "kit-word-df"
+
+    def fit(self, references):
+        return self.fit_states([self.fit_state(references)])
+
+    def fit_state(self, references):
+        df: dict[str, int] = {}
+        for refs in references:
+            for w in {x for r in refs for x in r.split()}:
+                df[w] = df.get(w, 0) + 1
+        return df
+
+    @staticmethod
+    def merge_fit_states(states):
+        total: dict[str, int] = {}
+        for df in states:
+            for w, n in df.items():
+                total[w] = total.get(w, 0) + n
+        return total
+
+    def fit_states(self, states):
+        self.df_ = self.merge_fit_states(states)
+        return self
+
+    def signature_extra(self):
+        return {"df": repr(sorted(self.df_.items()))} if hasattr(self, "df_") else {}
+
+
+class LastPartDf(WordDf):
+    """Keeps the last part's frequencies instead of their sum."""
+
+    name = "kit-last-part-df"
+
+    def fit_states(self, states):
+        self.df_ = list(states)[-1]
+        return self
+
+
 class KitPlugin:
     @hookimpl
     def register_distances(self, register):
-        for cls in (Overlap, ObjectDetails, RenamesParameter, Stateful, Unseeded, CrashesOnEmpty, Unpicklable):
+        for cls in (Overlap, ObjectDetails, RenamesParameter, Stateful, Unseeded, CrashesOnEmpty, Unpicklable,
+                    PooledOverlap, MeanOfParts, RatioParts, LockedParts, WordDf, LastPartDf):
             register(cls)
 
 
@@ -102,7 +205,18 @@ def test_a_well_behaved_component_passes(kit_plugin):
     ran = check_component("kit-overlap(scale=2.0)", checks=IN_PROCESS)
     assert ran == ["check_spec_round_trip", "check_pickle", "check_choice_parameters", "check_results_formats",
                    "check_item_permutation",
-                   "check_determinism", "check_edge_inputs"]
+                   "check_determinism", "check_merged_parts", "check_edge_inputs"]
+
+
+@pytest.mark.parametrize("spec", ["kit-pooled", "kit-word-df", "bleu-4", "rouge-l", "cider-d", "cider-original",
+                                  "trm(cider-d)", "over-candidates(distance=cider-d)"])
+def test_components_of_the_statistics_protocol_merge_parts_to_the_whole(kit_plugin, spec):
+    """The bundled n-gram metrics (and the well-behaved toys) give from parts what they give whole."""
+    from capmetrics.protocols import PROTOCOLS, supports
+    from capmetrics.registry.compose import compose
+
+    assert any(supports(compose(spec), p) for p in PROTOCOLS.values())
+    assert check_component(spec, checks=["check_merged_parts"]) == ["check_merged_parts"]
 
 
 @pytest.mark.parametrize(("spec", "check", "message"), [
@@ -112,6 +226,10 @@ def test_a_well_behaved_component_passes(kit_plugin):
     ("kit-unseeded", "check_determinism", "two runs give different results"),
     ("kit-crashes-on-empty", "check_edge_inputs", "empty candidate: internal error in kit-crashes-on-empty: ZeroDivisionError"),
     ("kit-unpicklable", "check_pickle", "pickling fails"),
+    ("kit-mean-of-parts", "check_merged_parts", "merge_scores of the parts gives the corpus value"),
+    ("kit-ratio-parts", "check_merged_parts", "merge_scores of the parts gives the corpus value"),
+    ("kit-locked-parts", "check_merged_parts", "score_part of items[0:1][1][1] is a _thread.lock, not plain data"),
+    ("kit-last-part-df", "check_merged_parts", "fit_states of the parts gives another fitted state than fit"),
 ])
 def test_each_defect_fails_its_check(kit_plugin, spec, check, message):
     with pytest.raises(CheckFailed) as info:

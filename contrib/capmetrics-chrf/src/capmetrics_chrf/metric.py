@@ -19,6 +19,11 @@ class ChrF(Distance):
     of its best-scoring reference; the corpus value comes from the summed statistics. Both follow
     sacrebleu's ``CHRF`` with its defaults (no lowercasing, effective-order averaging).
 
+    It takes part in capmetrics' statistics protocol (``capmetrics.protocols.ScoresInParts``):
+    :meth:`score_part` gives a part's summed statistics and :meth:`merge_scores` the corpus
+    value from their sum, so a file streams (``--chunk-size``), items fan out to workers and
+    DDP ranks combine sums, with the values of one process over everything.
+
     Args:
         char_order: highest character n-gram order.
         word_order: highest word n-gram order (0 for chrF, 2 for chrF++).
@@ -61,6 +66,28 @@ class ChrF(Distance):
         corpus = float(self.f_score(chosen.sum(axis=0, keepdims=True))[0])
         details = {"statistics": chosen, "best_reference": best - first_pair[:-1]}
         return Scores(f[best], corpus, details)
+
+    # -- the statistics protocol (capmetrics.protocols.ScoresInParts) -------------------------
+    def score_part(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]]
+    ) -> tuple[Scores, np.ndarray]:
+        """:meth:`score` of one part of a corpus and the part's summed statistics (orders × 3
+        integers: hypothesis n-grams, reference n-grams, matches), which add over parts."""
+        scores = self.score(candidates, references)
+        return scores, scores.details["statistics"].sum(axis=0)
+
+    def merge_scores(self, parts: Sequence[tuple[Scores, np.ndarray]]) -> Scores:
+        """The :meth:`score` of a whole corpus from its consecutive parts' :meth:`score_part`:
+        the values and details joined in order, the corpus chrF from the summed statistics
+        (sums of integers: the same value to the bit)."""
+        if not parts:
+            return self.score([], [])
+        values = np.concatenate([scores.values for scores, _ in parts])
+        details = {key: np.concatenate([scores.details[key] for scores, _ in parts])
+                   for key in ("statistics", "best_reference")}
+        total = np.sum([sums for _, sums in parts], axis=0)
+        corpus = float(self.f_score(np.asarray(total)[None])[0])
+        return Scores(values, corpus, details)
 
     def f_score(self, stats: np.ndarray) -> np.ndarray:
         """chrF of statistics shaped (rows, orders, 3): precision and recall are averaged over
