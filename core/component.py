@@ -39,7 +39,10 @@ class Component:
     parameters), used by the docs and the conformance kit (:mod:`capmetrics.testing`);
     ``path_params`` name the parameters that are local files or folders: the signature shows
     them as ``<local>`` and carries the files' checksums (``signature_extra``) instead, so the
-    same files at another path give the same signature.
+    same files at another path give the same signature. ``program_params`` name the
+    parameters that choose a program or code to run (``java``, a CoreNLP folder of jars,
+    ``trust_code``, an importable ``module:attribute``): a spec from a file someone else wrote
+    (an NNEval model's ``nneval.json``, composed with ``untrusted=``) may not set them.
     """
 
     name: ClassVar[str] = ""
@@ -47,6 +50,17 @@ class Component:
     requires: ClassVar[tuple[str, ...]] = ()
     example_specs: ClassVar[tuple[str, ...]] = ()
     path_params: ClassVar[tuple[str, ...]] = ()
+    #: The languages (ISO 639-1 codes) whose text the component serves, e.g. ``("en",)`` for
+    #: one that parses English; ``None`` (the default) for one that serves any language.
+    #: ``score(..., lang=...)`` and ``--lang`` refuse, by name, a component (or one it wraps)
+    #: whose ``languages`` leave the language out (:mod:`capmetrics.language`).
+    languages: ClassVar[tuple[str, ...] | None] = None
+    program_params: ClassVar[tuple[str, ...]] = ()
+    #: The languages (ISO 639-1 codes) whose text the component serves, e.g. ``("en",)`` for
+    #: one that parses English; ``None`` (the default) for one that serves any language.
+    #: ``score(..., lang=...)`` and ``--lang`` refuse, by name, a component (or one it wraps)
+    #: whose ``languages`` leave the language out (:mod:`capmetrics.language`).
+    languages: ClassVar[tuple[str, ...] | None] = None
 
     @classmethod
     def param_names(cls) -> list[str]:
@@ -169,10 +183,13 @@ class Tokenizer(Component):
         (:mod:`capmetrics.prepared`): the metrics of one ``score`` call share the tokens."""
         from capmetrics.prepared import STATS, in_run, shared, texts_key
 
+        from capmetrics.language import check_segmentation  # warns when CJK text stays unsegmented
+
         if not in_run():  # a lone call (a training-loop reward): no digest of the texts to pay for
             STATS["computed"] += 1
-            return self.tokenize(texts)
-        return shared(("tokens", self.portable_spec(), texts_key(texts)), lambda: self.tokenize(texts))
+            return check_segmentation(self, texts, self.tokenize(texts))
+        return shared(("tokens", self.portable_spec(), texts_key(texts)),
+                      lambda: check_segmentation(self, texts, self.tokenize(texts)))
 
     def tokenize_joined(self, texts: Sequence[str]) -> list[str]:
         """Tokenize and join with single spaces, the form coco-caption's scorers take."""
@@ -202,6 +219,9 @@ class Distance(Component):
     needs_images: ClassVar[bool] = False
     #: ``False`` for reference-free metrics: items without references are scored.
     needs_references: ClassVar[bool] = True
+    #: Metrics that read more of an item than its texts (its id, the scene graphs it carries):
+    #: :func:`capmetrics.score` calls :meth:`score_items` instead of :meth:`score`.
+    needs_items: ClassVar[bool] = False
 
     def fit(self, references: Sequence[Sequence[str]]) -> Distance:
         """Learn corpus statistics (e.g. CIDEr's document frequencies); a no-op by default."""
@@ -216,6 +236,12 @@ class Distance(Component):
         """Score ``candidates[i]`` against ``images[i]`` (and ``references[i]``), for every i;
         only for ``needs_images`` metrics. ``images[i]`` is a local path or a loaded image."""
         raise MetricError(f"{self.spec} does not score images")
+
+    def score_items(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
+                    items: Sequence[Any]) -> Scores:
+        """Score ``candidates[i]`` against ``references[i]`` where ``items[i]`` is its
+        :class:`~capmetrics.data.Item`; for ``needs_items`` metrics (default: :meth:`score`)."""
+        return self.score(candidates, references)
 
     def to_distance(self, values: np.ndarray) -> np.ndarray:
         """Convert :meth:`score` values to distances (d(x, x) = 0 for a well-behaved metric)."""

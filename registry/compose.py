@@ -6,9 +6,11 @@ looked up among that kind, the same word given to a ``str`` or ``Literal`` param
 from __future__ import annotations
 
 import enum
+import os
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Union
 
@@ -21,12 +23,87 @@ from capmetrics.registry.spec import MAX_DEPTH, Spec, format_value, normalize_na
 METRIC_KINDS = ("distance", "statistic")
 
 
+@dataclass(frozen=True)
+class Untrusted:
+    """Where a spec comes from when the user did not write it (an NNEval model's
+    ``nneval.json``): composed with ``untrusted=``, it may not set a component's
+    ``program_params`` (``java``, ``corenlp``, ``trust_code``, ...), its ``path_params`` must
+    name files inside ``folder`` (relative, no ``..``, no link leading out), and no other text
+    argument may be an absolute, ``~`` or ``..`` path. ``declared``: file names the model
+    declares (they may be passed by the user in place of the folder's copy)."""
+
+    folder: Path
+    label: str
+    declared: frozenset[str] = frozenset()
+
+    def check(self, cls: type[Component], key: str, value: Any, where: str) -> None:
+        """Raise :class:`UntrustedSpecError` if ``value`` for ``key`` of ``cls`` is refused."""
+        at = f"{self.label}: parameter {key!r} of {cls.name}() in spec {where!r}"
+        if key in cls.program_params and value is not None and value is not False:
+            raise UntrustedSpecError(
+                f"{at} names a program or code to run ({format_value(value)}); a model file may not "
+                f"choose what runs: give {key}= in your own spec, config or command line")
+        paths = list(_texts(value, bare=key in cls.path_params))
+        for text in paths:
+            if key in cls.path_params:
+                inside = within(self.folder, text) if text in self.declared else inside_folder(self.folder, text)
+            else:
+                inside = not _looks_like_path(text)
+            if not inside:
+                raise UntrustedSpecError(
+                    f"{at} names {text!r}, outside the model's folder; a model file may name only files "
+                    "inside its own folder")
+
+
+class UntrustedSpecError(SpecError):
+    """A spec from a file the user did not write sets what such a spec may not set."""
+
+
+def _texts(value: Any, bare: bool) -> Iterator[str]:
+    """The text values in ``value`` (a string, a list of them; bare words too if ``bare``)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, (os.PathLike)):
+        yield os.fspath(value)
+    elif bare and isinstance(value, Spec) and value.is_bare:
+        yield value.name
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _texts(v, bare)
+
+
+def _looks_like_path(text: str) -> bool:
+    path = Path(text)
+    return path.is_absolute() or text.startswith("~") or ".." in path.parts or os.path.isabs(text)
+
+
+def within(folder: str | Path, value: str) -> bool:
+    """Whether ``value`` is a relative path without ``..`` that stays inside ``folder`` once
+    links are resolved."""
+    path = Path(value).expanduser()
+    if not value or path.is_absolute() or value.startswith("~") or ".." in path.parts:
+        return False
+    root = os.path.realpath(folder)
+    resolved = os.path.realpath(os.path.join(root, path))
+    return os.path.commonpath([root, resolved]) == root
+
+
+def inside_folder(folder: str | Path, value: str) -> bool:
+    """Whether the file ``value`` names is inside ``folder``: a relative path without ``..``
+    that stays inside once links are resolved; or a name that is no file at all (a model hub
+    name such as ``sentence-transformers/all-MiniLM-L6-v2``)."""
+    if not within(folder, value):
+        return False
+    return os.path.exists(os.path.join(os.path.realpath(folder), value)) or not os.path.lexists(value)
+
+
 def compose(
     spec: str | Spec | Component,
     kind: str | tuple[str, ...] | None = None,
     *,
     definitions: Mapping[str, Spec] | None = None,
     registry: Registry | None = None,
+    untrusted: Untrusted | None = None,
     **params: Any,
 ) -> Component:
     """Build the component that ``spec`` names.
@@ -36,6 +113,8 @@ def compose(
         kind: restrict the look-up to one kind or a tuple of kinds.
         definitions: named specs (from a config file) usable as component names.
         registry: the registry to use (default: the process-wide one).
+        untrusted: the spec comes from a file the user did not write (see :class:`Untrusted`);
+            ``None``: the user's own spec, config or command line.
         **params: extra parameters; values may be specs, plain values or components.
 
     Raises:
@@ -50,7 +129,7 @@ def compose(
     if params:
         parsed = Spec(parsed.name, parsed.args + tuple(params.items()), called=True)
     kinds = (kind,) if isinstance(kind, str) else kind
-    builder = _Builder(registry or get_registry(), definitions or {}, text)
+    builder = _Builder(registry or get_registry(), definitions or {}, text, untrusted)
     return builder.build(parsed, kinds)
 
 
@@ -86,8 +165,10 @@ def _union_args(tp: Any) -> tuple[Any, ...]:
 
 
 class _Builder:
-    def __init__(self, registry: Registry, definitions: Mapping[str, Spec], text: str) -> None:
+    def __init__(self, registry: Registry, definitions: Mapping[str, Spec], text: str,
+                 untrusted: Untrusted | None = None) -> None:
         self.registry = registry
+        self.untrusted = untrusted
         self.definitions = {normalize_name(k): v for k, v in definitions.items()}
         self.text = text
         self._expanding: list[str] = []
@@ -132,6 +213,8 @@ class _Builder:
                     f"{cls.name}() got an unexpected parameter {key!r}{self.context}."
                     f"{did_you_mean(key, params)}\n{parameter_help(cls)}"
                 )
+            if self.untrusted is not None:
+                self.untrusted.check(cls, key, value, self.text)
             kwargs[key] = self.convert(value, hints.get(key, Any), cls, key)
         missing = [k for k, p in params.items() if p.default is p.empty and k not in kwargs]
         if missing:

@@ -73,33 +73,61 @@ def model_digest(path: str | Path) -> str:
     return h.hexdigest()[:16]
 
 
+#: ``params`` a model file may set (the learner's settings); never ``cache_dir`` (where the
+#: user's runs write) or ``features`` (they are the file's own ``features``).
+MODEL_PARAMS = frozenset({"hidden", "scaling", "init", "l2", "lr", "batch_size", "max_epochs", "patience",
+                          "lr_decay", "decay_every", "validation_rating", "kendall", "nonfinite",
+                          "interaction", "ensemble", "seed"})
+
+
 def confine_model_specs(meta: dict[str, Any], folder: Path) -> None:
-    """Refuse a model file whose feature or interaction specs name a file outside the model's
-    own folder (an absolute path, a ``..`` step, a link that leads out, or an existing file
-    elsewhere): a model someone sends you may name only distances (checked where they are
-    built) and files it brings along. To use a file elsewhere, pass it yourself, in a spec
-    you write, not through a model file. The files it declares (``feature_files``, see
-    :func:`detach_feature_files`) are paths inside its folder, whatever lies in the current
-    folder under the same name."""
+    """Refuse a model file that could run a program or reach outside its own folder.
+
+    Its feature and interaction specs are composed untrusted
+    (:class:`capmetrics.registry.compose.Untrusted`): no parameter that names a program or
+    code to run (``java``, ``corenlp``, ``trust_code``: the components' ``program_params``),
+    files (``path_params``) only inside the folder (no absolute path, no ``..`` step, no link
+    that leads out, no existing file elsewhere), and no other absolute or ``..`` path. To use a
+    program or a file elsewhere, pass it yourself, in a spec you write. The files it declares
+    (``feature_files``, see :func:`detach_feature_files`) are paths inside its folder, whatever
+    lies in the current folder under the same name. ``params`` may hold only the learner's
+    settings (:data:`MODEL_PARAMS`)."""
+    from capmetrics.errors import SpecError, UnknownComponentError
+    from capmetrics.registry.compose import Untrusted, UntrustedSpecError, compose, within
+
     source = f"NNEval model {folder}"
     declared = meta.get("feature_files") or {}
     if not isinstance(declared, dict):
         raise MetricError(f"{source}: feature_files must be an object (file name -> SHA-256)")
     for name in declared:
-        if not _within(folder, name):
+        if not isinstance(name, str) or not within(folder, name):
             raise MetricError(f"{source}: feature_files names {name!r}, which is not inside the model's folder; "
                               "a model file may name only files inside its own folder")
-    specs = list(meta.get("features") or [])
     params = meta.get("params")
-    if isinstance(params, dict) and params.get("interaction"):
-        specs.append(params["interaction"])
-    for spec in specs:
+    if params is not None and not isinstance(params, dict):
+        raise MetricError(f"{source}: params must be an object, got {type(params).__name__}")
+    refused = sorted(set(params or {}) - MODEL_PARAMS)
+    if refused:
+        raise MetricError(f"{source}: params may not set {', '.join(map(repr, refused))}; a model file sets only "
+                          f"the learner's settings ({', '.join(sorted(MODEL_PARAMS))})")
+    features = meta.get("features")
+    if not isinstance(features, list):
+        raise MetricError(f"{source}: features must be a list of spec strings")
+    specs = [(spec, "distance") for spec in features]
+    if params and params.get("interaction") is not None:
+        specs.append((params["interaction"], "embedder"))
+    untrusted = Untrusted(Path(folder), source, frozenset(declared))
+    for spec, kind in specs:
         if not isinstance(spec, str):
             raise MetricError(f"{source}: a feature must be a spec string, got {type(spec).__name__}")
-        for key, value in _path_arguments(spec):
-            if not (_within(folder, value) if value in declared else _inside(folder, value)):
-                raise MetricError(f"{source}: {spec!r} names the file {value!r} ({key}) outside the model's "
-                                  "folder; a model file may name only files inside its own folder")
+        try:
+            compose(spec, kind, untrusted=untrusted)
+        except UntrustedSpecError as err:
+            raise MetricError(str(err)) from None
+        except UnknownComponentError:
+            continue  # named with the plugin to install by check_features
+        except SpecError as err:
+            raise MetricError(f"{source}: feature {spec!r}: {str(err).splitlines()[0]}") from None
 
 
 def _path_arguments(spec: str) -> Iterator[tuple[str, str]]:
@@ -122,26 +150,6 @@ def _path_arguments(spec: str) -> Iterator[tuple[str, str]]:
                     yield key, arg if isinstance(arg, str) else arg.name
                 else:
                     stack.append(arg)
-
-
-def _inside(folder: Path, value: str) -> bool:
-    """Whether the file ``value`` names is inside ``folder``: a relative path without ``..``
-    that stays inside once links are resolved; or a name that is no file at all (a model hub
-    name such as ``sentence-transformers/all-MiniLM-L6-v2``)."""
-    if not _within(folder, value):
-        return False
-    return os.path.exists(os.path.join(os.path.realpath(folder), value)) or not os.path.exists(value)
-
-
-def _within(folder: Path, value: str) -> bool:
-    """Whether ``value`` is a relative path without ``..`` that stays inside ``folder`` once
-    links are resolved."""
-    path = Path(value).expanduser()
-    if not value or path.is_absolute() or ".." in path.parts:
-        return False
-    root = os.path.realpath(folder)
-    resolved = os.path.realpath(os.path.join(root, path))
-    return os.path.commonpath([root, resolved]) == root
 
 
 def file_digest(path: str | Path) -> str:
@@ -177,10 +185,14 @@ def detach_feature_files(specs: list[str], folder: Path) -> tuple[list[str], dic
     root = os.path.realpath(folder)
     for spec in specs:
         files = [value for _, value in _path_arguments(spec) if os.path.exists(os.path.expanduser(value))]
+        canonical = None
+        if not files:  # a positional path (clip-model("x.pt")) has its name in the canonical spec
+            canonical = build_feature(spec).spec
+            files = [value for _, value in _path_arguments(canonical) if os.path.exists(os.path.expanduser(value))]
         if not files:
             out.append(spec)
             continue
-        canonical = build_feature(spec).spec
+        canonical = canonical or build_feature(spec).spec
         for value in files:
             real = os.path.realpath(os.path.expanduser(value))
             inside = os.path.commonpath([root, real]) == root and real != root

@@ -115,6 +115,7 @@ class TorchModel(ProbabilitySource):
 
     name = "torch-model"
     requires = ("torch",)
+    program_params = ("model",)  # "module:attribute" imports code
 
     def __init__(
         self,

@@ -1,7 +1,10 @@
-"""Tokenizers: ``whitespace`` (split on whitespace, no other change) and the PTB tokenizers.
+"""Tokenizers: ``whitespace`` (split on whitespace, no other change), the PTB tokenizers, the
+segmenters for Chinese, Japanese and Korean (``jieba``, ``mecab``, ``sudachi``, ``kiwi``) and
+``char`` (one token per character, any script).
 
 ``ptb`` reproduces coco-caption's tokenization in pure Python; ``ptb-jar`` runs the Stanford
-CoreNLP 3.4.1 jar that pycocoevalcap ships, as coco-caption does.
+CoreNLP 3.4.1 jar that pycocoevalcap ships, as coco-caption does. Both are English-only
+(``languages = ("en",)``). The segmenters are in :mod:`.cjk` and :mod:`.char`.
 """
 
 from __future__ import annotations
@@ -15,12 +18,16 @@ from capmetrics import Tokenizer, hookimpl
 from capmetrics.errors import MetricError
 from capmetrics.plugins.java import find_java, pycocoevalcap_folder, run_with_retries
 from capmetrics.plugins.tokenizers import ptb as _ptb
+from capmetrics.plugins.tokenizers.char import CharTokenizer
+from capmetrics.plugins.tokenizers.cjk import JiebaTokenizer, KiwiTokenizer, MecabTokenizer, SudachiTokenizer
 
 JAR_NAME = "stanford-corenlp-3.4.1.jar"
 
 
 class WhitespaceTokenizer(Tokenizer):
-    """Split on whitespace only, for text that is tokenized already (``str.split()``)."""
+    """Split on whitespace only, for text that is tokenized already (``str.split()``): what
+    pycocoevalcap's scorers do with text segmented beforehand (the pycocoevalcap-cn convention:
+    ``" ".join(jieba.lcut(caption))``). Case and punctuation are kept unless ``lowercase``."""
 
     name = "whitespace"
     whitespace_free_tokens = True
@@ -44,6 +51,7 @@ class PTBTokenizer(Tokenizer):
     """
 
     name = "ptb"
+    languages = ("en",)
 
     def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
         return _ptb.tokenize(texts)
@@ -57,6 +65,8 @@ class PTBJarTokenizer(Tokenizer):
     """
 
     name = "ptb-jar"
+    languages = ("en",)
+    program_params = ("java",)
 
     def __init__(self, java: str | None = None) -> None:
         self.java = java
@@ -98,3 +108,5 @@ def register_tokenizers(register: Callable[..., None]) -> None:
     register(WhitespaceTokenizer)
     register(PTBTokenizer)
     register(PTBJarTokenizer)
+    for segmenter in (JiebaTokenizer, MecabTokenizer, SudachiTokenizer, KiwiTokenizer, CharTokenizer):
+        register(segmenter)
