@@ -13,6 +13,7 @@ Environment variables:
 
 from __future__ import annotations
 
+import difflib
 import importlib.metadata
 import inspect
 import os
@@ -25,7 +26,7 @@ from typing import Any
 import pluggy
 from capmetrics import hookspecs
 from capmetrics.component import KIND_BASES, KINDS, Component
-from capmetrics.errors import PluginError, UnknownComponentError, did_you_mean
+from capmetrics.errors import PluginError, UnknownComponentError
 from capmetrics.registry.spec import normalize_name
 
 GROUP = hookspecs.PROJECT
@@ -113,14 +114,30 @@ class Registry:
                 "use it where only one kind is accepted"
             )
         label = " or ".join(kinds) if len(kinds) < len(KINDS) else "component"
+        label = "metric" if set(kinds) == {"distance", "statistic"} else label
         choices = sorted({n for k in kinds for n in self.entries[k]})
-        lines = [f"unknown {label} {name!r}{context}.{did_you_mean(key, choices)}"]
+        where = "" if normalize_name(context) == normalize_name(f" in spec {name!r}") else context
+        best = _closest(key, choices)
+        if best:  # one line: the likely fix
+            raise UnknownComponentError(f"unknown {label} {name!r}{where}; did you mean {best}? "
+                                        "(`capmetrics plugins` lists them all)")
+        lines = [f"unknown {label} {name!r}{where}."]
         for k in kinds:
             lines.append(f"Available {k}s: {', '.join(self.names(k)) or '(none)'}")
         lines.append(
             "If it comes from a third-party package, install it; `capmetrics plugins` lists what is loaded."
         )
         raise UnknownComponentError("\n".join(lines))
+
+
+def _closest(word: str, choices: list[str]) -> str | None:
+    """The name ``word`` most likely meant: the closest of ``choices`` (difflib), and among
+    names that extend it (``bleu`` -> ``bleu-4``) the highest-numbered; None if none is close."""
+    close = difflib.get_close_matches(word, choices, n=5, cutoff=0.6)
+    if not close:
+        return None
+    extending = [c for c in close if c.startswith(word)]
+    return max(extending) if extending else close[0]
 
 
 def _entry_points() -> list[importlib.metadata.EntryPoint]:

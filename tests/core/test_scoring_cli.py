@@ -133,8 +133,8 @@ def test_cli_errors_are_one_message_and_no_output_file(overlap, tmp_path):
     out = tmp_path / "res.json"
     result = runner.invoke(app, ["score", str(SAMPLE), "-m", "overlapp", "--out", str(out)])
     assert result.exit_code == 2
-    assert result.output.startswith("Error: unknown distance or statistic 'overlapp' in spec 'overlapp'. "
-                                    "Did you mean 'overlap'?")
+    assert result.output == ("Error: unknown metric 'overlapp'; did you mean overlap? "
+                             "(`capmetrics plugins` lists them all)\n")
     assert "Traceback" not in result.output
     result = runner.invoke(app, ["score", str(DATA / "bad" / "problems.jsonl"), "-m", "overlap", "--out", str(out)])
     assert result.exit_code == 1 and "6 problem(s)" in result.output and "duplicate id" in result.output
