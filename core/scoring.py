@@ -48,6 +48,10 @@ def metric_list(metrics: Metrics) -> list[str | Component]:
         return [metrics]
     if isinstance(metrics, (list, tuple)) and all(isinstance(m, (str, Component)) for m in metrics):
         return list(metrics)
+    if isinstance(metrics, Mapping):  # score(gts, res): pycocoevalcap's order
+        raise TypeError("metrics must be a spec or a list of specs; got a dict (captions?). capmetrics.score "
+                        "takes the data first, then the metrics: score(candidates=res, references=gts, "
+                        "metrics=['bleu-4', 'cider-d']) for pycocoevalcap's gts/res dicts")
     raise TypeError(f"metrics must be a spec string such as 'cider-d', a component, or a list of them; "
                     f"got {_what(metrics)}")
 
@@ -79,6 +83,10 @@ def as_dataset(data: Data, references: Sequence[Any] | Mapping[Any, Any] | None 
             raise TypeError("references cannot be given with a Dataset (its items hold their references)")
         return data
     if isinstance(data, (str, os.PathLike)):
+        if references is not None and isinstance(data, str) and not os.path.exists(data):
+            raise TypeError(f"candidates must be a list with one caption (or list of captions) per item, "
+                            f"in the order of references; got the string {data[:40]!r}: give "
+                            f"candidates=[{data[:40]!r}], references=[[reference, ...]]")
         if references is not None:
             raise TypeError("references cannot be given with a file (the file holds them); "
                             "for COCO results use capmetrics.load_dataset(annotations, results)")
