@@ -141,10 +141,7 @@ EDGE_REFERENCES = [
     ["dog"],
 ]
 
-full_parity = pytest.mark.skipif(
-    not os.environ.get("CAPMETRICS_SLOW"),
-    reason="full Flickr8k-CF parity takes minutes in pycocoevalcap; set CAPMETRICS_SLOW=1",
-)
+full_parity = pytest.mark.slow(full=True, reason="full Flickr8k-CF parity takes minutes in pycocoevalcap")
 
 
 def assert_same(
@@ -197,7 +194,6 @@ def coco_parity_tests(make: Callable[[], Distance], scorer: str) -> dict[str, Ca
     def test_flickr8k_parity(name: str, every: int) -> None:
         assert_flickr8k_parity(make(), scorer, name, every)
 
-    @pytest.mark.slow
     @full_parity
     @needs_flickr8k
     @needs_coco

@@ -186,7 +186,7 @@ def test_normalisation_cases_equal_the_jar(pair) -> None:  # type: ignore[no-unt
 
 
 # ------------------------------------------------------------------ Flickr8k-CF (slow)
-SLOW = pytest.mark.skipif(os.environ.get("CAPMETRICS_SLOW") != "1", reason="slow: set CAPMETRICS_SLOW=1")
+SLOW = pytest.mark.slow(full=True)  # runs with CAPMETRICS_SLOW=1 (tests/conftest.py)
 
 
 @needs_java
@@ -194,7 +194,7 @@ SLOW = pytest.mark.skipif(os.environ.get("CAPMETRICS_SLOW") != "1", reason="slow
 @needs_flickr8k
 @pytest.mark.java
 @pytest.mark.parametrize(("step", "count"), [
-    pytest.param(1, 47_830, marks=[pytest.mark.slow, SLOW], id="all"),
+    pytest.param(1, 47_830, marks=SLOW, id="all"),
     pytest.param(20, 2_392, id="every-20th"),  # spread over the whole set
 ])
 def test_flickr8k_cf_equals_the_jar(pair, step: int, count: int) -> None:  # type: ignore[no-untyped-def]
@@ -620,7 +620,6 @@ def test_first_use_is_announced_and_built_by_a_child(tmp_path: Path, monkeypatch
         _resources.load_resources.cache_clear()
 
 
-@pytest.mark.slow
 @SLOW
 @needs_resources
 def test_a_cold_cache_gives_the_warm_tables_and_values(tmp_path: Path) -> None:

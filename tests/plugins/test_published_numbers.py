@@ -5,8 +5,6 @@ Flickr8k-CF τ-b over 47,830 points, × 100, to three decimals."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 from capmetrics.component import Distance
@@ -64,8 +62,7 @@ def test_flickr8k_expert_tau_c_native_meteor() -> None:
     assert round(kendall_x100("expert", Meteor(), "c"), 3) == 41.822
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("CAPMETRICS_SLOW") != "1", reason="slow: set CAPMETRICS_SLOW=1")
+@pytest.mark.slow(full=True)
 @needs_flickr8k
 def test_flickr8k_cf_tau_b_native_meteor() -> None:
     from capmetrics.plugins.meteor import Meteor

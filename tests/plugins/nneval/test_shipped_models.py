@@ -4,7 +4,6 @@ signatures, missing extras, and their documented agreement with Flickr8k judgmen
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -27,10 +26,7 @@ from tests.conftest import FLICKR8K, ROOT, SAMPLE
 from tests.plugins.nneval.toys import needs_flickr8k
 
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="METEOR needs java")
-slow_enabled = pytest.mark.skipif(
-    not os.environ.get("CAPMETRICS_SLOW"),
-    reason="scores all of Flickr8k-Expert and -CF with METEOR; set CAPMETRICS_SLOW=1",
-)
+slow_enabled = pytest.mark.slow(full=True, reason="scores all of Flickr8k-Expert and -CF with METEOR")
 
 
 @pytest.fixture
@@ -199,7 +195,6 @@ def documented_taus() -> dict[tuple[str, str], float]:
     return out
 
 
-@pytest.mark.slow
 @slow_enabled
 @needs_flickr8k
 @needs_java
