@@ -6,7 +6,9 @@ folders removed. SIGTERM (``kill``, ``timeout``, a CI runner, systemd) and SIGHU
 terminal) would end the process on the spot and leave all of that behind.
 :func:`interrupt_on_signals` makes them raise :class:`Terminated`, a ``KeyboardInterrupt``, in
 the main process, so they clean up exactly as Ctrl-C does; the ``capmetrics`` command installs it
-and then exits with ``128 + signal number`` (143 for SIGTERM), as a shell reports a killed job.
+(:mod:`capmetrics.cli.process`, its own process only: a library call never touches a host's
+signal handlers) and then exits with ``128 + signal number`` (143 for SIGTERM), as a shell
+reports a killed job.
 """
 
 from __future__ import annotations

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from capmetrics import score
+from capmetrics import Distance, Scores, hookimpl, score
 from capmetrics.cli import app
 from capmetrics.data.loaders import load_dataset
 from capmetrics.errors import DataError, MetricError
@@ -78,3 +79,54 @@ def test_what_cannot_stream_is_refused_with_the_reason(tmp_path):
     assert should_stream(SAMPLE, "auto", 5) and not should_stream(SAMPLE, "auto", None)
     with pytest.raises(MetricError, match="streams JSONL files only"):
         should_stream(tmp_path / "x.json", "auto", 5)
+
+
+class _Pooled(Distance):
+    """A third-party distance of the statistics protocol: matched words over all words."""
+
+    name = "stream-pooled"
+
+    def _parts(self, candidates, references):
+        found = np.array([sum(w in " ".join(r).split() for w in c.split()) for c, r in zip(candidates, references)])
+        words = np.array([len(c.split()) for c in candidates])
+        return found, words
+
+    def score(self, candidates, references):
+        return self.score_part(candidates, references)[0]
+
+    def score_part(self, candidates, references):
+        found, words = self._parts(candidates, references)
+        sums = np.array([found.sum(), words.sum()], dtype=np.int64)
+        return Scores(found / np.maximum(words, 1), float(sums[0] / max(sums[1], 1))), sums
+
+    def merge_scores(self, parts):
+        sums = np.sum([s for _, s in parts], axis=0)
+        return Scores(np.concatenate([p.values for p, _ in parts]), float(sums[0] / max(sums[1], 1)))
+
+
+class _FitsWhole(_Pooled):
+    """Has corpus statistics (fit) but no way to fit them in parts."""
+
+    name = "stream-fits-whole"
+
+    def fit(self, references):
+        self.seen_ = len(references)
+        return self
+
+
+class _StreamPlugin:
+    @hookimpl
+    def register_distances(self, register):
+        register(_Pooled)
+        register(_FitsWhole)
+
+
+def test_a_third_party_distance_of_the_protocol_streams_and_one_without_its_fit_is_refused(add_plugin):
+    add_plugin(_StreamPlugin(), "stream-toys")
+    whole = score(load_dataset(SAMPLE), ["stream-pooled"])["stream-pooled"]
+    for executor in (None, Executor("processes", jobs=2)):
+        streamed = score_file(SAMPLE, ["stream-pooled"], chunk_size=3, executor=executor)["stream-pooled"]
+        assert streamed.corpus == whole.corpus != float(np.mean(whole.item_values))
+        assert streamed.item_values.tolist() == whole.item_values.tolist()
+    with pytest.raises(MetricError, match="stream-fits-whole has corpus statistics .fit. without fit_state"):
+        score_file(SAMPLE, ["stream-fits-whole"], chunk_size=3)
