@@ -50,11 +50,6 @@ class Component:
     requires: ClassVar[tuple[str, ...]] = ()
     example_specs: ClassVar[tuple[str, ...]] = ()
     path_params: ClassVar[tuple[str, ...]] = ()
-    #: The languages (ISO 639-1 codes) whose text the component serves, e.g. ``("en",)`` for
-    #: one that parses English; ``None`` (the default) for one that serves any language.
-    #: ``score(..., lang=...)`` and ``--lang`` refuse, by name, a component (or one it wraps)
-    #: whose ``languages`` leave the language out (:mod:`capmetrics.language`).
-    languages: ClassVar[tuple[str, ...] | None] = None
     program_params: ClassVar[tuple[str, ...]] = ()
     #: The languages (ISO 639-1 codes) whose text the component serves, e.g. ``("en",)`` for
     #: one that parses English; ``None`` (the default) for one that serves any language.

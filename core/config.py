@@ -5,6 +5,7 @@
     [score]
     metrics = ["bleu-4", "cider-d", "best-bleu"]
     format = "table"
+    lang = "zh"            # optional: the text's language (--lang), see docs/usage/languages.md
 
     [components.best-bleu]
     component = "over-candidates"
@@ -70,6 +71,10 @@ def parse_config(data: dict[str, Any], source: str = "<config>") -> Config:
     else:
         cfg.metrics = list(metrics)
     cfg.options = {k: v for k, v in score.items() if k != "metrics"}
+    for key in ("lang", "normalize"):
+        if key in cfg.options and not isinstance(cfg.options[key], str):
+            problems.append(Problem(source, None, f"[score] {key} must be a string such as "
+                                    f"{'zh' if key == 'lang' else 'nfkc'!r}"))
     if problems:
         raise DataError(problems, header=f"invalid config {source}")
     return cfg

@@ -251,6 +251,8 @@ def score(
     progress: Callable[[str, int, int], None] | None = None,
     executor: Executor | None = None,
     empty_candidates: EmptyCandidates = "score",
+    lang: str | None = None,
+    normalize: str | None = None,
 ) -> Results:
     """Score a dataset with each metric spec (or component).
 
@@ -275,6 +277,12 @@ def score(
             coco-caption does (0 for the n-gram metrics, the jar's value for METEOR, each
             metric's documented value otherwise), warns once naming them and lists them in
             ``Results.empty_candidates``; ``error`` refuses them with a DataError.
+        lang: the text's language (``zh``, ``ja``, ``ko``, ``en``): its tokenizer (jieba, mecab,
+            kiwi; PTB for ``en``) goes to every metric that takes one and does not name its own;
+            a metric that cannot serve the language is refused by name (MetricError); the
+            default set leaves those out, with a warning naming them (docs/usage/languages.md).
+        normalize: with ``lang``: ``nfkc`` normalizes the text (full-width forms) before the
+            language's segmenter; recorded in the signature (the tokenizer's spec).
 
     Raises:
         TypeError: ``data``, ``candidates``, ``references`` or ``metrics`` of a type it cannot take.
@@ -287,13 +295,30 @@ def score(
         raise TypeError("give the candidates either as data or as candidates=, not both")
     if candidates is None and data is None:
         raise TypeError("score() needs data: a Dataset, a path, or candidates= with references=")
+    if lang is not None:
+        from capmetrics.language import check_language, default_metrics, get_language, localize, tokenizer_spec
+
+        tokenizer_spec(get_language(lang), normalize)  # both checked before any work
+        if isinstance(metrics, tuple) and metrics == DEFAULT_METRICS:
+            metrics, note = default_metrics(DEFAULT_METRICS, lang, definitions=definitions)
+            if note:
+                warnings.warn(note, UserWarning, stacklevel=2)
+    elif normalize is not None:
+        raise MetricError("normalize applies to the segmenter that lang picks; give lang too, or give a "
+                          "tokenizer its own: tokenizer=jieba(normalize=nfkc)")
     metrics = metric_list(metrics)
     dataset = as_dataset(candidates if data is None else data, references, empty_candidates)
     built = []
     for m in metrics:
         name = m if isinstance(m, str) else m.spec
         with component_errors(name):
-            built.append((name, compose(m, METRIC_KINDS, definitions=definitions)))
+            if lang is None:
+                built.append((name, compose(m, METRIC_KINDS, definitions=definitions)))
+                continue
+            local = localize(m, lang, normalize=normalize, definitions=definitions)
+            component = compose(local, METRIC_KINDS, definitions=definitions)
+            check_language(component, lang, name)
+            built.append((name, component))
     empties = dataset.empty_candidates()
     if empties and empty_candidates == "error":
         raise DataError([Problem(dataset.source, item, f"candidate {j} is empty or whitespace-only")

@@ -203,6 +203,14 @@ def score_cli(
         help="auto, cpu, cuda or cuda:N: where embedders without a device of their own run (auto: CUDA "
              "when torch sees a GPU). Only the main process uses it; workers get arrays.",
     )] = "auto",
+    lang: Annotated[Optional[str], typer.Option(
+        "--lang", help="The text's language: zh, ja, ko or en. Gives every metric its segmenter (jieba, mecab, "
+                       "kiwi), refuses English-only metrics by name, and drops them from the default set (with a note).",
+    )] = None,
+    normalize: Annotated[Optional[str], typer.Option(
+        "--normalize", help="With --lang: nfkc normalizes full-width letters, digits and punctuation before "
+                            "segmenting (recorded in the signature). Default: none.",
+    )] = None,
     sample_candidates: SampleC = None,
     sample_references: SampleR = None,
     sample_seed: SampleSeed = 0,
@@ -219,6 +227,18 @@ def score_cli(
     try:
         cfg = load_config(config) if config else Config()
         specs = list(metric or cfg.metrics or DEFAULT_METRICS)
+        lang = lang or cfg.options.get("lang")
+        normalize = normalize or cfg.options.get("normalize")
+        if lang is not None:
+            from capmetrics.language import check_language, default_metrics, get_language, localize, tokenizer_spec
+
+            tokenizer_spec(get_language(lang), normalize)
+            if not (metric or cfg.metrics):
+                specs, note = default_metrics(DEFAULT_METRICS, lang, definitions=cfg.definitions)
+                if note and not quiet:
+                    typer.echo(f"note: {note}", err=True)
+        elif normalize is not None:
+            raise SpecError("--normalize goes with --lang (it normalizes for the language's segmenter)")
         fmt = fmt or cfg.options.get("format") or (
             {".json": "json", ".csv": "csv"}.get(out.suffix, "table") if out else "table")
         if fmt not in OUTPUT_FORMATS:
@@ -239,7 +259,11 @@ def score_cli(
         needs_references = False
         for spec in specs:
             with component_errors(spec):
-                built = compose(spec, METRIC_KINDS, definitions=cfg.definitions)
+                local = spec if lang is None else localize(spec, lang, normalize=normalize,
+                                                           definitions=cfg.definitions)
+                built = compose(local, METRIC_KINDS, definitions=cfg.definitions)
+                if lang is not None:
+                    check_language(built, lang, spec)
             needs_references = needs_references or getattr(built, "needs_references", True)
     except (SpecError, UnknownComponentError) as err:
         fail(err, 2)
@@ -255,7 +279,8 @@ def score_cli(
     with use_device(device):
         _score(data, specs, cfg, results, input_format, out, fmt, skip_invalid, empty_candidates,
                False if quiet else progress, jobs, executor, scheduler, chunk_size, sample_candidates,
-               sample_references, sample_seed, signatures, images=images, require_references=needs_references)
+               sample_references, sample_seed, signatures, images=images, require_references=needs_references,
+               lang=lang, normalize=normalize)
 
 
 def check_run_options(*, data: Path | None = None, results: Path | None = None, input_format: str = "auto",
@@ -299,7 +324,7 @@ def _score(data: Path, specs: list[str], cfg: Config, results: Path | None, inpu
            fmt: str, skip_invalid: bool, empty_candidates: str, show: bool | None, jobs: int, executor: str | None,
            scheduler: str | None, chunk_size: int | None, sample_candidates: int | None,
            sample_references: int | None, sample_seed: int, signatures: bool, *, images: Path | None = None,
-           require_references: bool = True) -> None:
+           require_references: bool = True, lang: str | None = None, normalize: str | None = None) -> None:
     from capmetrics.data.loaders import load_dataset
     from capmetrics.parallel import Executor
     from capmetrics.progress import run_progress
@@ -314,6 +339,10 @@ def _score(data: Path, specs: list[str], cfg: Config, results: Path | None, inpu
             if sample_candidates is not None or sample_references is not None:
                 raise SpecError("--sample-candidates/--sample-references need the whole dataset; "
                                 "they cannot be combined with streaming (--chunk-size or a JSONL over 256 MiB)")
+            if lang is not None:  # streamed chunks take the specs with the language's tokenizer
+                from capmetrics.language import localize
+
+                specs = [str(localize(s, lang, normalize=normalize, definitions=cfg.definitions)) for s in specs]
             with run_progress(show) as progress:
                 res = score_file(data, specs, chunk_size=chunk_size, definitions=cfg.definitions, progress=progress,
                                  executor=run_on, empty_candidates=empty_candidates,  # type: ignore[arg-type]
@@ -327,7 +356,7 @@ def _score(data: Path, specs: list[str], cfg: Config, results: Path | None, inpu
             dataset = sample_dataset(dataset, sample_candidates, sample_references, sample_seed)
         with run_progress(show, len(dataset)) as progress:
             res = score(dataset, specs, definitions=cfg.definitions, progress=progress, executor=run_on,
-                        empty_candidates=empty_candidates)  # type: ignore[arg-type]
+                        empty_candidates=empty_candidates, lang=lang, normalize=normalize)  # type: ignore[arg-type]
     except SpecError as err:
         fail(err, 2)
     except DataError as err:

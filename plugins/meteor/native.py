@@ -57,6 +57,7 @@ class Meteor(Distance):
     """
 
     name = "meteor"
+    languages = ("en",)  # the English resources of METEOR 1.5 (paraphrases, stems, synonyms)
     higher_is_better = True
     distance_offset = 1.0
     accepts_empty_candidates = True  # 0.0, the jar's answer; the references still count in the corpus value

@@ -1,0 +1,55 @@
+"""``char``: one token per character, for any script (no segmenter, no dictionary)."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from capmetrics.plugins.tokenizers._segmenter import Normalize, Punctuation, Segmenter
+
+ZWJ = "\u200d"
+
+
+def _attaches(ch: str) -> bool:
+    """Whether ``ch`` belongs to the character before it: a combining mark (Thai and Devanagari
+    vowel signs, accents written apart), a variation selector or an emoji skin tone."""
+    return unicodedata.category(ch).startswith("M") or "\U0001f3fb" <= ch <= "\U0001f3ff"
+
+
+def characters(text: str) -> list[str]:
+    """The characters of ``text`` without whitespace: each a base character with the marks that
+    follow it, and emoji joined by a zero-width joiner kept together."""
+    out: list[str] = []
+    join_next = False
+    for ch in text:
+        if ch.isspace():
+            join_next = False
+            continue
+        if out and (join_next or ch == ZWJ or _attaches(ch)):
+            out[-1] += ch
+        else:
+            out.append(ch)
+        join_next = ch == ZWJ
+    return out
+
+
+class CharTokenizer(Segmenter):
+    """One token per character, for any script: Chinese, Japanese or Thai scored without a
+    segmenter (character n-grams), or as a segmentation-free check beside one.
+
+    Whitespace separates and is never a token; Latin words become letters too. A combining
+    mark stays with the character before it (Thai, Devanagari and decomposed accents stay
+    whole). Punctuation characters are tokens unless ``punctuation="remove"``; case is kept
+    unless ``lowercase=true``; ``normalize="nfkc"`` maps full-width forms first.
+    """
+
+    name = "char"
+
+    def __init__(self, normalize: Normalize = "none", lowercase: bool = False,
+                 punctuation: Punctuation = "keep") -> None:
+        self.normalize = normalize
+        self.lowercase = lowercase
+        self.punctuation = punctuation
+        self._check_options()
+
+    def _segment(self, texts: list[str]) -> list[list[str]]:
+        return [characters(t) for t in texts]
