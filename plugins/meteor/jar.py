@@ -112,7 +112,6 @@ class MeteorJar(Distance):
 
     name = "meteor-jar"
     languages = ("en",)  # run with -l en and pycocoevalcap's English paraphrase table
-    languages = ("en",)  # run with -l en and pycocoevalcap's English paraphrase table
     accepts_empty_candidates = True  # the jar scores an empty hypothesis 0.0
     program_params = ("java",)
     higher_is_better = True

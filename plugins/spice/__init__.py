@@ -91,7 +91,6 @@ class Spice(Distance):
 
     name = "spice"
     languages = ("en",)  # Stanford CoreNLP's English parser and WordNet synonyms
-    languages = ("en",)  # Stanford CoreNLP's English parser and WordNet synonyms
     higher_is_better = True
     distance_offset = 1.0
     accepts_empty_candidates = True  # the jar scores an empty candidate 0, as coco-caption reports

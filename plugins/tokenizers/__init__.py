@@ -20,8 +20,6 @@ from capmetrics.plugins.java import find_java, pycocoevalcap_folder, run_with_re
 from capmetrics.plugins.tokenizers import ptb as _ptb
 from capmetrics.plugins.tokenizers.char import CharTokenizer
 from capmetrics.plugins.tokenizers.cjk import JiebaTokenizer, KiwiTokenizer, MecabTokenizer, SudachiTokenizer
-from capmetrics.plugins.tokenizers.char import CharTokenizer
-from capmetrics.plugins.tokenizers.cjk import JiebaTokenizer, KiwiTokenizer, MecabTokenizer, SudachiTokenizer
 
 JAR_NAME = "stanford-corenlp-3.4.1.jar"
 
@@ -54,7 +52,6 @@ class PTBTokenizer(Tokenizer):
 
     name = "ptb"
     languages = ("en",)
-    languages = ("en",)
 
     def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
         return _ptb.tokenize(texts)
@@ -68,7 +65,6 @@ class PTBJarTokenizer(Tokenizer):
     """
 
     name = "ptb-jar"
-    languages = ("en",)
     languages = ("en",)
     program_params = ("java",)
 
@@ -112,7 +108,5 @@ def register_tokenizers(register: Callable[..., None]) -> None:
     register(WhitespaceTokenizer)
     register(PTBTokenizer)
     register(PTBJarTokenizer)
-    for segmenter in (JiebaTokenizer, MecabTokenizer, SudachiTokenizer, KiwiTokenizer, CharTokenizer):
-        register(segmenter)
     for segmenter in (JiebaTokenizer, MecabTokenizer, SudachiTokenizer, KiwiTokenizer, CharTokenizer):
         register(segmenter)
