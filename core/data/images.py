@@ -6,15 +6,28 @@ DIR``) when it is given; an item without an image whose id names a file in ``ima
 (``<id>.jpg``, ``.jpeg``, ``.png``, ...: the convention of clipscore.py) gets that file.
 Metrics that need images (``Distance.needs_images``) check every item before any work, and
 report every missing or unreadable image at once.
+
+Images are untrusted input: a path must be a regular file of sane length; only JPEG (and
+its MPO variant), PNG, WebP, BMP, TIFF and GIF (first frame) are opened (an EPS file named
+``.jpg`` is refused, never handed to Ghostscript); and the pixel count and aspect ratio are
+checked from the header, before decoding (:class:`ImageLimits`; a decompression bomb or a
+1 × 100000 strip is an input error, not an out-of-memory). The limits can be raised:
+:func:`use_image_limits`, ``--max-image-pixels`` / ``--max-image-aspect``, or the
+environment variables ``CAPMETRICS_MAX_IMAGE_PIXELS`` / ``CAPMETRICS_MAX_IMAGE_ASPECT``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import os
+import re
+import stat
 import threading
+import warnings
 from collections.abc import Hashable, Iterator, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +36,151 @@ from capmetrics.errors import DataError, MetricError
 
 #: Suffixes tried for ``<images>/<id>.<suffix>`` (clipscore.py's convention).
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".JPG", ".JPEG", ".PNG", ".tiff", ".bmp", ".webp")
+#: The image formats that are opened (Pillow's names; a camera's multi-picture JPEG opens as JPEG).
+IMAGE_FORMATS = ("JPEG", "PNG", "WEBP", "BMP", "TIFF", "GIF")
+#: Longest image path accepted (characters), and longest part of it (the usual NAME_MAX).
+MAX_PATH_CHARS = 4096
+MAX_NAME_CHARS = 255
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageLimits:
+    """What an image's header may declare before it is decoded.
+
+    Args:
+        max_pixels: width × height at most (default: Pillow's ``MAX_IMAGE_PIXELS``, 89.5
+            million, about 9459 × 9459; a 30000 × 30000 PNG is 900 million).
+        max_aspect: the longer side at most this many times the shorter (a 1 × 100000 strip
+            would be resized to 224 × 22.4 million pixels).
+    """
+
+    max_pixels: int = 89_478_485
+    max_aspect: float = 50.0
+
+    def problem(self, size: tuple[int, int]) -> str | None:
+        """Why an image of ``size`` (width, height) is refused, or None."""
+        width, height = size
+        if width < 1 or height < 1:
+            return f"declares an empty size ({width} × {height})"
+        if width * height > self.max_pixels:
+            return (f"is {width} × {height} = {width * height:,} pixels, more than the limit of "
+                    f"{self.max_pixels:,} (raise it with --max-image-pixels or CAPMETRICS_MAX_IMAGE_PIXELS)")
+        if max(width, height) > self.max_aspect * min(width, height):
+            return (f"is {width} × {height}, an aspect ratio over the limit of {self.max_aspect:g}:1 (raise it "
+                    "with --max-image-aspect or CAPMETRICS_MAX_IMAGE_ASPECT)")
+        return None
+
+
+def _env_limits() -> ImageLimits:
+    limits = ImageLimits()
+    for field, name, kind in (("max_pixels", "CAPMETRICS_MAX_IMAGE_PIXELS", int),
+                              ("max_aspect", "CAPMETRICS_MAX_IMAGE_ASPECT", float)):
+        text = os.environ.get(name)
+        if text:
+            try:
+                value = kind(text)
+            except ValueError:
+                raise MetricError(f"${name} must be a number, got {text!r}") from None
+            if value <= 0:
+                raise MetricError(f"${name} must be positive, got {text!r}")
+            limits = dataclasses.replace(limits, **{field: value})
+    return limits
+
+
+_LIMITS: ContextVar[ImageLimits | None] = ContextVar("capmetrics_image_limits", default=None)
+
+
+def image_limits() -> ImageLimits:
+    """The limits in force: :func:`use_image_limits`'s, else the environment's, else the defaults."""
+    return _LIMITS.get() or _env_limits()
+
+
+@contextlib.contextmanager
+def use_image_limits(max_pixels: int | None = None, max_aspect: float | None = None) -> Iterator[ImageLimits]:
+    """Within the block, images may declare up to ``max_pixels`` and ``max_aspect`` (None:
+    keep the current limit)."""
+    current = image_limits()
+    for name, value in (("max_pixels", max_pixels), ("max_aspect", max_aspect)):
+        if value is not None and (isinstance(value, bool) or not value > 0):
+            raise MetricError(f"{name} must be positive, got {value!r}")
+    limits = ImageLimits(int(max_pixels) if max_pixels is not None else current.max_pixels,
+                         float(max_aspect) if max_aspect is not None else current.max_aspect)
+    token = _LIMITS.set(limits)
+    try:
+        yield limits
+    finally:
+        _LIMITS.reset(token)
+
+
+def path_problem(image: str | os.PathLike[str]) -> str | None:
+    """Why the path ``image`` is not a readable regular file of sane length, or None (no
+    exception: a 5000-character path or a NUL byte is a named problem, not ``ENAMETOOLONG``)."""
+    text = os.fspath(image)
+    name = _short(text)
+    if "\0" in str(text):
+        return f"image path {name} contains a NUL character"
+    if len(text) > MAX_PATH_CHARS or any(len(part) > MAX_NAME_CHARS for part in Path(text).parts):
+        return f"image path {name} is too long ({len(text)} characters; at most {MAX_PATH_CHARS}, " \
+               f"{MAX_NAME_CHARS} per folder or file name)"
+    try:
+        mode = os.stat(text).st_mode
+    except OSError as err:
+        if err.errno in (errno.ENOENT, errno.ENOTDIR):
+            return f"image {name} does not exist"
+        if err.errno == errno.ENAMETOOLONG:
+            return f"image path {name} is too long for the file system"
+        return f"image {name} cannot be read: {err.strerror or err}"
+    except ValueError as err:
+        return f"image path {name} is not usable: {err}"
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "a pipe" if stat.S_ISFIFO(mode) else \
+            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+        return f"image {name} is not a file ({kind})"
+    return None
+
+
+def _short(text: str, keep: int = 120) -> str:
+    """``repr`` of a path, cut in the middle when long (a 5000-character path in one line)."""
+    if len(text) <= keep:
+        return repr(text)
+    return repr(f"{text[: keep // 2]}...{text[-keep // 2:]}")
+
+
+def _open_header(path: str, limits: ImageLimits) -> Any:
+    """``Image.open`` restricted to :data:`IMAGE_FORMATS`, its declared size checked against
+    ``limits`` before anything is decoded. Raises :class:`ImageRefused` with the reason."""
+    from PIL import Image, UnidentifiedImageError
+
+    with warnings.catch_warnings():  # our limit decides; Pillow's bomb warning would only repeat it
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        try:
+            opened = Image.open(path, formats=_openers())
+        except UnidentifiedImageError:
+            raise ImageRefused(f"image {_short(path)} is not an image file in an accepted format "
+                               f"({', '.join(IMAGE_FORMATS)})") from None
+        except Image.DecompressionBombError as err:
+            size = re.search(r"\((\d+) pixels\)", str(err))
+            count = f"{int(size.group(1)):,} pixels" if size else "too many pixels"
+            raise ImageRefused(f"image {_short(path)} is {count}, more than the limit of {limits.max_pixels:,} "
+                               "(raise it with --max-image-pixels or CAPMETRICS_MAX_IMAGE_PIXELS)") from None
+    why = limits.problem(opened.size)
+    if why is not None:
+        opened.close()
+        raise ImageRefused(f"image {_short(path)} {why}")
+    return opened
+
+
+def _openers() -> list[str]:
+    """:data:`IMAGE_FORMATS` that this Pillow can open (WebP may be built without)."""
+    from PIL import Image
+
+    if not all(f in Image.OPEN for f in IMAGE_FORMATS):
+        Image.init()
+    return [f for f in IMAGE_FORMATS if f in Image.OPEN]
+
+
+class ImageRefused(MetricError):
+    """An image file that is not opened: wrong kind of file, format, size or aspect ratio."""
 
 
 def resolve_image(value: Any, base: Path | None, images: Path | None) -> Any:
@@ -75,38 +233,43 @@ def image_key(image: Any) -> Hashable:
     return ("object", id(image))
 
 
-def open_image(image: Any) -> Any:
+def open_image(image: Any, limits: ImageLimits | None = None) -> Any:
     """A decoded ``PIL.Image.Image`` (as the file stores it: no mode conversion, no EXIF
-    rotation, like the reference code) from a path or a loaded image."""
+    rotation, like the reference code) from a path or a loaded image. A path is checked first
+    (:func:`path_problem`, the format and ``limits``: default :func:`image_limits`; give them
+    explicitly from a worker thread, which does not see the caller's context)."""
     from PIL import Image
 
     if isinstance(image, Image.Image):
         return image
     if isinstance(image, (str, os.PathLike)):
-        with Image.open(os.fspath(image)) as opened:
-            opened.load()
+        why = path_problem(image)
+        if why is not None:
+            raise ImageRefused(why)
+        with _open_header(os.fspath(image), limits or image_limits()) as opened:
+            opened.load()  # a GIF: its first frame
             return opened
     raise MetricError(f"an image must be a path or a PIL image, got {type(image).__name__}")
 
 
-def image_problem(image: Any) -> str | None:
-    """Why ``image`` cannot be used (no image, no file, not an image file), or None; reads
-    only the file's header."""
+def image_problem(image: Any, limits: ImageLimits | None = None) -> str | None:
+    """Why ``image`` cannot be used (no image; a path that is too long, missing or not a
+    regular file; not an image in an accepted format; more pixels or a longer side than
+    ``limits`` allow), or None; reads only the file's header."""
     if image is None:
         return "has no image (give one with the 'image' field or --images DIR)"
     if isinstance(image, (str, os.PathLike)):
-        p = Path(image)
-        if not p.is_file():
-            return f"image {os.fspath(image)!r} does not exist" if not p.exists() else f"image {os.fspath(image)!r} is not a file"
-        from PIL import Image, UnidentifiedImageError
-
+        why = path_problem(image)
+        if why is not None:
+            return why
         try:
-            with Image.open(p) as opened:
-                opened.size  # noqa: B018 - the header is read
-        except UnidentifiedImageError:
-            return f"image {os.fspath(image)!r} is not an image file PIL can read"
+            _open_header(os.fspath(image), limits or image_limits()).close()
+        except ImageRefused as err:
+            return str(err)
         except OSError as err:
-            return f"image {os.fspath(image)!r} cannot be read: {err.strerror or err}"
+            return f"image {_short(os.fspath(image))} cannot be read: {err.strerror or err}"
+        except (ValueError, SyntaxError) as err:  # Pillow's errors on damaged headers
+            return f"image {_short(os.fspath(image))} cannot be read: {err}"
         return None
     try:
         from PIL import Image
@@ -118,10 +281,12 @@ def image_problem(image: Any) -> str | None:
 
 
 def check_images(dataset: Dataset, spec: str) -> None:
-    """Raise one DataError listing every item whose image is missing or unreadable."""
+    """Raise one DataError listing every item whose image is missing, unreadable or refused
+    (:func:`image_problem`), before any model runs."""
     problems = []
+    limits = image_limits()
     for item in dataset.items:
-        why = image_problem(item.image)
+        why = image_problem(item.image, limits)
         if why is not None:
             problems.append(Problem(dataset.source, item.id, why))
     if problems:
@@ -146,10 +311,13 @@ class ImageProblems:
     def collect(self, image: Any) -> Iterator[None]:
         try:
             yield
+        except ImageRefused as err:
+            with self._lock:
+                self.problems.append(str(err))
         except (OSError, ValueError, SyntaxError) as err:  # PIL raises these on damaged files
             name = os.fspath(image) if isinstance(image, (str, os.PathLike)) else type(image).__name__
             with self._lock:
-                self.problems.append(f"image {name!r} cannot be decoded: {err}")
+                self.problems.append(f"image {_short(name)} cannot be decoded: {err}")
 
     def raise_if_any(self) -> None:
         if self.problems:
@@ -164,5 +332,6 @@ def items_with(dataset: Dataset, images: Sequence[Any]) -> Dataset:
                    dataset.source, list(dataset.skipped))
 
 
-__all__ = ["IMAGE_SUFFIXES", "ImageProblems", "Item", "check_images", "check_references", "image_key",
-           "image_problem", "items_with", "open_image", "resolve_image", "with_images"]
+__all__ = ["IMAGE_FORMATS", "IMAGE_SUFFIXES", "ImageLimits", "ImageProblems", "ImageRefused", "Item", "check_images",
+           "check_references", "image_key", "image_limits", "image_problem", "items_with", "open_image",
+           "path_problem", "resolve_image", "use_image_limits", "with_images"]

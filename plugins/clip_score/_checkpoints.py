@@ -12,12 +12,21 @@
 OpenAI and open_clip ViT weights map one to one onto ``CLIPModel``'s (the fused attention
 projection is split into q, k, v; the projections are transposed). ResNet image towers are not
 supported. Nothing is downloaded.
+
+Reading a checkpoint runs none of its code: state dicts go through
+``torch.load(weights_only=True)`` or safetensors, and a TorchScript archive (whose scripted
+methods run while it loads) is recognised from its zip entries before torch opens it and
+refused unless the user passes ``trust_code`` (:mod:`capmetrics.trust`). Paths must be regular
+files (or folders of them): a FIFO or a device is refused before it is read.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import pickle
+import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,8 +66,9 @@ def file_checksum(paths: list[Path], root: Path | None = None) -> str:
     return "sha256:" + sha.hexdigest()
 
 
-def load_checkpoint(path: str, activation: str = "auto") -> Loaded:
-    """Load ``path`` (a file or folder, see the module doc).
+def load_checkpoint(path: str, activation: str = "auto", trust_code: bool = False) -> Loaded:
+    """Load ``path`` (a file or folder, see the module doc); ``trust_code``: load a TorchScript
+    archive too (its code runs), else it is refused with how to convert it.
 
     Raises:
         MetricError: naming ``model=`` and the problem (missing path, not a CLIP checkpoint,
@@ -71,28 +81,73 @@ def load_checkpoint(path: str, activation: str = "auto") -> Loaded:
                           "an open_clip checkpoint)")
     if p.is_dir():
         if (p / "open_clip_config.json").is_file():
-            return _open_clip_folder(p, path, activation)
+            return _open_clip_folder(p, path, activation, trust_code)
         if (p / "config.json").is_file():
             return _hf_folder(p, path)
         raise MetricError(f"model={path!r} is a folder without config.json (Hugging Face) or "
                           "open_clip_config.json (open_clip): not a CLIP checkpoint")
-    state, fmt = _read_state_dict(p, path)
+    state, fmt = _read_state_dict(p, path, trust_code)
     act = "quick_gelu" if activation == "auto" else activation
     model, context, size = openai_layout_model(state, path, act)
     return Loaded(model, Preprocess(size, size), context, None, fmt, file_checksum([p]))
 
 
-def _read_state_dict(p: Path, path: str) -> tuple[dict[str, Any], str]:
+def check_regular_file(p: Path, path: str) -> None:
+    """Refuse a path that is not a regular file (a FIFO would hang, a device never end)."""
+    try:
+        mode = os.stat(p).st_mode
+    except OSError as err:
+        raise MetricError(f"model={path!r}: cannot read {str(p)!r} ({err.strerror or err})") from None
+    if not stat.S_ISREG(mode):
+        raise MetricError(f"model={path!r}: {str(p)!r} is not a regular file (a checkpoint is a file or a folder "
+                          "of files, not a pipe or a device)")
+
+
+def is_torchscript(p: Path) -> bool:
+    """Whether ``p`` is a TorchScript archive: a zip whose entries hold scripted code
+    (``<name>/code/...``, ``<name>/constants.pkl``), read from the zip's directory without torch."""
+    with open(p, "rb") as f:
+        if f.read(4) != b"PK\x03\x04":
+            return False
+    try:
+        with zipfile.ZipFile(p) as z:
+            names = z.namelist()
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return False
+    return any(n.endswith("constants.pkl") or "/code/" in n or n.startswith("code/") for n in names)
+
+
+def torchscript_refusal(path: str) -> str:
+    """The one-line refusal of a TorchScript archive, with how to convert it."""
+    stem = Path(path).with_suffix("").name
+    return (f"model={path!r} is a TorchScript archive: loading one runs the code inside it, so capmetrics does "
+            "not, unless you trust where it came from and say so (clip-model(..., trust_code=true) or --trust-code). "
+            "Or convert it once, in a Python session you trust: import torch; torch.save(torch.jit.load("
+            f"{path!r}, map_location=\"cpu\").state_dict(), \"{stem}-state-dict.pt\"); then use that file")
+
+
+def weights_only_refusal(path: str, err: BaseException) -> str:
+    """The one-line refusal of a pickle that holds more than tensors."""
+    text = str(err).split("WeightsUnpickler error:", 1)[-1] if "WeightsUnpickler error:" in str(err) else ""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(err).__name__)
+    return (f"model={path!r}: its weights are a pickle that holds more than tensors ({first}); capmetrics "
+            "reads checkpoints with torch.load(weights_only=True) and never runs code from them: use a state dict "
+            "saved with torch.save(model.state_dict()) or a .safetensors file")
+
+
+def _read_state_dict(p: Path, path: str, trust_code: bool = False) -> tuple[dict[str, Any], str]:
+    check_regular_file(p, path)
+    if is_torchscript(p):  # decided from the zip's entries, before any torch call
+        if not trust_code:
+            raise MetricError(torchscript_refusal(path))
+        import torch
+
+        try:
+            return dict(torch.jit.load(str(p), map_location="cpu").state_dict()), "openai-torchscript"
+        except Exception as err:
+            raise MetricError(f"model={path!r}: cannot read the TorchScript archive ({err})") from None
     import torch
 
-    if zipfile.is_zipfile(p):
-        with zipfile.ZipFile(p) as z:
-            scripted = any(n.endswith("/constants.pkl") or n.endswith("/code/__torch__.py") for n in z.namelist())
-        if scripted:
-            try:
-                return dict(torch.jit.load(str(p), map_location="cpu").state_dict()), "openai-torchscript"
-            except Exception as err:
-                raise MetricError(f"model={path!r}: cannot read the TorchScript archive ({err})") from None
     if p.suffix == ".safetensors":
         from safetensors.torch import load_file
 
@@ -102,6 +157,8 @@ def _read_state_dict(p: Path, path: str) -> tuple[dict[str, Any], str]:
             raise MetricError(f"model={path!r} is not a safetensors file ({err})") from None
     try:
         obj = torch.load(str(p), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        raise MetricError(weights_only_refusal(path, err)) from None
     except Exception as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise MetricError(f"model={path!r} is not a CLIP checkpoint (torch cannot read it: {first})") from None
@@ -221,6 +278,8 @@ def _hf_folder(p: Path, path: str) -> Loaded:
     try:
         model, info = CLIPModel.from_pretrained(str(p), local_files_only=True, output_loading_info=True,
                                                 dtype="float32")
+    except pickle.UnpicklingError as err:  # transformers reads .bin weights with weights_only=True
+        raise MetricError(weights_only_refusal(path, err)) from None
     except (OSError, ValueError) as err:
         raise MetricError(f"model={path!r}: cannot load the CLIPModel weights ({str(err).splitlines()[0]})") from None
     finally:
@@ -257,7 +316,7 @@ def _hf_preprocess(p: Path, image_size: int) -> Preprocess:
                       tuple(cfg.get("image_std", OPENAI_STD)), rgb_first=True, floor_crop=True)
 
 
-def _open_clip_folder(p: Path, path: str, activation: str) -> Loaded:
+def _open_clip_folder(p: Path, path: str, activation: str, trust_code: bool = False) -> Loaded:
     cfg = json.loads((p / "open_clip_config.json").read_text(encoding="utf-8"))
     model_cfg = cfg.get("model_cfg", cfg)
     weights = next((p / f for f in OPEN_CLIP_WEIGHTS if (p / f).is_file()), None)
@@ -270,7 +329,7 @@ def _open_clip_folder(p: Path, path: str, activation: str) -> Loaded:
                    if vision.get(k) or text.get(k)]
     if unsupported or vision.get("pool_type", "tok") != "tok" or text.get("pool_type", "argmax") != "argmax":
         raise MetricError(f"model={path!r}: open_clip options {unsupported or ['pool_type']} are not supported")
-    state, _ = _read_state_dict(weights, path)
+    state, _ = _read_state_dict(weights, path, trust_code)
     act = activation if activation != "auto" else ("quick_gelu" if model_cfg.get("quick_gelu") else "gelu")
     model, context, size = openai_layout_model(state, path, act)
     pre = cfg.get("preprocess_cfg", {})

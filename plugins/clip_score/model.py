@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 from capmetrics import ImageTextModel, MetricError
-from capmetrics.data.images import ImageProblems, image_key, open_image
+from capmetrics.data.images import ImageLimits, ImageProblems, image_key, image_limits, open_image
 from capmetrics.device import device_signature, in_halving_batches, resolve_device
 from capmetrics.prepared import shared
 
@@ -58,22 +58,27 @@ class ClipModel(ImageTextModel):
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``; none = the run's (``--device``).
         batch_size: images or texts per forward pass (halved while the GPU is out of memory).
         workers: threads that decode and preprocess images (0: one per CPU, at most 8).
+        trust_code: load a TorchScript archive (an OpenAI ``.pt`` as ``clip`` ships it), whose
+            code runs while it loads; none = the run's (``--trust-code``), off by default: such
+            a file is refused with how to convert it to a state dict. A model file cannot set it.
     """
 
     name = "clip-model"
     requires = ("clip",)
     path_params = ("path",)
+    program_params = ("trust_code",)
     example_specs = ()
 
     def __init__(self, path: str, activation: Literal["auto", "quick_gelu", "gelu"] = "auto",
                  precision: Precision = "fp32", device: str | None = None, batch_size: int = 64,
-                 workers: int = 0) -> None:
+                 workers: int = 0, trust_code: bool | None = None) -> None:
         self.path = path
         self.activation = activation
         self.precision = precision
         self.device = device
         self.batch_size = batch_size
         self.workers = workers
+        self.trust_code = trust_code
 
     def __getstate__(self) -> dict[str, Any]:
         """Parameters only: a copy (another process) loads the checkpoint again when used."""
@@ -94,13 +99,16 @@ class ClipModel(ImageTextModel):
             stamp: tuple[Any, ...] = (str(p.resolve()), st.st_size, st.st_mtime_ns)
         except OSError:
             stamp = (str(p),)
-        key = (*stamp, self.activation, self.precision, self._device)
+        from capmetrics.trust import trust_code
+
+        trusted = trust_code(self.trust_code)
+        key = (*stamp, self.activation, self.precision, self._device, trusted)
         with _lock:
             loaded = _loaded.get(key)
             if loaded is None:
                 import torch
 
-                loaded = load_checkpoint(self.path, self.activation)
+                loaded = load_checkpoint(self.path, self.activation, trusted)
                 if loaded.tokenizer is None:
                     _bpe()  # the vocabulary is read with the model, not by the first caption
                 loaded.model = loaded.model.to(device=self._device, dtype=getattr(torch, _DTYPES[self.precision]))
@@ -182,13 +190,14 @@ class ClipModel(ImageTextModel):
 
         loaded = self._checkpoint()
         problems = ImageProblems()
+        limits = image_limits()  # the caller's: the pool's threads do not see its context
         dim = loaded.model.config.projection_dim
         out = np.zeros((len(images), dim), np.float32)
         workers = self.workers or min(8, os.cpu_count() or 1)
         with ThreadPoolExecutor(max_workers=workers) as pool, torch.inference_mode():
             for start in range(0, len(images), batch_size):
                 chunk = images[start : start + batch_size]
-                pixels = list(pool.map(lambda im: _prepare(im, loaded, problems), chunk))
+                pixels = list(pool.map(lambda im: _prepare(im, loaded, problems, limits), chunk))
                 good = [k for k, x in enumerate(pixels) if x is not None]
                 if not good:
                     continue
@@ -222,9 +231,9 @@ def _features(out: Any) -> Any:
     return out if hasattr(out, "float") else out.pooler_output
 
 
-def _prepare(image: Any, loaded: Loaded, problems: ImageProblems) -> Any:
+def _prepare(image: Any, loaded: Loaded, problems: ImageProblems, limits: ImageLimits | None = None) -> Any:
     with problems.collect(image):
-        return loaded.preprocess(open_image(image))
+        return loaded.preprocess(open_image(image, limits))
     return None
 
 

@@ -6,6 +6,7 @@ features it then shares with ``clip-score`` and kin."""
 
 from __future__ import annotations
 
+import pickle
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -72,6 +73,10 @@ class ClipTextEmbedder(Embedder):
         try:
             tower, info = CLIPTextModelWithProjection.from_pretrained(path, config=text_config, local_files_only=True,
                                                                       output_loading_info=True)
+        except pickle.UnpicklingError as err:  # transformers reads .bin weights with weights_only=True
+            from capmetrics.plugins.clip_score._checkpoints import weights_only_refusal
+
+            raise MetricError(weights_only_refusal(str(self.model), err)) from None
         finally:
             hf_logging.set_verbosity(level)
         absent = list(info.get("missing_keys", [])) + [str(k) for k in info.get("mismatched_keys", [])]

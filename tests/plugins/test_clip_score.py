@@ -150,7 +150,9 @@ def test_torchscript_checkpoint_loads_like_the_state_dict(checkpoints, tmp_path)
     scripted = torch.jit.script(Holder())
     path = tmp_path / "ViT-tiny.pt"
     scripted.save(str(path))
-    ours = ClipModel(str(path))
+    with pytest.raises(MetricError, match="is a TorchScript archive: loading one runs the code inside it"):
+        ClipModel(str(path)).embed_texts(["a cat"])  # refused unless trusted (issue 35)
+    ours = ClipModel(str(path), trust_code=True)
     texts = [PROMPT + "a cat"]
     np.testing.assert_array_equal(ours.embed_texts(texts), ClipModel(checkpoints["clip"]).embed_texts(texts))
     assert ours.signature_extra()["format"] == "openai-torchscript"
