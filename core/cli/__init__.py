@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from capmetrics.cli.compare import SampleC, SampleR, SampleSeed
+from capmetrics.cli.untrusted import MaxImageAspect, MaxImagePixels, TrustCode, shared_file_options
 from capmetrics.component import KINDS
 from capmetrics.errors import (
     CapmetricsError,
@@ -218,6 +219,9 @@ def score_cli(
         "--images", help="Folder of the items' images (image-grounded metrics such as clip-score): relative "
                          "'image' paths and COCO file_name resolve against it; an item without one gets <DIR>/<id>.jpg.",
     )] = None,
+    trust_code: TrustCode = False,
+    max_image_pixels: MaxImagePixels = None,
+    max_image_aspect: MaxImageAspect = None,
 ) -> None:
     """Score a dataset with one or more metrics (default: coco-caption's set: bleu-1..4, meteor,
     rouge-l, cider-d)."""
@@ -276,7 +280,7 @@ def score_cli(
             resolve_device(device)  # asked for a GPU: fail now if torch cannot see it
     except CapmetricsError as err:
         fail(err, 2)
-    with use_device(device):
+    with use_device(device), shared_file_options(trust_code, max_image_pixels, max_image_aspect):
         _score(data, specs, cfg, results, input_format, out, fmt, skip_invalid, empty_candidates,
                False if quiet else progress, jobs, executor, scheduler, chunk_size, sample_candidates,
                sample_references, sample_seed, signatures, images=images, require_references=needs_references,

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from capmetrics.cli.untrusted import MaxImageAspect, MaxImagePixels, TrustCode, shared_file_options
 from capmetrics.errors import CapmetricsError, SpecError, UnknownComponentError
 
 DEFAULT_CACHE = Path.home() / ".cache" / "capmetrics" / "nneval"
@@ -151,6 +152,9 @@ def build_cli() -> typer.Typer:
         out: Annotated[Path | None, typer.Option(help="Write the results to this file.")] = None,
         images: Annotated[Path | None, typer.Option(help="Folder of the items' images (models with image features).")] = None,
         file: Annotated[list[str] | None, typer.Option("--file", help="A file the model's features need that is not in its folder (e.g. a CLIP checkpoint); repeat.")] = None,
+        trust_code: TrustCode = False,
+        max_image_pixels: MaxImagePixels = None,
+        max_image_aspect: MaxImageAspect = None,
     ) -> None:
         """Score a dataset with a trained NNEval model (same as --metric 'nneval(model=PATH)')."""
         import json
@@ -165,7 +169,8 @@ def build_cli() -> typer.Typer:
             check_output(out, (data, model, Path(model) / "nneval.json", Path(model) / "weights.npz"))
             files = f", files=[{', '.join(json.dumps(f) for f in file)}]" if file else ""
             spec = f"nneval(model={json.dumps(str(model))}{files})"
-            results = score(load_dataset(data, images=images), [spec])
+            with shared_file_options(trust_code, max_image_pixels, max_image_aspect):
+                results = score(load_dataset(data, images=images), [spec])
         except (SpecError, UnknownComponentError) as err:
             fail(err, 2)
         except CapmetricsError as err:
