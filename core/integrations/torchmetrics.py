@@ -3,34 +3,35 @@
 >>> from capmetrics.integrations.torchmetrics import CaptionMetric, CocoCaptionMetrics
 >>> cider = CaptionMetric("cider-d")                      # any capmetrics spec
 >>> cider.update(["a dog runs"], [["a dog is running", "a brown dog"]], ids=[17])
+>>> cider(["a cat"], ["a cat sits"], ids=[18])            # forward: this batch's value
 >>> cider.compute()                                       # tensor(…, dtype=torch.float64)
 >>> coco = CocoCaptionMetrics(vocab=ix_to_word)           # BLEU-1..4, METEOR, ROUGE-L, CIDEr-D
 >>> coco.update(model_ids, reference_ids, ids=batch["index"]); coco.compute()   # {name: tensor}
 
 Each rank keeps the text of **its own** items (no torchmetrics list states: nothing is gathered as
-strings) and, at :meth:`CaptionMetric.compute`, the ranks exchange only sufficient statistics with
+strings) and, at :meth:`CaptionMetric.compute`, the ranks exchange only what the components'
+statistics protocol (:mod:`capmetrics.protocols`) says crosses a rank boundary, with
 ``torch.distributed`` collectives:
 
 - the item ids (8 bytes each), so that an item seen by several ranks (DistributedSampler pads the
   last batch with repeated samples) or twice by one rank is scored once, by the lowest rank that
   has it;
-- CIDEr-D's document frequencies (any component with ``fit_state``/``fit_states`` whose state is
-  ``(n-gram -> count, images)``): the ranks agree on word ids (each word as its 64-bit BLAKE2b
-  digest, about 8 bytes a distinct word), each n-gram is then an exact int64 key of its word ids,
-  and the sorted keys (as differences) with their counts go zlib-compressed (about 4 bytes an
-  n-gram); the counts are summed, and each rank reads the global count of its own n-grams;
-- the per-item values (8 bytes each, with their ids), from which a corpus value that is the mean of
-  the item values is taken in item-id order, as one process computes it;
-- BLEU's summed n-gram counts (``score_part``), METEOR's summed fragment statistics
-  (``score_shard``/``corpus_from_sums``): the corpus value from the sums, as from one process;
-- BERTScore's idf (``idf=true``): token-id document counts, summed; each rank embeds only its own
-  texts (:class:`BERTScoreMetric`; float32 embeddings: values within about 1e-7, see there).
+- corpus statistics (CIDEr-D's document frequencies): each rank's part (``count_state``, else
+  ``fit_state``), summed by the component (``fit_counts``/``fit_states``);
+- the corpus value's statistics: a :class:`~capmetrics.protocols.ShardStatistics` component's
+  summed ``score_shard`` sums (METEOR), a :class:`~capmetrics.protocols.ScoresInParts`
+  component's summed ``score_part`` statistics (BLEU) or, where those are None (the corpus value
+  is the mean of the item values: ROUGE-L, CIDEr-D), the per-item values with their ids, whose
+  mean is taken in item-id order, as one process takes it;
+- BERTScore (no statistics protocol yet: its parts need the model, which the executors must not
+  load on workers): the item values, and with ``idf=true`` its token-id document counts, summed.
 
-Values equal those of one process over the deduplicated set: bit-identical when ``ids`` are given
-(item order = id order), the corpus mean within 1 ulp-scale rounding otherwise (rank order);
-two distinct words would have to share a 64-bit digest to mix two n-grams' counts (probability
-about w²/2⁶⁵: 1e-11 for 20,000 distinct words). ``gathered_bytes`` reports what the last compute
-received.
+The integration computes nothing itself: every number is the component's. Values equal those of
+one process over the deduplicated set: bit-identical when ``ids`` are given (item order = id
+order), the corpus mean within 1 ulp-scale rounding otherwise (rank order). What is gathered is
+pickled and zlib-compressed (peers of one job; nothing is unpickled from elsewhere);
+``gathered_bytes`` reports what the last compute received. A rank that saw no items takes part
+with nothing. :meth:`~CaptionMetric.compute` is collective: call it on every rank.
 """
 
 from __future__ import annotations
@@ -54,66 +55,33 @@ except ImportError as err:  # pragma: no cover - the extra is not installed
 from capmetrics.component import Component, Scores
 from capmetrics.errors import MetricError
 from capmetrics.integrations.rewards import check_end_word, decode, vocab_array
+from capmetrics.protocols import (CountsInParts, FitsInParts, ScoresInParts, ShardStatistics,
+                                  check_portable, supports)
 
 __all__ = ["COCO_METRICS", "MEAN_CORPUS", "BERTScoreMetric", "CaptionMetric", "CocoCaptionMetrics", "gram_keys"]
 
 COCO_METRICS = ("bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "rouge-l", "cider-d")
 #: Registered names of components whose corpus value is the mean of their item values and whose
-#: item values do not depend on the other items of a call (given fixed corpus statistics).
+#: item values do not depend on the other items of a call (given fixed corpus statistics), but
+#: which do not declare :class:`~capmetrics.protocols.ScoresInParts` (their parts need a model).
 MEAN_CORPUS = frozenset({"bertscore"})
 
 
 def gram_keys(grams: Sequence[str]) -> np.ndarray:
-    """A 64-bit key (int64) of each string: its 8-byte BLAKE2b digest, the same in every process
-    (Python's ``hash`` is salted per process)."""
+    """A 64-bit key (int64) of each string: its 8-byte BLAKE2b digest, the same in every process.
+    Kept for scripts that imported it; the DDP classes no longer key n-grams themselves."""
     blake = hashlib.blake2b
     return np.fromiter((int.from_bytes(blake(g.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
                                        "little", signed=True) for g in grams), np.int64, len(grams))
 
 
-def _ngram_keys(grams: list[str], comm: _Collectives) -> np.ndarray:
-    """An int64 key of each n-gram, the same on every rank: its words' ids in a vocabulary shared
-    by the ranks (each word by its 64-bit :func:`gram_keys` digest, the ids their rank in the
-    union of every rank's digests), in base (words + 1), as exact as the word digests; n-grams of
-    more than 4 words, or vocabularies too large for 4 digits in int64, get the n-gram's digest."""
-    flat = " ".join(grams).split(" ") if grams else []
-    words = list(dict.fromkeys(flat))
-    digests = gram_keys(words)
-    vocabulary = np.unique(np.concatenate(comm.arrays(digests)))
-    orders = np.fromiter((g.count(" ") + 1 for g in grams), np.int64, len(grams))
-    base = len(vocabulary) + 1
-    if base**4 >= 2**63 or (len(orders) and orders.max() > 4):
-        return gram_keys(grams)
-    word_id = np.searchsorted(vocabulary, digests) + 1
-    position = {w: i for i, w in enumerate(words)}
-    ids = word_id[np.fromiter(map(position.__getitem__, flat), np.int64, len(flat))]
-    starts = np.cumsum(orders) - orders
-    keys = np.zeros(len(grams), np.int64)
-    for t in range(4):  # every n-gram at once, word position by word position
-        has = np.flatnonzero(orders > t)
-        keys[has] = keys[has] * base + ids[starts[has] + t]
-    return keys
-
-
-def _pack(keys: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Sorted int64 keys and their counts as zlib-compressed bytes (keys as differences)."""
-    body = np.diff(keys, prepend=np.int64(0)).tobytes() + counts.astype(np.int32).tobytes()
-    return np.frombuffer(np.int64(len(keys)).tobytes() + zlib.compress(body, 1), dtype=np.uint8)
-
-
-def _unpack(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    raw = packed.tobytes()
-    n = int(np.frombuffer(raw[:8], np.int64)[0])
-    body = zlib.decompress(raw[8:])
-    return np.cumsum(np.frombuffer(body[: 8 * n], np.int64)), np.frombuffer(body[8 * n :], np.int32).astype(np.int64)
-
-
 class _Collectives:
-    """all_gather of numpy arrays and small objects in a process group, counting received bytes."""
+    """all_gather of numpy arrays and small objects in a process group, counting received bytes
+    (``local``: this process alone, as for a batch's own value)."""
 
-    def __init__(self, group: Any = None) -> None:
+    def __init__(self, group: Any = None, local: bool = False) -> None:
         self.group = group
-        self.active = dist.is_available() and dist.is_initialized()
+        self.active = not local and dist.is_available() and dist.is_initialized()
         self.world = dist.get_world_size(group) if self.active else 1
         self.rank = dist.get_rank(group) if self.active else 0
         nccl = self.active and dist.get_backend(group) == "nccl"
@@ -121,7 +89,7 @@ class _Collectives:
         self.received = 0
 
     def arrays(self, array: np.ndarray) -> list[np.ndarray]:
-        """Every rank's 1-D array (int64 or float64), in rank order."""
+        """Every rank's 1-D array (int64, float64 or uint8), in rank order."""
         if not self.active:
             return [array]
         sizes = self._tensors(torch.tensor([len(array)], dtype=torch.int64, device=self.device))
@@ -131,14 +99,13 @@ class _Collectives:
         gathered = self._tensors(torch.from_numpy(padded).to(self.device))
         return [g.cpu().numpy()[:n] for g, n in zip(gathered, lengths)]
 
-    def objects(self, obj: Any) -> list[Any]:
-        """Every rank's (small, picklable) object, in rank order."""
+    def objects(self, obj: Any, what: str = "a part") -> list[Any]:
+        """Every rank's object (plain data, :func:`~capmetrics.protocols.check_portable`), in
+        rank order: pickled and compressed here, gathered as bytes."""
         if not self.active:
             return [obj]
-        out: list[Any] = [None] * self.world
-        dist.all_gather_object(out, obj, group=self.group)
-        self.received += sum(len(pickle.dumps(o)) for o in out)
-        return out
+        data = zlib.compress(pickle.dumps(check_portable(obj, what), protocol=pickle.HIGHEST_PROTOCOL), 1)
+        return [pickle.loads(zlib.decompress(a.tobytes())) for a in self.arrays(np.frombuffer(data, np.uint8))]
 
     def _tensors(self, tensor: torch.Tensor) -> list[torch.Tensor]:
         out = [torch.empty_like(tensor) for _ in range(self.world)]
@@ -147,17 +114,30 @@ class _Collectives:
         return out
 
 
+def _combines(component: Component) -> bool:
+    """Whether the ranks' parts of ``component`` join into its value over every rank's items."""
+    return (supports(component, ShardStatistics) or supports(component, ScoresInParts)
+            or getattr(component, "name", None) in MEAN_CORPUS)
+
+
 class CaptionMetric(Metric):
     """One or more capmetrics metrics (specs) as a torchmetrics ``Metric``.
 
     Args:
         metrics: a spec (``"cider-d"``, ``"bleu-4"``, ``"meteor"``…) or a list of them; each must
-            combine across ranks (see the module doc; others are refused here).
+            combine across ranks (a :mod:`capmetrics.protocols` statistics protocol; others are
+            refused here).
         vocab: id -> word (a list or dict) for token-id input; ``end_id``, ``keep_end``: where
             sequences end (as :mod:`capmetrics.integrations.rewards` cuts them).
-        kwargs: torchmetrics' (``process_group`` …).
+        kwargs: torchmetrics' (``process_group`` …); ``compute_with_cache`` is off by default
+            (compute is collective: a rank returning a cached value would leave the others
+            waiting).
 
-    :meth:`compute` returns a float64 tensor for one metric, a ``{spec: tensor}`` dict for several.
+    ``update`` adds a batch; calling the metric (``forward``) adds it too and returns the
+    batch's own value (this rank's batch alone, its corpus statistics its own, as
+    ``capmetrics.score`` on the batch gives it); :meth:`compute` returns the value over every
+    update of every rank since the last ``reset`` (``update`` after ``compute`` goes on adding):
+    a float64 tensor for one metric, a ``{spec: tensor}`` dict for several.
     """
 
     is_differentiable = False
@@ -166,6 +146,7 @@ class CaptionMetric(Metric):
 
     def __init__(self, metrics: str | Sequence[str] = "cider-d", vocab: Sequence[str] | Mapping[int, str] | None = None,
                  end_id: int | None = 0, keep_end: bool = False, **kwargs: Any) -> None:
+        kwargs.setdefault("compute_with_cache", False)
         super().__init__(**kwargs)
         from capmetrics.registry.compose import METRIC_KINDS, compose
 
@@ -174,10 +155,9 @@ class CaptionMetric(Metric):
             raise MetricError("CaptionMetric: no metrics given")
         self.components: list[Component] = [compose(s, METRIC_KINDS) for s in self.specs]
         for spec, c in zip(self.specs, self.components):
-            if not (hasattr(c, "score_shard") or (hasattr(c, "score_part") and hasattr(c, "merge_scores"))
-                    or getattr(c, "name", None) in MEAN_CORPUS):
-                raise MetricError(f"CaptionMetric: {spec} cannot be combined across ranks (it has neither "
-                                  "score_part/merge_scores nor score_shard/corpus_from_sums)")
+            if not _combines(c):
+                raise MetricError(f"CaptionMetric: {spec} cannot be combined across ranks (it implements "
+                                  "neither ScoresInParts nor ShardStatistics of capmetrics.protocols)")
             if getattr(c, "name", None) == "bertscore" and getattr(c, "floor", None) == "bert-score":
                 raise MetricError(f"CaptionMetric: {spec}: floor=bert-score makes each value depend on the "
                                   "other pairs of its batch of 64, which differ across ranks; use floor=off or zero")
@@ -187,7 +167,6 @@ class CaptionMetric(Metric):
             check_end_word(self.words, end_id)
         self._items: dict[int, tuple[str, tuple[str, ...]]] = {}
         self._unnamed: list[tuple[str, tuple[str, ...]]] = []
-        self._computed_once = False
         self.gathered_bytes = 0
 
     # -- input ----------------------------------------------------------------------------------
@@ -196,58 +175,79 @@ class CaptionMetric(Metric):
             raise MetricError(f"CaptionMetric.update: {what} must be a sequence of texts or token ids, not one string")
         if not torch.is_tensor(sequences) and not isinstance(sequences, np.ndarray) \
                 and all(isinstance(s, str) for s in sequences):
-            return list(sequences)
+            return [str(s) for s in sequences]
         if self.words is None:
             raise MetricError(f"CaptionMetric.update: {what} are token ids; pass vocab=<id -> word> to CaptionMetric")
         return decode(sequences, self.words, self.end_id, self.keep_end)
 
-    def update(self, candidates: Any, references: Sequence[Any], ids: Any = None) -> None:  # type: ignore[override]
-        """Add items: one candidate (text or token ids) per item, its references (texts, or
-        token-id sequences), and optionally each item's id (int), with which an item seen again
-        (on this or another rank) counts once."""
-        if self._computed_once:
-            raise MetricError("CaptionMetric.update after compute: call reset() first (compute combined the "
-                              "ranks' statistics; the next epoch starts from reset)")
+    def _batch(self, candidates: Any, references: Sequence[Any], ids: Any
+               ) -> tuple[list[str], list[tuple[str, ...]], list[int] | None]:
+        """A batch's candidate texts, reference texts (a single string is one reference) and
+        item ids (None: none given), checked."""
         cands = self._texts(candidates, "candidates")
         if len(references) != len(cands):
             raise MetricError(f"CaptionMetric.update: {len(cands)} candidates but {len(references)} reference lists")
-        refs = [tuple(self._texts(r, f"references of item {k}")) for k, r in enumerate(references)]
+        refs = [(str(r),) if isinstance(r, str) else tuple(self._texts(r, f"references of item {k}"))
+                for k, r in enumerate(references)]
         if ids is None:
-            self._unnamed.extend(zip(cands, refs))
-            return
+            return cands, refs, None
         keys = np.asarray(ids.detach().cpu().numpy() if torch.is_tensor(ids) else ids).reshape(-1)
         if len(keys) != len(cands) or not np.issubdtype(keys.dtype, np.integer):
             raise MetricError(f"CaptionMetric.update: ids must be {len(cands)} integers (one per candidate), "
                               f"got {len(keys)} of dtype {keys.dtype}")
+        return cands, refs, keys.tolist()
+
+    def update(self, candidates: Any, references: Sequence[Any], ids: Any = None) -> None:  # type: ignore[override]
+        """Add items: one candidate (text or token ids) per item, its references (texts, or
+        token-id sequences; a single string is the item's one reference), and optionally each
+        item's id (int), with which an item seen again (on this or another rank) counts once."""
+        cands, refs, keys = self._batch(candidates, references, ids)
+        if keys is None:
+            if self._items:
+                raise MetricError("CaptionMetric.update: give ids with every update or with none")
+            self._unnamed.extend(zip(cands, refs))
+            return
         if self._unnamed:
             raise MetricError("CaptionMetric.update: give ids with every update or with none")
-        for key, cand, ref in zip(keys.tolist(), cands, refs):
+        for key, cand, ref in zip(keys, cands, refs):
             self._items.setdefault(key, (cand, ref))
 
-    def forward(self, *args: Any, **kwargs: Any) -> None:
-        """``update`` only: the values need the whole set's statistics (at :meth:`compute`)."""
-        self.update(*args, **kwargs)
+    def forward(self, candidates: Any, references: Sequence[Any], ids: Any = None) -> Any:  # type: ignore[override]
+        """``update`` with the batch, and the batch's own value (this rank's batch alone, as
+        ``capmetrics.score`` gives it; items repeated within the batch by id count once)."""
+        self.update(candidates, references, ids)
+        cands, refs, keys = self._batch(candidates, references, ids)
+        if keys is not None:
+            first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))  # each id's first item
+            order = np.array(sorted(first), dtype=np.int64)
+            cands, refs = [cands[first[k]] for k in order.tolist()], [refs[first[k]] for k in order.tolist()]
+        else:
+            order = np.arange(len(cands), dtype=np.int64)
+        value = self._values(_Collectives(local=True), order, cands, refs)
+        self._forward_cache = value
+        return value
 
     def reset(self) -> None:
         super().reset()
         self._items, self._unnamed = {}, []
-        self._computed_once = False
 
     # -- combining the shards -------------------------------------------------------------------
     def _shard(self, comm: _Collectives) -> tuple[np.ndarray, list[str], list[tuple[str, ...]]]:
         """The global order key of each of this rank's items (deduplicated across ranks), and
-        their texts."""
-        specs = comm.objects(self.specs)
+        their texts. A rank without items takes part with none, whatever the others gave."""
+        specs = comm.objects(self.specs, "the metric specs")
         if any(s != self.specs for s in specs):
-            raise MetricError(f"CaptionMetric.compute: ranks have different metric specs: "
+            raise MetricError("CaptionMetric.compute: ranks have different metric specs: "
                               + "; ".join(f"rank {r}: {s}" for r, s in enumerate(specs)))
-        named = comm.objects(bool(self._items) or not self._unnamed)
-        if len(set(named)) > 1:
-            raise MetricError("CaptionMetric.compute: some ranks gave ids and others did not")
-        if named[0]:
+        mode = "ids" if self._items else "no ids" if self._unnamed else "idle"
+        modes = comm.objects(mode, "the kind of item keys")
+        if {"ids", "no ids"} <= set(modes):
+            raise MetricError("CaptionMetric.compute: some ranks gave ids and others did not: "
+                              + "; ".join(f"rank {r}: {m}" for r, m in enumerate(modes)))
+        if "no ids" not in modes:
             keys = np.fromiter(self._items, np.int64, len(self._items))
             every = comm.arrays(keys)
-            owner = np.concatenate([np.full(len(k), r) for r, k in enumerate(every)]) if every else np.zeros(0)
+            owner = np.concatenate([np.full(len(k), r) for r, k in enumerate(every)])
             flat = np.concatenate(every)
             _, first = np.unique(flat, return_index=True)  # the lowest rank holding each id
             mine = np.sort(flat[first][owner[first] == comm.rank])
@@ -258,36 +258,25 @@ class CaptionMetric(Metric):
             pairs = self._unnamed
         return mine, [c for c, _ in pairs], [r for _, r in pairs]
 
-    def _fit(self, component: Component, comm: _Collectives, cands: list[str], refs: list[tuple[str, ...]]) -> None:
-        """Fix a corpus statistic (CIDEr-D's df) to the sum over ranks, read for this rank's n-grams."""
-        state = component.fit_state(refs)  # type: ignore[attr-defined]
-        if not (isinstance(state, tuple) and len(state) == 2 and isinstance(state[0], Mapping)):
-            component.fit_states(comm.objects(state))  # type: ignore[attr-defined]  # a small generic state
-            return
-        table, images = state
-        # this rank's n-grams: its references' (counted) and its candidates' (looked up only)
-        grams = list(table) + [g for g in component.fit_state([[c] for c in cands])[0] if g not in table]  # type: ignore[attr-defined]
-        keys = _ngram_keys(grams, comm)
-        counted = len(table)
-        order = np.argsort(keys[:counted], kind="stable")
-        sent = _pack(keys[:counted][order], np.fromiter(table.values(), np.int64, counted)[order])
-        parts = [_unpack(p) for p in comm.arrays(sent)]
-        total_images = int(sum(int(n[0]) for n in comm.arrays(np.array([images], np.int64))))
-        every, inverse = np.unique(np.concatenate([k for k, _ in parts]), return_inverse=True)
-        totals = np.bincount(inverse, np.concatenate([c for _, c in parts]).astype(float),
-                             minlength=len(every)).astype(np.int64)
-        where = np.minimum(np.searchsorted(every, keys), max(len(every) - 1, 0))
-        found = every[where] == keys if len(every) else np.zeros(len(keys), bool)
-        component.fit_states([(dict(zip([grams[i] for i in np.flatnonzero(found).tolist()],  # type: ignore[attr-defined]
-                                        totals[where[found]].tolist())), total_images)])
+    @staticmethod
+    def _fit(component: Component, comm: _Collectives, refs: list[tuple[str, ...]]) -> None:
+        """Fix corpus statistics (CIDEr-D's df) to the sum of every rank's part (protocol:
+        :class:`~capmetrics.protocols.CountsInParts`, else
+        :class:`~capmetrics.protocols.FitsInParts`)."""
+        if supports(component, CountsInParts):
+            parts = comm.objects(component.count_state(refs), "count_state")  # type: ignore[attr-defined]
+            component.fit_counts(parts)  # type: ignore[attr-defined]
+        elif supports(component, FitsInParts):
+            component.fit_states(comm.objects(component.fit_state(refs), "fit_state"))  # type: ignore[attr-defined]
 
     @staticmethod
     def _fit_idf(component: Component, comm: _Collectives, refs: list[tuple[str, ...]]) -> None:
-        """BERTScore's idf over every rank's references: token-id document counts summed (exact)."""
+        """BERTScore's idf over every rank's references: token-id document counts summed (exact).
+        (Not a statistics protocol yet: see the module doc.)"""
         component.fit(refs)  # type: ignore[attr-defined]
         local = component.idf_  # type: ignore[attr-defined]
         tokens = comm.arrays(np.fromiter(local.df, np.int64, len(local.df)))
-        counts = comm.arrays(np.fromiter(local.df.values(), np.int32, len(local.df)))
+        counts = comm.arrays(np.fromiter(local.df.values(), np.int64, len(local.df)))
         documents = int(sum(int(n[0]) for n in comm.arrays(np.array([local.documents], np.int64))))
         every, inverse = np.unique(np.concatenate(tokens), return_inverse=True)
         totals = np.bincount(inverse, np.concatenate(counts).astype(float), minlength=len(every)).astype(np.int64)
@@ -296,40 +285,44 @@ class CaptionMetric(Metric):
     def _score(self, component: Component, comm: _Collectives, order: np.ndarray, cands: list[str],
                refs: list[tuple[str, ...]]) -> float:
         """The corpus value of ``component`` over every rank's items."""
-        if hasattr(component, "fit_state") and hasattr(component, "fit_states"):
-            self._fit(component, comm, cands, refs)
+        self._fit(component, comm, refs)
+        empty = Scores(np.zeros(0), float("nan"))
+        if supports(component, ShardStatistics):
+            scores, sums = component.score_shard(cands, refs) if cands else (empty, None)  # type: ignore[attr-defined]
+            total = _sum(comm.objects(sums, "score_shard sums"))
+            return float(component.corpus_from_sums(total)) if total is not None else float("nan")  # type: ignore[attr-defined]
+        if supports(component, ScoresInParts):
+            scores, extra = component.score_part(cands, refs) if cands else (empty, None)  # type: ignore[attr-defined]
+            extras = comm.objects(None if extra is None else np.asarray(extra), "score_part statistics")
+            if all(e is None for e in extras):  # the corpus value is the mean of the item values
+                return _mean_in_order(comm, order, scores.values)
+            total = _sum(extras)
+            corpus = float(component.merge_scores([(scores, total)]).corpus) if cands else float("nan")  # type: ignore[attr-defined]
+            values = comm.arrays(np.array([corpus]))  # the ranks with items agree; take the first
+            known = [v[0] for v in values if not np.isnan(v[0])]
+            return known[0] if known else float("nan")
+        # MEAN_CORPUS (BERTScore): idf summed over the ranks, then the mean of the item values
         if getattr(component, "idf", False) is True and hasattr(component, "fit"):
             self._fit_idf(component, comm, refs)
-        empty = Scores(np.zeros(0), float("nan"))
-        if getattr(component, "name", None) in MEAN_CORPUS:
-            scores = component.score(cands, refs) if cands else empty  # type: ignore[attr-defined]
-            return _mean_in_order(comm, order, scores.values)
-        if hasattr(component, "score_shard"):
-            scores, sums = component.score_shard(cands, refs) if cands else (empty, None)  # type: ignore[attr-defined]
-            total = _sum(comm.objects(sums))
-            return float(component.corpus_from_sums(total)) if total is not None else float("nan")  # type: ignore[attr-defined]
-        scores, extra = component.score_part(cands, refs) if cands else (empty, None)  # type: ignore[attr-defined]
-        extras = comm.objects(None if extra is None else np.asarray(extra))
-        if all(e is None for e in extras):  # the corpus value is the mean of the item values
-            return _mean_in_order(comm, order, scores.values)
-        total = _sum(extras)
-        corpus = float(component.merge_scores([(scores, total)]).corpus) if cands else float("nan")  # type: ignore[attr-defined]
-        values = comm.arrays(np.array([corpus]))  # the ranks with items agree; take the first
-        known = [v[0] for v in values if not np.isnan(v[0])]
-        return known[0] if known else float("nan")
+        scores = component.score(cands, refs) if cands else empty  # type: ignore[attr-defined]
+        return _mean_in_order(comm, order, scores.values)
 
-    def compute(self) -> torch.Tensor | dict[str, torch.Tensor]:  # type: ignore[override]
-        """The corpus value of each metric over every rank's (deduplicated) items."""
+    def _values(self, comm: _Collectives, order: np.ndarray, cands: list[str], refs: list[tuple[str, ...]]
+                ) -> torch.Tensor | dict[str, torch.Tensor]:
         from capmetrics.prepared import run_scope
 
-        comm = _Collectives(getattr(self, "process_group", None))
-        order, cands, refs = self._shard(comm)
         with run_scope():  # tokens and n-gram batches made once for every metric, as in capmetrics.score
             out = {spec: torch.tensor(self._score(c, comm, order, cands, refs), dtype=torch.float64)
                    for spec, c in zip(self.specs, self.components)}
-        self.gathered_bytes = comm.received
-        self._computed_once = True
         return out[self.specs[0]] if len(out) == 1 else out
+
+    def compute(self) -> torch.Tensor | dict[str, torch.Tensor]:  # type: ignore[override]
+        """The corpus value of each metric over every rank's (deduplicated) items."""
+        comm = _Collectives(getattr(self, "process_group", None))
+        order, cands, refs = self._shard(comm)
+        out = self._values(comm, order, cands, refs)
+        self.gathered_bytes = comm.received
+        return out
 
 
 def _mean_in_order(comm: _Collectives, order: np.ndarray, values: np.ndarray) -> float:

@@ -1,5 +1,7 @@
-"""capmetrics.torchmetrics in one process: the values of capmetrics.score on real Flickr8k
-captions, strings and token ids, duplicates counted once, bad input (DDP: test_torchmetrics_ddp)."""
+"""capmetrics.integrations.torchmetrics in one process: the values of capmetrics.score on real
+Flickr8k captions, strings and token ids, duplicates counted once, torchmetrics' conventions
+(forward gives the batch value, update after compute adds, a single reference string), bad input
+(DDP: test_torchmetrics_ddp)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ from torchmetrics import Metric  # noqa: E402
 
 import capmetrics  # noqa: E402
 from capmetrics.errors import MetricError  # noqa: E402
-from capmetrics.torchmetrics import COCO_METRICS, BERTScoreMetric, CaptionMetric, CocoCaptionMetrics  # noqa: E402
+from capmetrics.integrations.torchmetrics import (  # noqa: E402
+    COCO_METRICS, BERTScoreMetric, CaptionMetric, CocoCaptionMetrics)
 from tests.core.test_torchmetrics_ddp import flickr8k_items  # noqa: E402
 from tests.plugins.coco_reference import needs_flickr8k  # noqa: E402
 
@@ -38,9 +41,34 @@ def test_coco_set_equals_score(items: tuple[list[str], list[list[str]]]) -> None
     for spec in COCO_METRICS:
         assert values[spec].dtype == torch.float64 and float(values[spec]) == expected[spec].corpus
     metric.reset()
-    metric(cands[:10], refs[:10])  # forward accumulates (no ids: nothing is deduplicated)
+    batch = metric(cands[:10], refs[:10])  # forward accumulates (no ids: nothing is deduplicated)
     metric.update(cands[10:], refs[10:])
     assert float(metric.compute()["cider-d"]) == expected["cider-d"].corpus
+    first = capmetrics.score(candidates=cands[:10], references=refs[:10], metrics=list(COCO_METRICS))
+    assert {s: float(v) for s, v in batch.items()} == {s: first[s].corpus for s in COCO_METRICS}
+
+
+def test_torchmetrics_conventions(items: tuple[list[str], list[list[str]]]) -> None:
+    """forward returns the batch's value (as capmetrics.score on the batch) and adds the batch;
+    update after compute goes on adding; a single reference string per item; ids repeated in a
+    forward batch count once there too."""
+    cands, refs = items
+    metric = CaptionMetric(["cider-d", "bleu-4"])
+    whole = capmetrics.score(candidates=cands, references=refs, metrics=["cider-d", "bleu-4"])
+    half = capmetrics.score(candidates=cands[:30], references=refs[:30], metrics=["cider-d", "bleu-4"])
+    value = metric(cands[:30], refs[:30], ids=list(range(30)))
+    assert {s: float(v) for s, v in value.items()} == {s: half[s].corpus for s in half}
+    assert {s: float(v) for s, v in metric.compute().items()} == {s: half[s].corpus for s in half}
+    metric.update(cands[30:], refs[30:], ids=list(range(30, 60)))  # after compute: adds
+    assert {s: float(v) for s, v in metric.compute().items()} == {s: whole[s].corpus for s in whole}
+    again = metric(cands[:3] + cands[:1], refs[:3] + refs[:1], ids=[0, 1, 2, 0])  # seen: counted once
+    three = capmetrics.score(candidates=cands[:3], references=refs[:3], metrics=["cider-d", "bleu-4"])
+    assert {s: float(v) for s, v in again.items()} == {s: three[s].corpus for s in three}
+    assert {s: float(v) for s, v in metric.compute().items()} == {s: whole[s].corpus for s in whole}
+    one_ref = CaptionMetric("bleu-4")
+    single = one_ref(cands[:20], [r[0] for r in refs[:20]])  # one reference string per item
+    listed = capmetrics.score(candidates=cands[:20], references=[[r[0]] for r in refs[:20]], metrics="bleu-4")
+    assert float(single) == float(one_ref.compute()) == listed["bleu-4"].corpus
 
 
 def test_token_ids_and_a_vocabulary(items: tuple[list[str], list[list[str]]]) -> None:
@@ -74,9 +102,8 @@ def test_bad_input(items: tuple[list[str], list[list[str]]]) -> None:
     mixed.update(cands[:1], refs[:1])
     with pytest.raises(MetricError, match="ids with every update or with none"):
         mixed.update(cands[1:2], refs[1:2], ids=[1])
-    metric.compute()
-    with pytest.raises(MetricError, match="update after compute: call reset"):
-        metric.update(cands[2:3], refs[2:3], ids=[2])
+    with pytest.raises(MetricError, match="ids with every update or with none"):
+        metric.update(cands[2:3], refs[2:3])
     with pytest.raises(MetricError, match="vocab has no word for end_id 0"):
         CaptionMetric("bleu-4", vocab={1: "a", 2: "dog"}, end_id=0, keep_end=True)
 

@@ -1,4 +1,4 @@
-"""capmetrics.torchmetrics under DDP: torch.distributed's gloo backend, 2 and 4 CPU processes
+"""capmetrics.integrations.torchmetrics under DDP: torch.distributed's gloo backend, 2 and 4 CPU processes
 (torch.multiprocessing spawn), DistributedSampler shards of an uneven set (its padding repeats
 samples on the last ranks; one rank also sees an item twice), strings and token ids: the values
 equal one process over the set (capmetrics.score), to the bit."""
@@ -19,7 +19,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
 import capmetrics  # noqa: E402
-from capmetrics.torchmetrics import COCO_METRICS  # noqa: E402
+from capmetrics.integrations.torchmetrics import COCO_METRICS  # noqa: E402
 from tests.plugins.coco_reference import FLICKR8K, needs_flickr8k  # noqa: E402
 
 N_ITEMS = 103  # uneven for 2 and 4 ranks
@@ -44,11 +44,21 @@ def _worker(rank: int, world: int, port: int, specs: list[str], mode: str, out: 
     from torch.utils.data import DistributedSampler
 
     from capmetrics.errors import MetricError
-    from capmetrics.torchmetrics import BERTScoreMetric, CaptionMetric
+    from capmetrics.integrations.torchmetrics import BERTScoreMetric, CaptionMetric
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     try:
-        cands, refs = flickr8k_items(25 if mode == "bertscore" else N_ITEMS)
+        if mode.startswith("idle"):  # rank 1 never calls update; with ids or without
+            cands, refs = flickr8k_items(20)
+            metric = CaptionMetric(specs)
+            if rank == 0:
+                metric.update(cands[:12], refs[:12], **({"ids": list(range(12))} if mode == "idle-ids" else {}))
+                metric.update(cands[12:], refs[12:], **({"ids": list(range(12, 20))} if mode == "idle-ids" else {}))
+            values = metric.compute()
+            Path(out, f"rank{rank}.json").write_text(json.dumps({s: float(v) for s, v in values.items()}))
+            return
+        cands, refs = flickr8k_items(25 if mode == "bertscore" else N_ITEMS + 1)
+        extra = (cands.pop(), refs.pop()) if mode != "bertscore" else None  # added after a compute
         indices = list(DistributedSampler(range(len(cands)), num_replicas=world, rank=rank, shuffle=False))
         if rank == 0:
             indices.append(indices[0])  # an item this rank sees twice
@@ -80,11 +90,13 @@ def _worker(rank: int, world: int, port: int, specs: list[str], mode: str, out: 
             values = {specs[0]: values}
         result: dict = {"values": {k: v if isinstance(v, str) else float(v) for k, v in values.items()},
                         "bytes": metric.gathered_bytes}
-        if mode == "strings":
-            try:
+        if mode == "strings":  # update after compute adds (one rank a new item, the other one it had)
+            assert extra is not None
+            if rank == world - 1:
+                metric.update([extra[0]], [extra[1]], ids=[N_ITEMS])
+            else:
                 metric.update(cands[:1], refs[:1], ids=[0])
-            except MetricError as err:
-                result["update_after_compute"] = str(err)
+            result["after"] = {k: float(v) for k, v in metric.compute().items()}
             other = CaptionMetric(["cider-d", "bleu-4"] if rank == 0 else ["bleu-4", "cider-d"])
             other.update(cands[rank : rank + 1], refs[rank : rank + 1], ids=[rank])
             try:
@@ -117,9 +129,11 @@ def one_process() -> dict[str, float]:
 def test_two_ranks_coco_set_equal_one_process(tmp_path: Path, one_process: dict[str, float]) -> None:
     """Also: update after compute, and ranks with different specs, refused with one line."""
     ranks = run_ddp(2, list(COCO_METRICS), "strings", tmp_path)
+    cands, refs = flickr8k_items(N_ITEMS + 1)
+    more = capmetrics.score(candidates=cands, references=refs, metrics=list(COCO_METRICS))
     for r in ranks:
         assert r["values"] == one_process  # every rank, every metric, to the bit
-        assert "update after compute" in r["update_after_compute"]
+        assert r["after"] == {s: more[s].corpus for s in COCO_METRICS}  # update after compute: added
         assert ("ranks have different metric specs: rank 0: ['cider-d', 'bleu-4']; rank 1: ['bleu-4', 'cider-d']"
                 in r["mismatch"])
     # statistics, not strings: ids, values, word digests, the compressed df
@@ -151,6 +165,18 @@ def test_bertscore_embeds_each_rank_s_texts_and_sums_idf(tmp_path: Path) -> None
     # without the summed idf each rank's own references would weigh the tokens: far from it
     half = capmetrics.score(candidates=cands[::2], references=refs[::2], metrics=specs[1])[specs[1]].item_values
     assert np.abs(half - results[specs[1]].item_values[::2]).max() > 1e-3
+
+
+@needs_flickr8k
+@pytest.mark.parametrize("mode", ["idle", "idle-ids"])
+def test_a_rank_that_never_updates_contributes_nothing(tmp_path: Path, mode: str) -> None:
+    """Rank 1 never calls update (rank 0 with ids or without): no error on either rank, and the
+    value of rank 0's items alone."""
+    specs = ["cider-d", "bleu-4", "rouge-l", "meteor"]
+    cands, refs = flickr8k_items(20)
+    results = capmetrics.score(candidates=cands, references=refs, metrics=specs)
+    for r in run_ddp(2, specs, mode, tmp_path):
+        assert r == {s: results[s].corpus for s in specs}
 
 
 def test_gram_keys_are_stable_and_distinct() -> None:
