@@ -195,7 +195,8 @@ def counts_in_parts(component: object) -> bool:
 def merge_parts(component: ScoresInParts, parts: Sequence[Part]) -> Scores:
     """``component.merge_scores(parts)``, refusing a component that does not score in parts."""
     if not supports_parts(component):
-        raise MetricError(f"{_name(component)} does not score in parts (no score_part/merge_scores)")
+        raise MetricError(f"{_name(component)} does not score in parts "
+                          "(no score_part/merge_scores)")
     return component.merge_scores(list(parts))
 
 
@@ -229,7 +230,8 @@ def _unportable(value: Any, where: str, depth: int) -> str | None:
         return None
     if isinstance(value, Mapping):
         for k, v in value.items():
-            problem = _unportable(k, f"a key of {where}", depth + 1) or _unportable(v, f"{where}[{k!r}]", depth + 1)
+            problem = (_unportable(k, f"a key of {where}", depth + 1)
+                       or _unportable(v, f"{where}[{k!r}]", depth + 1))
             if problem:
                 return problem
         return None

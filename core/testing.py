@@ -372,10 +372,12 @@ def _check_fitted(name: str, spec: str, c: Any, whole: Any, refs: list[list[str]
         ways.append(("fit_counts of the count_state parts", three))
     for how, built in ways:
         if built.signature() != whole.signature():
-            raise _fail(name, spec, f"{how} gives another fitted state than fit on the whole corpus "
-                        f"(signature {built.signature()} != {whole.signature()})")
-        if built.kind == "distance" and not _equal_scores(built.score(cands, refs), whole.score(cands, refs)):
-            raise _fail(name, spec, f"fitted by {how}, it scores otherwise than fitted by fit on the whole corpus")
+            raise _fail(name, spec, f"{how} gives another fitted state than fit on the whole "
+                        f"corpus (signature {built.signature()} != {whole.signature()})")
+        if built.kind == "distance" and not _equal_scores(built.score(cands, refs),
+                                                          whole.score(cands, refs)):
+            raise _fail(name, spec, f"fitted by {how}, it scores otherwise than fitted by fit on "
+                        "the whole corpus")
 
 
 def _check_scored_parts(name: str, spec: str, whole: Any, cands: list[str], refs: list[list[str]],
@@ -390,10 +392,11 @@ def _check_scored_parts(name: str, spec: str, whole: Any, cands: list[str], refs
            for a, b in parts]
     merged = scorer.merge_scores(got)
     if not np.array_equal(np.asarray(merged.values), np.asarray(expected.values), equal_nan=True):
-        raise _fail(name, spec, "merge_scores of the parts gives other values than score on the whole corpus")
+        raise _fail(name, spec, "merge_scores of the parts gives other values than score on the "
+                    "whole corpus")
     if not _same_float(merged.corpus, expected.corpus):
-        raise _fail(name, spec, f"merge_scores of the parts gives the corpus value {merged.corpus}, score on the "
-                    f"whole corpus {expected.corpus}")
+        raise _fail(name, spec, f"merge_scores of the parts gives the corpus value {merged.corpus}, "
+                    f"score on the whole corpus {expected.corpus}")
     extras = [extra for _, extra in got]
     if all(e is None for e in extras):
         return
@@ -402,8 +405,9 @@ def _check_scored_parts(name: str, spec: str, whole: Any, cands: list[str], refs
     total = np.sum([np.asarray(e) for e in extras], axis=0)
     summed = scorer.merge_scores([(got[-1][0], total)]).corpus
     if not _same_float(summed, expected.corpus):
-        raise _fail(name, spec, f"the corpus value from the summed statistics of the parts is {summed}, not "
-                    f"{expected.corpus}: score_part's statistics must add over parts (DDP ranks send the sums)")
+        raise _fail(name, spec, f"the corpus value from the summed statistics of the parts is "
+                    f"{summed}, not {expected.corpus}: score_part's statistics must add over parts "
+                    "(DDP ranks send the sums)")
 
 
 EDGE_TEXTS = {
