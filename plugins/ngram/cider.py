@@ -225,7 +225,7 @@ class CiderD(BatchDistance):
         self.tokenizer = tokenizer
         self.df = df
 
-    # -- document frequencies ---------------------------------------------------------------
+    # -- document frequencies (capmetrics.protocols: FitsInParts and CountsInParts) ----------
     def fit(self, references: Sequence[Sequence[str]]) -> CiderD:
         """Fix the document frequencies from ``references`` (one reference list per image).
 

@@ -487,7 +487,7 @@ class BatchDistance(Distance):
             return None
         return self.score_batch(make_id_batch(ids, lengths, words, references, refset, self.name))
 
-    # -- a corpus scored in parts (streamed files, chunks on workers) ---------------------------
+    # -- a corpus scored in parts (capmetrics.protocols.ScoresInParts) ---------------------------
     def score_part(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> tuple[Scores, Any]:
         """:meth:`score` of one part of a corpus, with what :meth:`merge_scores` needs to join
         the parts (None when the corpus value is the mean of the item values)."""
