@@ -28,5 +28,10 @@ def shared_file_options(trust_code: bool = False, max_image_pixels: int | None =
     from capmetrics.data.images import use_image_limits
     from capmetrics.trust import use_trust_code
 
+    if max_image_pixels is not None:  # the CLI process may tune Pillow's own guard; a library call never does
+        from PIL import Image
+
+        if Image.MAX_IMAGE_PIXELS is not None and Image.MAX_IMAGE_PIXELS < max_image_pixels:
+            Image.MAX_IMAGE_PIXELS = max_image_pixels
     with use_trust_code(trust_code), use_image_limits(max_image_pixels, max_image_aspect):
         yield

@@ -160,9 +160,13 @@ def _open_header(path: str, limits: ImageLimits) -> Any:
                                f"({', '.join(IMAGE_FORMATS)})") from None
         except Image.DecompressionBombError as err:
             size = re.search(r"\((\d+) pixels\)", str(err))
-            count = f"{int(size.group(1)):,} pixels" if size else "too many pixels"
-            raise ImageRefused(f"image {_short(path)} is {count}, more than the limit of {limits.max_pixels:,} "
-                               "(raise it with --max-image-pixels or CAPMETRICS_MAX_IMAGE_PIXELS)") from None
+            pixels = int(size.group(1)) if size else None
+            count = f"{pixels:,} pixels" if pixels else "too many pixels"
+            if pixels is None or pixels > limits.max_pixels:
+                raise ImageRefused(f"image {_short(path)} is {count}, more than the limit of {limits.max_pixels:,} "
+                                   "(raise it with --max-image-pixels or CAPMETRICS_MAX_IMAGE_PIXELS)") from None
+            raise ImageRefused(f"image {_short(path)} is {count}, more than Pillow's own limit (twice "
+                               "PIL.Image.MAX_IMAGE_PIXELS); raise that too to open it") from None
     why = limits.problem(opened.size)
     if why is not None:
         opened.close()
