@@ -92,7 +92,8 @@ class _Collector:
                 self.problem(item_id, "has no references")
             if require_candidates and not cands and item_id not in self.bad:
                 self.problem(item_id, "has no candidates")
-            items.append(Item(item_id, tuple(refs), tuple(cands), fields.get("image")))
+            items.append(Item(item_id, tuple(refs), tuple(cands), fields.get("image"),
+                              fields.get("candidate_graphs"), fields.get("reference_graphs")))
         global_problems = [p for p in self.problems if p.item is None]
         if self.problems and (on_error == "raise" or global_problems):
             raise DataError(self.problems, header=f"cannot load {self.source}")
@@ -261,7 +262,32 @@ def _collect(records: Iterable[tuple[int | None, Any]], source: str, id_keys: tu
                 col.items[item_id]["image"] = rec["image"]
             else:
                 col.problem(item_id, f"'image' must be a path (a non-empty string), got {rec['image']!r}", line)
+        _graphs(col, item_id, rec, line)
     return col
+
+
+def _graphs(col: _Collector, item_id: ItemId, rec: Mapping[str, Any], line: int | None) -> None:
+    """The item's scene graphs, if it carries them: ``candidate_graph`` (its one candidate's) or
+    ``candidate_graphs`` (one per candidate) and ``reference_graphs`` (one per reference); each
+    graph a JSON object or a list of them (one per sentence), checked in full by the metric."""
+    fields = col.items[item_id]
+    if "candidate_graph" in rec:
+        rec = {**rec, "candidate_graphs": [rec["candidate_graph"]]}
+    for key, role in (("candidate_graphs", "candidates"), ("reference_graphs", "references")):
+        if key not in rec:
+            continue
+        graphs = rec[key]
+        if not isinstance(graphs, list) or len(graphs) != len(rec.get(role) or []):
+            col.problem(item_id, f"'{key}' must be a list of one scene graph per {role[:-1]} "
+                                 f"({len(rec.get(role) or [])}), got {_shape(graphs)}", line)
+        elif not all(isinstance(g, (Mapping, list)) for g in graphs):
+            col.problem(item_id, f"'{key}' must hold scene graphs (objects or lists of objects)", line)
+        else:
+            fields[key] = tuple(graphs)
+
+
+def _shape(value: Any) -> str:
+    return f"a list of {len(value)}" if isinstance(value, list) else type(value).__name__
 
 
 def iter_jsonl(path: str | Path, chunk_size: int, empty_candidates: EmptyCandidates = "score",

@@ -15,12 +15,17 @@ class Item:
 
     ``image`` is the image itself where image-grounded metrics (CLIP-S) need it: a local path
     (``str`` or ``Path``, resolved by the loaders) or an already loaded ``PIL.Image.Image``.
+    ``candidate_graphs`` (one per candidate) and ``reference_graphs`` (one per reference) are
+    scene graphs the user parsed (FACTUAL's format: ``{"entities", "relations"}`` or a list of
+    them, one per sentence), read by the metrics that compare graphs (``capture``).
     """
 
     id: ItemId
     references: tuple[str, ...]
     candidates: tuple[str, ...]
     image: Any = field(default=None, hash=False)
+    candidate_graphs: tuple[Any, ...] | None = field(default=None, hash=False, repr=False)
+    reference_graphs: tuple[Any, ...] | None = field(default=None, hash=False, repr=False)
 
     def __repr__(self) -> str:
         image = getattr(self, "image", None)
@@ -101,6 +106,10 @@ class Dataset:
     def empty_candidates(self) -> list[tuple[ItemId, int]]:
         """(item id, candidate index) of every empty or whitespace-only candidate."""
         return [(item.id, j) for item in self.items for j, c in enumerate(item.candidates) if not c.strip()]
+
+    def flat_items(self) -> list[Item]:
+        """Each candidate's item, in the order of :meth:`flat_pairs`."""
+        return [item for item in self.items for _ in item.candidates]
 
     def flat_images(self) -> list[Any]:
         """Each candidate's image (its item's), in the order of :meth:`flat_pairs`."""
