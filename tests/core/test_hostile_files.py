@@ -327,3 +327,15 @@ def test_a_model_file_cannot_turn_trust_code_on(tmp_path):
     (folder / "nneval.json").write_text(json.dumps(meta))
     with pytest.raises(MetricError, match="parameter 'trust_code' of clip-model.*names a program or code to run"):
         NNEval.load(folder)
+
+
+def test_any_loader_refusing_a_pickle_is_an_input_error_not_an_internal_one():
+    from capmetrics.errors import component_errors
+
+    refusal = pickle.UnpicklingError("Weights only load failed. Re-running `torch.load` with `weights_only` set to "
+                                     "False will likely succeed\nWeightsUnpickler error: \n\nUnsupported operand 149")
+    with pytest.raises(MetricError) as err, component_errors("bert(model=shared)"):
+        raise refusal
+    assert str(err.value).startswith("bert(model=shared): a weights file it read is a pickle that holds more than "
+                                     "tensors (Unsupported operand 149)")
+    assert "\n" not in str(err.value) and "set to False" not in str(err.value)
