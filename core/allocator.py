@@ -7,9 +7,11 @@ workers make this far worse by starting with ``MALLOC_TRIM_THRESHOLD_=65536``. M
 TRM-CIDEr-D (10+5 texts, 1,000 splits): ~60 page faults per item in a plain process and ~130 in a
 Dask worker, 15-50 % of the CPU time; with the settings below, none after warm-up.
 
-The allocator belongs to the process: :func:`keep_freed_memory` is called by the ``capmetrics``
-command for its own process (:mod:`capmetrics.cli.process`) and in the worker processes that
-capmetrics runs items on (:mod:`capmetrics.parallel`), never in a program that calls the library.
+The allocator belongs to the process. :func:`keep_freed_memory` runs in the worker processes
+that capmetrics starts (:mod:`capmetrics.parallel`), and in the ``capmetrics`` command's own
+process where it runs statistics (:func:`keep_freed_memory_if_owned`, after
+:mod:`capmetrics.cli.process` called :func:`own_process`); never in a program that calls the
+library.
 """
 
 from __future__ import annotations
@@ -28,6 +30,24 @@ MMAP_THRESHOLD = 32 * 2**20
 BUILD_MMAP_THRESHOLD = 8 * 2**20
 
 _outcome: bool | None = None
+_owned = False  # the process is the capmetrics command's (own_process)
+
+
+def own_process(owned: bool = True) -> None:
+    """Let :func:`keep_freed_memory_if_owned` tune this process: only for the process of the
+    ``capmetrics`` command (:mod:`capmetrics.cli.process`), never a host's."""
+    global _owned
+    _owned = owned
+
+
+def owns_process() -> bool:
+    """Whether :func:`own_process` was called in this process."""
+    return _owned
+
+
+def keep_freed_memory_if_owned() -> bool:
+    """:func:`keep_freed_memory` in the command's own process; elsewhere nothing (False)."""
+    return keep_freed_memory() if _owned else False
 
 
 def keep_freed_memory() -> bool:

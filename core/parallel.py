@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import numpy as np
 
-from capmetrics.allocator import keep_freed_memory
+from capmetrics.allocator import keep_freed_memory, keep_freed_memory_if_owned
 from capmetrics.collector import frozen
 from capmetrics.component import Statistic, StatResult
 from capmetrics.errors import CapmetricsError
@@ -164,6 +164,7 @@ Chunk = tuple[range, list[Any]]
 
 
 def _run_chunk(function: Callable[[Any, list[Any]], Any], shared: Any, items: list[Any], per_item: bool = True) -> Any:
+    keep_freed_memory_if_owned()  # the command's own process (workers tune themselves as they start)
     out = function(shared, items)
     if per_item and len(out) != len(items):
         raise ExecutorError(f"a task returned {len(out)} results for {len(items)} items")
@@ -582,6 +583,7 @@ def compare_items(statistic: Statistic, items: Sequence[tuple[Sequence[str], Seq
     """
     lists = [(list(c), list(r)) for c, r in items]
     executor = sized(executor or Executor(), len(lists))
+    keep_freed_memory_if_owned()
     with frozen():  # in the capmetrics command: the items' lists live until the end
         return _compare_items(statistic, lists, executor, while_running)
 

@@ -6,8 +6,9 @@ command owns its process, and tunes it here, in one place:
 
 - :func:`tune` (at the start of :func:`capmetrics.cli.main`): the collector is kept off the
   dataset while it is scored and paused while files are parsed (:mod:`capmetrics.collector`),
-  freed heap memory is kept for reuse (:mod:`capmetrics.allocator`), SIGTERM and SIGHUP clean up
-  as Ctrl-C does (:mod:`capmetrics.interrupts`), and warnings are one line on stderr.
+  freed heap memory is kept for reuse once statistics run here (:mod:`capmetrics.allocator`),
+  SIGTERM and SIGHUP clean up as Ctrl-C does (:mod:`capmetrics.interrupts`), and warnings are
+  one line on stderr.
 - :func:`exit_now` (at the end of :func:`capmetrics.cli.run`, the script): the process ends
   without tearing the interpreter down.
 
@@ -30,7 +31,7 @@ def tune(showwarning: Callable[..., None] | None = None) -> None:
     """Tune this process for the command (see the module's text). ``showwarning``: how the
     command prints warnings (:data:`warnings.showwarning`)."""
     collector.own_process()
-    allocator.keep_freed_memory()
+    allocator.own_process()
     interrupts.interrupt_on_signals()
     if showwarning is not None:
         warnings.showwarning = showwarning

@@ -63,13 +63,18 @@ def test_score_leaves_the_hosts_collector_signals_allocator_and_warnings_as_it_f
 
 COMMAND = textwrap.dedent("""
     import gc, json, signal, sys
-    from capmetrics import allocator, collector, interrupts
+    from capmetrics import allocator, collector, compose
     from capmetrics.cli import app, main
+    from capmetrics.parallel import compare_items
 
     @app.command("probe")
     def probe() -> None:
-        print(json.dumps({"owned": collector.owns_process(), "allocator_tuned": allocator._outcome is not None,
-                          "sigterm": signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None)}))
+        out = {"owned": collector.owns_process() and allocator.owns_process(),
+               "sigterm": signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None),
+               "tuned_before_statistics": allocator._outcome is not None}
+        compare_items(compose("trm(cider-d)"), [(["a dog", "a cat"], ["a dog runs", "a cat"])] * 2)
+        out["tuned_by_statistics"] = allocator._outcome is not None
+        print(json.dumps(out))
 
     sys.argv = ["capmetrics", "probe"]
     main()
@@ -77,8 +82,11 @@ COMMAND = textwrap.dedent("""
 
 
 def test_the_command_tunes_its_own_process():
+    """The collector and signals from the start, the allocator where statistics run (as before:
+    a run of distances alone keeps glibc's defaults)."""
     out = _run(COMMAND)
-    assert out == {"owned": True, "allocator_tuned": True, "sigterm": True}
+    assert out == {"owned": True, "sigterm": True, "tuned_before_statistics": False,
+                   "tuned_by_statistics": True}
 
 
 def _freeze_count(shared: object, items: list[int]) -> list[int]:
