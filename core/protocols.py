@@ -12,7 +12,8 @@ never by a method name of its own.
 The contract every protocol shares:
 
 - **A part** is a contiguous slice of the corpus (``candidates[a:b]`` with their
-  ``references[a:b]``). Its statistics are computed from that slice alone.
+  ``references[a:b]``). Its statistics are computed from that slice alone. A part may be
+  empty (a chunk whose items were all skipped).
 - **Merging is exact**: joining the parts' statistics gives what the whole corpus gives, to
   the bit (sums of integers, concatenation), whatever the number and the sizes of the parts.
   The kit checks this (:func:`capmetrics.testing.check_merged_parts`).
