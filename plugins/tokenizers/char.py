@@ -9,10 +9,19 @@ from capmetrics.plugins.tokenizers._segmenter import Normalize, Punctuation, Seg
 ZWJ = "\u200d"
 
 
+#: Per character: whether it attaches to the one before (memo: captions reuse few characters).
+_ATTACHES: dict[str, bool] = {}
+
+
 def _attaches(ch: str) -> bool:
     """Whether ``ch`` belongs to the character before it: a combining mark (Thai and Devanagari
     vowel signs, accents written apart), a variation selector or an emoji skin tone."""
-    return unicodedata.category(ch).startswith("M") or "\U0001f3fb" <= ch <= "\U0001f3ff"
+    found = _ATTACHES.get(ch)
+    if found is None:
+        found = unicodedata.category(ch).startswith("M") or "\U0001f3fb" <= ch <= "\U0001f3ff"
+        if len(_ATTACHES) < 1 << 16:
+            _ATTACHES[ch] = found
+    return found
 
 
 def characters(text: str) -> list[str]:
