@@ -130,6 +130,32 @@ def confine_model_specs(meta: dict[str, Any], folder: Path) -> None:
             raise MetricError(f"{source}: feature {spec!r}: {str(err).splitlines()[0]}") from None
 
 
+def without_programs(spec: str, kind: str = "distance") -> str:
+    """``spec`` with every program parameter (a component's ``program_params``: ``java``,
+    ``corenlp``, ``trust_code``) back at its default, for writing into a model file: a loaded
+    model may not name programs (:func:`confine_model_specs`), so the loading user's own ones
+    are used. A spec that sets none is returned unchanged."""
+    from capmetrics.component import Component
+    from capmetrics.registry.compose import compose
+
+    built = compose(spec, kind)
+    changed = False
+    stack: list[Any] = [built]
+    while stack:
+        component = stack.pop()
+        params = type(component).constructor_parameters()
+        for key in type(component).program_params:
+            default = params[key].default if key in params else None
+            if key in params and getattr(component, key, default) != default:
+                setattr(component, key, default)
+                changed = True
+        for key in params:
+            value = getattr(component, key, None)
+            stack.extend(v for v in (value if isinstance(value, (list, tuple)) else [value])
+                         if isinstance(v, Component))
+    return built.spec if changed else spec
+
+
 def _path_arguments(spec: str) -> Iterator[tuple[str, str]]:
     """(key, value) of every argument of ``spec`` (nested specs too) whose key is a path
     parameter of some registered component."""

@@ -149,3 +149,22 @@ def test_every_bundled_parameter_that_names_a_program_is_declared():
                     undeclared.append(f"{cls.name}.{key}")
     assert undeclared == []
     assert get_registry().lookup("spice").cls.program_params == ("corenlp", "java")
+
+
+def test_a_saved_model_leaves_its_trainers_programs_out_and_loads_untrusted(tmp_path):
+    import numpy as np
+
+    from capmetrics.plugins.nneval.model_files import without_programs
+
+    assert without_programs('bleu-1(tokenizer=ptb-jar(java="/opt/java"))') == "bleu-1(tokenizer=ptb-jar)"
+    assert without_programs('spice(corenlp="/x", java="/y", memory="2G")') == 'spice(memory="2G")'
+    assert without_programs("bleu-4") == "bleu-4" and without_programs("cider-d(df=corpus)") == "cider-d(df=corpus)"
+    features = ['bleu-1(tokenizer=ptb-jar(java="/opt/jdk/bin/java"))', "bleu-4"]
+    model = NNEval(features=features, hidden=[4], max_epochs=2, patience=0)
+    model.features_ = list(features)
+    rng = np.random.default_rng(0)
+    model.fit_features(rng.random((40, 2)), (rng.random(40) > 0.5).astype(float))
+    model.save(tmp_path / "m")
+    saved = json.loads((tmp_path / "m" / "nneval.json").read_text())
+    assert saved["features"] == ["bleu-1(tokenizer=ptb-jar)", "bleu-4"]
+    assert NNEval.load(tmp_path / "m").features_ == ["bleu-1(tokenizer=ptb-jar)", "bleu-4"]
