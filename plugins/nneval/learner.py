@@ -46,6 +46,7 @@ from capmetrics.plugins.nneval.model_files import (
     detach_feature_files,
     model_folder,
     upgrade_model_specs,
+    without_programs,
     write_weights,
 )
 
@@ -332,7 +333,7 @@ class NNEval(Learner):
         write_weights(folder / WEIGHTS, arrays)
         from capmetrics import __version__
 
-        features, files = detach_feature_files(list(self.features_), folder)
+        features, files = detach_feature_files([without_programs(f) for f in self.features_], folder)
         meta: dict[str, Any] = {
             "format": MODEL_FORMAT, "version": MODEL_VERSION, "capmetrics": __version__,
             "features": features,
