@@ -51,6 +51,29 @@ def resolve_model(model: str | Path) -> tuple[str, Path]:
     return folder.name, folder
 
 
+#: Largest ``nneval.json`` read (the shipped ones are under 100 KB).
+MAX_MODEL_JSON_BYTES = 64 << 20
+
+
+def read_model_json(path: Path) -> dict[str, Any]:
+    """A model file's JSON object, or one MetricError naming the file: too large, not UTF-8
+    JSON, nested too deeply for the parser, or not an object."""
+    import json
+
+    size = path.stat().st_size
+    if size > MAX_MODEL_JSON_BYTES:
+        raise MetricError(f"{path} is {size:,} bytes; an NNEval model file is at most {MAX_MODEL_JSON_BYTES:,}")
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise MetricError(f"{path} is not an NNEval model file (JSON nested too deeply)") from None
+    except (ValueError, UnicodeDecodeError) as err:
+        raise MetricError(f"{path} is not an NNEval model file (not JSON: {err})") from None
+    if not isinstance(meta, dict):
+        raise MetricError(f"{path} is not an NNEval model file (expected a JSON object)")
+    return meta
+
+
 def write_weights(path: Path, arrays: dict[str, np.ndarray]) -> None:
     """An .npz that ``np.load`` reads, with fixed zip timestamps so equal arrays give equal bytes."""
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:

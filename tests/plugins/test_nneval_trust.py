@@ -168,3 +168,15 @@ def test_a_saved_model_leaves_its_trainers_programs_out_and_loads_untrusted(tmp_
     saved = json.loads((tmp_path / "m" / "nneval.json").read_text())
     assert saved["features"] == ["bleu-1(tokenizer=ptb-jar)", "bleu-4"]
     assert NNEval.load(tmp_path / "m").features_ == ["bleu-1(tokenizer=ptb-jar)", "bleu-4"]
+
+
+@pytest.mark.parametrize(("content", "words"), [
+    ("[" * 100000 + "]" * 100000, "nested too deeply"),
+    ("{not json", "not JSON"),
+    ("[1, 2]", "expected a JSON object"),
+])
+def test_a_malformed_model_file_is_a_named_error(tmp_path, content, words):
+    folder, _ = hostile_model(tmp_path)
+    (folder / "nneval.json").write_text(content)
+    with pytest.raises(MetricError, match=words):
+        NNEval.load(folder)
