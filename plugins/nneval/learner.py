@@ -45,6 +45,7 @@ from capmetrics.plugins.nneval.model_files import (
     confine_model_specs,
     detach_feature_files,
     model_folder,
+    read_model_json,
     upgrade_model_specs,
     without_programs,
     write_weights,
@@ -371,7 +372,7 @@ class NNEval(Learner):
         folder = model_folder(path)
         if not (folder / MODEL_JSON).is_file() or not (folder / WEIGHTS).is_file():
             raise MetricError(f"{folder} is not an NNEval model: expected {MODEL_JSON} and {WEIGHTS} in it")
-        meta = json.loads((folder / MODEL_JSON).read_text(encoding="utf-8"))
+        meta = read_model_json(folder / MODEL_JSON)
         if meta.get("format") != MODEL_FORMAT:
             raise MetricError(f"{folder / MODEL_JSON} is not a {MODEL_FORMAT} file")
         upgrade_model_specs(meta, str(folder / MODEL_JSON))
