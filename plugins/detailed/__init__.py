@@ -16,5 +16,7 @@ from capmetrics import hookimpl
 @hookimpl
 def register_distances(register: Callable[..., None]) -> None:
     from capmetrics.plugins.detailed.capture import Capture
+    from capmetrics.plugins.detailed.chair import Chair
 
     register(Capture)
+    register(Chair)
