@@ -80,13 +80,14 @@ def df_path(df: str | os.PathLike[str]) -> Path:
 
 def df_kind(path: str | os.PathLike[str]) -> Literal["pickle", "capmetrics"]:
     """Which reader a df file needs, from its first byte: a pickle (protocol 2 or later, as
-    prepro_ngrams writes) or capmetrics' JSON df (plain or gzipped)."""
+    prepro_ngrams writes, or Python 2's protocols 0 and 1) or capmetrics' JSON df (plain or
+    gzipped)."""
     try:
         with open(path, "rb") as f:
             head = f.read(2)
     except OSError as err:
         raise MetricError(f"cannot read the df file {path}: {err}") from err
-    if head[:1] == b"\x80":
+    if head[:1] in (b"\x80", b"(", b"}"):  # PROTO; a protocol 0/1 dict starts with MARK or EMPTY_DICT
         return "pickle"
     if head == b"\x1f\x8b" or head.lstrip()[:1] == b"{":
         return "capmetrics"

@@ -69,6 +69,16 @@ def test_a_direct_path_and_the_words_pickle(data_dir: Path, batch: dict) -> None
     assert np.abs(CiderD(df=f"{NAME}-words").compute_score(wgts, wres)[1] - by_path).max() < 1e-12
 
 
+@pytest.mark.parametrize("protocol", [0, 1, 5])
+def test_other_pickle_protocols(data_dir: Path, protocol: int) -> None:
+    """The same table pickled with Python 2's protocols 0 and 1 (and the newest) reads the same."""
+    with open(data_dir / f"{NAME}-idxs.p", "rb") as f:
+        raw = pickle.load(f, encoding="latin1")
+    (data_dir / "other.p").write_bytes(pickle.dumps(raw, protocol=protocol))
+    assert read_df_pickle(data_dir / "other.p") == read_df_pickle(data_dir / f"{NAME}-idxs.p")
+    assert CiderD(df="other").metric.fixed_df()[1] == 300
+
+
 def test_read_df_pickle_format(data_dir: Path) -> None:
     df, images = read_df_pickle(data_dir / f"{NAME}-idxs.p")
     with open(data_dir / f"{NAME}-idxs.p", "rb") as f:
