@@ -197,8 +197,12 @@ def refusal(component: Component, lang: str, name: str) -> str | None:
         return None
     via = "" if found is component else f" (through its {found.kind} {found.name})"
     fix = "leave it out"
+    params = found.get_params()
     if found.kind == "tokenizer" and LANGUAGES[code].tokenizer:
         fix = f"give it tokenizer={LANGUAGES[code].tokenizer}, or leave the tokenizer out for lang to pick"
+    elif "model" in params or "path" in params:
+        key = "model" if "model" in params else "path"
+        fix = f"give {found.name} a {key}= that serves {LANGUAGES[code].name} (a local model or file), or leave it out"
     return (f"{name}{via}: {found.name} works on {_language_names(found.languages or ())} text only, "
             f"not {LANGUAGES[code].name} (lang {code!r}); {fix}")
 

@@ -57,6 +57,11 @@ class BERTScore(Distance):
     """
 
     name = "bertscore"
+
+    @property
+    def languages(self) -> tuple[str, ...] | None:  # type: ignore[override]
+        """The default model is English; a model of yours may serve any language."""
+        return ("en",) if self.model is None else None
     accepts_empty_candidates = True  # an empty text scores 0, as in bert-score (with a warning)
     requires = ("torch", "bertscore")
     higher_is_better = True

@@ -90,6 +90,11 @@ class GloveEmbedder(FileEmbedder):
 
     path_params = ("path", "cache_dir")
 
+    @property
+    def languages(self) -> tuple[str, ...] | None:  # type: ignore[override]
+        """The bundled GloVe 6B vectors are English; a file of yours may be any language."""
+        return ("en",) if self.path is None else None
+
     def __init__(self, path: str | None = None, cache_dir: str | None = None) -> None:
         self.path = path
         self.cache_dir = cache_dir

@@ -83,6 +83,11 @@ class SentenceTransformerEmbedder(Embedder):
     """
 
     name = "bert"
+
+    @property
+    def languages(self) -> tuple[str, ...] | None:  # type: ignore[override]
+        """The bundled all-MiniLM-L6-v2 is English; a model of yours may serve any language."""
+        return ("en",) if self.model is None else None
     requires = ("torch",)
 
     path_params = ("model", "cache_file")

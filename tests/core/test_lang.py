@@ -86,6 +86,20 @@ def test_english_only_components_are_refused_by_name(metric: str, culprit: str) 
     assert "\n" not in message
 
 
+@pytest.mark.parametrize("metric, culprit, key", [("wmd", "glove", "path"), ("embedding-cosine", "bert", "model"),
+                                                  ("bertscore", "bertscore", "model")])
+def test_bundled_english_models_are_refused_and_a_model_of_yours_is_not(metric, culprit, key) -> None:
+    from capmetrics.language import refusal
+
+    built = capmetrics.compose(localize(metric, "zh"), ("distance", "statistic"))
+    assert f"{culprit} works on English text only, not Chinese (lang 'zh'); give {culprit} a {key}=" in \
+        refusal(built, "zh", metric)
+    own = {"wmd": 'wmd(embedder=glove(path="vectors.zh.txt"))',
+           "embedding-cosine": 'embedding-cosine(embedder=bert(model="/models/multilingual"))',
+           "bertscore": 'bertscore(model="/models/bert-base-multilingual-cased", layer=9)'}[metric]
+    assert refusal(capmetrics.compose(localize(own, "zh"), ("distance", "statistic")), "zh", own) is None
+
+
 def test_a_tokenizer_for_another_language_is_refused_too() -> None:
     with pytest.raises(MetricError, match="jieba works on Chinese text only, not Japanese"):
         capmetrics.score(zh_dataset(), ["bleu-4(tokenizer=jieba)"], lang="ja")
