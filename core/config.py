@@ -80,15 +80,30 @@ def parse_config(data: dict[str, Any], source: str = "<config>") -> Config:
     return cfg
 
 
+#: A config file larger than this is refused (configs are a few kilobytes).
+MAX_CONFIG_BYTES = 1 << 20
+
+
 def load_config(path: str | Path) -> Config:
-    """Read and parse a TOML config file."""
+    """Read and parse a TOML config file: a regular file of at most 1 MiB, its tables and
+    arrays nested at most 64 deep (:mod:`capmetrics.strict_json`'s bounds); each problem a
+    :class:`DataError`."""
+    from capmetrics.strict_json import MAX_DEPTH, depth_over, read_bytes
+
     path = Path(path)
+    header = "invalid config"
+    data = read_bytes(path, "a config file", MAX_CONFIG_BYTES, header)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise DataError([Problem(str(path), None, f"cannot read: {err}")], header="invalid config") from err
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DataError([Problem(str(path), None, f"cannot read: {err}")], header=header) from err
     try:
-        data = tomllib.loads(text)
+        parsed = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise DataError([Problem(str(path), None, f"not valid TOML: {err}")], header="invalid config") from err
-    return parse_config(data, str(path))
+        raise DataError([Problem(str(path), None, f"not valid TOML: {err}")], header=header) from err
+    except RecursionError as err:
+        raise DataError([Problem(str(path), None, f"TOML nested too deeply (more than {MAX_DEPTH} levels)")],
+                        header=header) from err
+    if depth_over(parsed, MAX_DEPTH):
+        raise DataError([Problem(str(path), None, f"TOML nested more than {MAX_DEPTH} levels deep")], header=header)
+    return parse_config(parsed, str(path))

@@ -219,6 +219,9 @@ def score_cli(
         "--images", help="Folder of the items' images (image-grounded metrics such as clip-score): relative "
                          "'image' paths and COCO file_name resolve against it; an item without one gets <DIR>/<id>.jpg.",
     )] = None,
+    max_input_size: Annotated[Optional[str], typer.Option(
+        "--max-input-size", help="Refuse a data file (or a streamed JSONL line) larger than this, e.g. 4G "
+                                 "(default 1G, or $CAPMETRICS_MAX_INPUT_SIZE).", show_default=False)] = None,
     trust_code: TrustCode = False,
     max_image_pixels: MaxImagePixels = None,
     max_image_aspect: MaxImageAspect = None,
@@ -228,6 +231,7 @@ def score_cli(
     from capmetrics.config import Config, load_config
     from capmetrics.results import OUTPUT_FORMATS
 
+    limit = input_limit(max_input_size)
     try:
         cfg = load_config(config) if config else Config()
         specs = list(metric or cfg.metrics or DEFAULT_METRICS)
@@ -280,11 +284,25 @@ def score_cli(
             resolve_device(device)  # asked for a GPU: fail now if torch cannot see it
     except CapmetricsError as err:
         fail(err, 2)
-    with use_device(device), shared_file_options(trust_code, max_image_pixels, max_image_aspect):
+    from capmetrics.strict_json import limit_input
+
+    with use_device(device), limit_input(limit), shared_file_options(trust_code, max_image_pixels, max_image_aspect):
         _score(data, specs, cfg, results, input_format, out, fmt, skip_invalid, empty_candidates,
                False if quiet else progress, jobs, executor, scheduler, chunk_size, sample_candidates,
                sample_references, sample_seed, signatures, images=images, require_references=needs_references,
                lang=lang, normalize=normalize)
+
+
+def input_limit(size: str | None) -> int | None:
+    """``--max-input-size`` in bytes (for :func:`capmetrics.strict_json.limit_input`), or None;
+    a malformed size is a usage error."""
+    from capmetrics.strict_json import parse_size
+
+    try:
+        return None if size is None else parse_size(size, "--max-input-size")
+    except CapmetricsError as err:
+        fail(SpecError(str(err)), 2)
+        raise  # not reached: fail exits
 
 
 def check_run_options(*, data: Path | None = None, results: Path | None = None, input_format: str = "auto",

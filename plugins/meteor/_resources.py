@@ -37,6 +37,7 @@ from capmetrics.plugins.meteor._tables import (
     cached_arrays,
     check_folder,
     move_aside,
+    read_manifest,
     release_pages,
 )
 from capmetrics.plugins.meteor._child import run_child
@@ -195,11 +196,11 @@ def _known_digest(path: Path) -> str:
         raise MetricError(f"meteor: {_fix_hint(path)} ({e})") from None
     stamp = [stat.st_size, stat.st_mtime_ns]
     try:
-        known = json.loads(memo.read_text())
-        entry = known.get(str(path))
+        known = read_manifest(memo)
+        entry = known.get(str(path))  # type: ignore[attr-defined]
         if isinstance(entry, list) and entry[:2] == stamp and isinstance(entry[2], str):
             return entry[2]
-    except (OSError, ValueError, AttributeError, IndexError):
+    except (CorruptFolder, AttributeError, IndexError):
         known = {}
     digest = _digest(path)
     try:

@@ -167,15 +167,30 @@ class CorruptFolder(ValueError):
     """A cache folder that exists but cannot be used (the reason is the message)."""
 
 
+#: A manifest is a few hundred bytes; anything over this is not one.
+MAX_MANIFEST_BYTES = 1 << 20
+
+
+def read_manifest(path: Path) -> object:
+    """The parsed JSON of a cache manifest, read bounded (:mod:`capmetrics.strict_json`: a
+    regular file of at most 1 MiB, nested at most 64 deep, no 5000-digit numbers); raises
+    :class:`CorruptFolder` naming what is wrong, never a ``RecursionError``."""
+    from capmetrics.errors import DataError
+    from capmetrics.strict_json import MAX_DEPTH, read_json
+
+    if not path.exists() and not path.is_symlink():
+        raise CorruptFolder(f"no {path.name}")
+    try:
+        return read_json(path, "a cache manifest", MAX_MANIFEST_BYTES, MAX_DEPTH, allow_nan=False)
+    except DataError as e:
+        reason = e.problems[0].message if e.problems else str(e)
+        raise CorruptFolder(f"{path.name} is not readable JSON ({reason})") from None
+
+
 def _manifest_arrays(folder: Path, names: Iterable[str] | None) -> dict[str, int]:
     """The ``{array: CRC-32}`` of a folder's manifest, checked for shape (and for holding exactly
     ``names``); raises :class:`CorruptFolder` naming what is wrong."""
-    try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CorruptFolder(f"no {MANIFEST}") from None
-    except (OSError, ValueError) as e:
-        raise CorruptFolder(f"{MANIFEST} is not readable JSON ({e})") from None
+    manifest = read_manifest(folder / MANIFEST)
     arrays = manifest.get("arrays") if isinstance(manifest, dict) else None
     if not isinstance(arrays, dict) or not arrays or not all(
             isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in arrays.items()):

@@ -57,6 +57,7 @@ class Meteor(Distance):
     """
 
     name = "meteor"
+    requires = ("coco",)  # the jar and paraphrase table pycocoevalcap installs
     languages = ("en",)  # the English resources of METEOR 1.5 (paraphrases, stems, synonyms)
     higher_is_better = True
     distance_offset = 1.0

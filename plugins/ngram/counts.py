@@ -173,6 +173,8 @@ def _check(candidates: Sequence[str], references: Sequence[Sequence[str]], metri
         for i, (c, r) in enumerate(zip(candidates, references))
         if not isinstance(c, str) or isinstance(r, str) or len(r) == 0
     ]
+    if not bad:  # str subclasses (numpy's str_) are strings
+        return
     raise MetricError(
         f"{metric}: item(s) {bad[:10]} need a candidate string and a non-empty list of reference strings"
     )
@@ -215,7 +217,7 @@ def make_id_batch(
     ``references[refset[i]]``. The batch :func:`make_batch` makes of the space-joined words with
     a whitespace tokenizer, but no text is made or split on the candidates' side."""
     bad = [q for q, refs in enumerate(references) if isinstance(refs, str) or not refs
-           or not set(map(type, refs)) <= {str}]
+           or not (set(map(type, refs)) <= {str} or all(isinstance(t, str) for t in refs))]
     if bad:
         raise MetricError(f"{metric}: reference list(s) {bad[:10]} need to be non-empty lists of strings")
     vocab: dict[str, int] = {}
