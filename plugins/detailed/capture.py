@@ -55,6 +55,7 @@ class Capture(Distance):
 
     name = "capture"
     requires = ("detailed",)
+    languages = ("en",)  # CoreNLP's English parse, WordNet synonyms, English stop words
     higher_is_better = True
     distance_offset = 1.0
     accepts_empty_candidates = True  # an empty graph: every precision, recall and F1 is 0

@@ -77,6 +77,7 @@ class Chair(Distance):
     """
 
     name = "chair"
+    languages = ("en",)  # COCO's English object words and their English synonyms
     requires = ("detailed",)
     higher_is_better = False
     accepts_empty_candidates = True  # no mentions: CHAIR_s 0, CHAIR_i 0 (chair.py's values)

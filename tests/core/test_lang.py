@@ -77,7 +77,8 @@ def test_lang_default_set_leaves_meteor_out_with_a_note_and_equals_explicit_spec
 
 
 @pytest.mark.parametrize("metric, culprit", [("spice", "spice"), ("meteor", "meteor"), ("meteor-jar", "meteor-jar"),
-                                             ("bleu-4(tokenizer=ptb)", "ptb"), ("cider-d(tokenizer=ptb-jar)", "ptb-jar")])
+                                             ("bleu-4(tokenizer=ptb)", "ptb"), ("cider-d(tokenizer=ptb-jar)", "ptb-jar"),
+                                             ("capture", "capture"), ("chair", "chair")])
 def test_english_only_components_are_refused_by_name(metric: str, culprit: str) -> None:
     with pytest.raises(MetricError) as info:
         capmetrics.score(zh_dataset(), [metric], lang="zh")
