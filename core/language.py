@@ -10,6 +10,7 @@ annotated with :class:`~capmetrics.component.Tokenizer` is where the language's 
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 import warnings
@@ -252,38 +253,31 @@ _SCRIPTS = (
 )
 
 
-def _script(ch: str) -> str | None:
-    cp = ord(ch)
-    for name, ranges in _SCRIPTS:
-        if any(lo <= cp <= hi for lo, hi in ranges):
-            return name
-    return None
+def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
+    return "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in ranges)
+
+
+_SCRIPT_RE = {name: re.compile(f"[{_char_class(ranges)}]") for name, ranges in _SCRIPTS}
+_CJK_RE = re.compile("[" + "".join(_char_class(ranges) for _, ranges in _SCRIPTS) + "]")
+_WORD_RE = re.compile(r"[^\W_]")  # letters and digits of any script
 
 
 def cjk_language(texts: Sequence[str]) -> str | None:
-    """``zh``, ``ja`` or ``ko`` when most non-space characters of ``texts`` are CJK (kana
+    """``zh``, ``ja`` or ``ko`` when most letters and digits of ``texts`` are CJK (kana
     present: Japanese; mostly Hangul: Korean; else Chinese), otherwise None."""
-    counts = {"han": 0, "kana": 0, "hangul": 0}
-    other = 0
-    for text in texts:
-        for ch in text:
-            if ch.isspace() or not ch.isalnum():
-                continue
-            script = _script(ch) if ord(ch) >= 0x1100 else None
-            if script is None:
-                other += 1
-            else:
-                counts[script] += 1
-    cjk = sum(counts.values())
-    if cjk == 0 or cjk <= other:
+    joined = "".join(texts)
+    if joined.isascii():  # the common case, at C speed
         return None
-    if counts["hangul"] * 2 > cjk:
+    cjk = len(_CJK_RE.findall(joined))
+    if cjk == 0 or cjk * 2 <= len(_WORD_RE.findall(joined)):
+        return None
+    if len(_SCRIPT_RE["hangul"].findall(joined)) * 2 > cjk:
         return "ko"
-    return "ja" if counts["kana"] * 20 > cjk else "zh"
+    return "ja" if len(_SCRIPT_RE["kana"].findall(joined)) * 20 > cjk else "zh"
 
 
 def _unsegmented(tokens: Sequence[Sequence[str]]) -> bool:
-    lengths = [sum(_script(c) is not None for c in tok) for toks in tokens for tok in toks]
+    lengths = [len(_CJK_RE.findall(tok)) for toks in tokens for tok in toks if not tok.isascii()]
     lengths = [n for n in lengths if n]
     return bool(lengths) and sum(lengths) / len(lengths) > UNSEGMENTED_CHARS
 
