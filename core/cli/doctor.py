@@ -13,7 +13,8 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 import typer
@@ -94,21 +95,31 @@ def cache_rows() -> list[Row]:
     return rows
 
 
-def extra_rows() -> list[Row]:
-    """Each optional extra of capmetrics: installed, or what is missing."""
-    from capmetrics.cli.setup import missing_distributions
+def extra_rows(only: Sequence[str] | None = None) -> list[Row]:
+    """Each optional extra of capmetrics (or those in ``only``): ready only when every one of its
+    distributions is installed and its modules import (the import a run makes), else what is
+    missing or broken and the command that fixes it."""
+    from capmetrics.cli.setup import extra_problems, missing_distributions
 
     try:
         extras = importlib.metadata.metadata("capmetrics").get_all("Provides-Extra") or []
     except importlib.metadata.PackageNotFoundError:
         return [("extras", "info", "capmetrics is not installed: no extras to check")]
+    extras = [e for e in extras if only is None or e in only]
     rows: list[Row] = []
     for extra in extras:
         if extra in ("all", "test"):
             continue
         missing = missing_distributions(extra)
-        rows.append((f"extra: {extra}", "missing" if missing else "ok",
-                     f"pip install 'capmetrics[{extra}]' (missing {', '.join(missing)})" if missing else "installed"))
+        if missing:
+            rows.append((f"extra: {extra}", "missing", f"pip install 'capmetrics[{extra}]' (missing {', '.join(missing)})"))
+            continue
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            broken = extra_problems(extra, smoke=True, essential=False)
+        rows.append((f"extra: {extra}", "missing" if broken else "ok",
+                     f"pip install --force-reinstall 'capmetrics[{extra}]' ({'; '.join(broken)})" if broken
+                     else "installed (imports)"))
     return rows
 
 
@@ -162,13 +173,14 @@ def doctor_cli(
     else:
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
 
         table = Table()
         table.add_column("what", no_wrap=True)
         table.add_column("status", no_wrap=True)
         table.add_column("details", overflow="fold", ratio=1)
         for what, status, details in rows:
-            table.add_row(what, status, details)
+            table.add_row(*(Text(cell) for cell in (what, status, details)))  # brackets are not markup
         Console(highlight=False, emoji=False).print(table)
     if strict and any(status == "missing" and what.startswith("setup ") for what, status, _ in rows):
         raise typer.Exit(1)

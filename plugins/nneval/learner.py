@@ -124,6 +124,12 @@ class NNEval(Learner):
             return list(self.features_)
         return list(self.features) if self.features is not None else paper_features()
 
+    def run_components(self) -> list[Any]:
+        """The feature metrics and interaction embedder a run builds, for readiness checks (a
+        feature whose extra is missing raises here as in a run)."""
+        _, metrics, embedder = self._built()
+        return [*metrics, *([embedder] if embedder is not None else [])]
+
     def needs_images(self) -> bool:
         """Whether a feature needs the candidates' images (``clip-score``, ...)."""
         return any(m.needs_images for m in self._built()[1])

@@ -42,6 +42,11 @@ class NNEvalMetric(Distance):
         """Whether a feature of the model needs images (then :meth:`score_images` scores)."""
         return self.learner().needs_images()
 
+    def run_components(self) -> list[Any]:
+        """The model's feature metrics (loading it), for readiness checks: a feature whose extra is
+        missing raises here as in a run."""
+        return self.learner().run_components()
+
     def learner(self) -> NNEval:
         """The loaded model (loaded once)."""
         cached = self.__dict__.get("_learner")

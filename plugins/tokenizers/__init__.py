@@ -65,6 +65,7 @@ class PTBJarTokenizer(Tokenizer):
     """
 
     name = "ptb-jar"
+    requires = ("coco",)  # the jar pycocoevalcap installs
     languages = ("en",)
     program_params = ("java",)
 
