@@ -4,23 +4,30 @@ The encoder is loaded once per (model, layer, device) and shared by every compon
 (``bertscore`` and ``trm(distance=bertscore)`` alike); its token embeddings are kept in a
 process-wide cache keyed by model identity, layer and text, so a text seen by one metric is not
 embedded again by another. Texts are tokenized as bert-score 0.3.13 does (stripped, special
-tokens added, truncated to the tokenizer's maximum length) and embedded in batches sorted by
-token length.
+tokens added, truncated to the tokenizer's maximum length) and embedded in batches of one token
+length each (no padding), which makes a text's vectors independent of the other texts of a run,
+bit for bit. On the CPU they are also kept on disk (``capmetrics.embedding_cache``, keyed by the
+model's checksum, layer, tokenizer and library versions): a later run embeds only new texts.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from capmetrics import MetricError
+from capmetrics import MetricError, embedding_cache
+from capmetrics.embedding_cache import EmbeddingStore
 from capmetrics.plugins.embeddings.vectors import require
 
-#: Texts per forward pass.
+#: Texts per forward pass (of one token length each).
 BATCH_SIZE = 64
+#: Tokens a forward pass holds at least (its rows repeated): a matrix product of a few rows
+#: takes another code path in BLAS than a larger one, with other roundings.
+MIN_TOKENS = 256
 #: Bytes of token embeddings the cache keeps per encoder before dropping its oldest half.
 CACHE_BYTES = 2 << 30
 
@@ -134,42 +141,88 @@ class TokenEncoder:
     def _entries(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
         if missing:
-            self._embed_missing(missing)
+            disk = self.disk_store()
+            if disk is not None:
+                for text, (emb, ids, mean) in disk.get(missing).items():
+                    self._store(text, emb, ids, mean, copy=False)
+                missing = [t for t in missing if t not in self._cache]
+            if missing:
+                fresh = self._embed_missing(missing)
+                if disk is not None:
+                    disk.put(fresh)
         return [self._cache[t] for t in texts]
 
-    def _embed_missing(self, texts: list[str]) -> None:
+    def disk_store(self) -> EmbeddingStore | None:
+        """The disk cache of this encoder's token embeddings (``capmetrics.embedding_cache``), or
+        None: turned off, a device other than the CPU (its kernels are not known to be batch
+        invariant), or a model known only by name (no checksum to key it by)."""
+        if not embedding_cache.enabled() or self.device != "cpu" or "@" in self.identity:
+            return None
+        if getattr(self, "_disk", None) is None:
+            import torch
+            import transformers
+
+            namespace = {"kind": "bert-tokens", "model": self.identity, "tokenizer": self._tokenizer_digest(),
+                         "device": "cpu", "cpu": torch.backends.cpu.get_cpu_capability(),
+                         "torch": torch.__version__, "transformers": transformers.__version__,
+                         "passes": f"one-length,min-tokens={MIN_TOKENS}", "max_length": str(self.max_length)}
+            self._disk = EmbeddingStore(namespace, ("<f4", "<i8", "<f4"))
+        return self._disk
+
+    def _tokenizer_digest(self) -> str:
+        """sha256 of the tokenizer's vocabulary files in the model folder (their names, bytes)."""
+        digest = hashlib.sha256()
+        names = sorted(set(getattr(self.tokenizer, "vocab_files_names", {}).values()))
+        for name in names:
+            path = Path(self.path) / name
+            if path.is_file():
+                digest.update(name.encode() + b"\0" + path.read_bytes())
+        return digest.hexdigest()[:32]
+
+    def _embed_missing(self, texts: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Embed ``texts`` batch invariantly: a forward pass holds texts of one token length
+        only (no padding), and at least :data:`MIN_TOKENS` tokens (rows repeated to fill it), so
+        every matrix product a text goes through has the same shape whatever else is embedded:
+        its vectors do not depend on the other texts, bit for bit (what lets the disk cache
+        return exactly what the model would compute)."""
         import torch
 
         ids = self.token_ids(texts)
-        order = np.argsort([-len(i) for i in ids], kind="stable")
-        pad = self.tokenizer.pad_token_id or 0
+        fresh: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        by_length: dict[int, list[int]] = {}
+        for k, row in enumerate(ids):
+            by_length.setdefault(len(row), []).append(k)
         with torch.inference_mode():
-            for start in range(0, len(order), BATCH_SIZE):
-                batch = order[start : start + BATCH_SIZE]
-                lengths = [len(ids[k]) for k in batch]
-                width = max(lengths)
-                tokens = torch.full((len(batch), width), pad, dtype=torch.long)
-                mask = torch.zeros((len(batch), width), dtype=torch.long)
-                for row, k in enumerate(batch):
-                    tokens[row, : lengths[row]] = torch.tensor(ids[k])
-                    mask[row, : lengths[row]] = 1
-                mask = mask.to(self.device)
-                out = self.encoder(tokens.to(self.device), attention_mask=mask)[0]
-                self.forward_passes += 1
-                self.texts_embedded += len(batch)
-                weights = mask.unsqueeze(-1).to(out.dtype)
-                means = ((out * weights).sum(1) / weights.sum(1).clamp(min=1e-9)).float().cpu().numpy()
-                out = (out / out.norm(dim=-1, keepdim=True)).float().cpu().numpy()
-                for row, k in enumerate(batch):
-                    self._store(texts[k], out[row, : lengths[row]], np.asarray(ids[k], dtype=np.int64), means[row])
+            for length in sorted(by_length, reverse=True):
+                members = by_length[length]
+                for start in range(0, len(members), BATCH_SIZE):
+                    chunk = members[start : start + BATCH_SIZE]
+                    rows = max(len(chunk), min(BATCH_SIZE, -(-MIN_TOKENS // length)))
+                    filled = [ids[k] for k in chunk] + [ids[chunk[-1]]] * (rows - len(chunk))
+                    tokens = torch.tensor(filled, dtype=torch.long, device=self.device)
+                    mask = torch.ones_like(tokens)
+                    out = self.encoder(tokens, attention_mask=mask)[0][: len(chunk)]
+                    self.forward_passes += 1
+                    self.texts_embedded += len(chunk)
+                    weights = mask[: len(chunk)].unsqueeze(-1).to(out.dtype)
+                    means = ((out * weights).sum(1) / weights.sum(1).clamp(min=1e-9)).float().cpu().numpy()
+                    out = (out / out.norm(dim=-1, keepdim=True)).float().cpu().numpy()
+                    for row, k in enumerate(chunk):
+                        fresh[texts[k]] = self._store(texts[k], out[row], np.asarray(ids[k], dtype=np.int64),
+                                                      means[row])
+        return fresh
 
-    def _store(self, text: str, emb: np.ndarray, ids: np.ndarray, mean: np.ndarray) -> None:
+    def _store(self, text: str, emb: np.ndarray, ids: np.ndarray, mean: np.ndarray,
+               copy: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         size = emb.nbytes + ids.nbytes + mean.nbytes
         if self._cached_bytes + size > CACHE_BYTES:
             for key in list(self._cache)[: len(self._cache) // 2]:
                 self._cached_bytes -= sum(a.nbytes for a in self._cache.pop(key))
-        self._cache[text] = (emb.copy(), ids, mean.copy())  # copies: a row view would keep its batch alive
+        # copies: a row view would keep its batch alive
+        entry = (emb.copy(), ids, mean.copy()) if copy else (emb, ids, mean)
+        self._cache[text] = entry
         self._cached_bytes += size
+        return entry
 
 
 def _layer_list(encoder: object, model: str | None) -> tuple[object, str]:

@@ -1,11 +1,13 @@
 """The ``bert`` / ``sentence-transformer`` embedder and its optional persistent cache.
 
-When a metric of the same ``capmetrics.score`` run has already loaded the same model for
-``bertscore`` at its last layer (see ``capmetrics.plugins.bertscore._encoder``; nothing is
-shared outside a run) and the sentence-transformer is that model with mean
-pooling (optionally normalised), the embedder pools the token embeddings ``bertscore`` keeps
-instead of running the model again; texts that sentence-transformers would tokenize otherwise
-(truncation at its ``max_seq_length``, a tokenizer difference) are still encoded by it.
+When the sentence-transformer is a Hugging Face model with mean pooling (optionally normalised),
+as the bundled all-MiniLM-L6-v2 is, the embedder pools the token embeddings of that model's
+token encoder (``capmetrics.plugins.bertscore._encoder``): the one a ``bertscore`` metric of the
+same ``capmetrics.score`` run has loaded at its last layer, else its own. That encoder is batch
+invariant and keeps its embeddings on disk (``capmetrics.embedding_cache``), so a text's vector
+does not depend on the other texts and a later run embeds only new texts. Texts that
+sentence-transformers would tokenize otherwise (truncation at its ``max_seq_length``, a
+tokenizer difference) are still encoded by it.
 """
 
 from __future__ import annotations
@@ -134,11 +136,13 @@ class SentenceTransformerEmbedder(Embedder):
         embeddings where possible (see the module docstring), else by the model."""
         layout = mean_pooling_layout(self.model_path()) if texts else None
         if layout is not None:
-            from capmetrics.plugins.bertscore._encoder import loaded_encoder
+            from capmetrics.plugins.bertscore._encoder import loaded_encoder, shared_encoder
 
-            shared = loaded_encoder(self.model_path(), resolve_device(self.device))
-            if shared is not None:
-                return self._pool_shared(shared, list(texts), *layout)
+            device = resolve_device(self.device)
+            shared = loaded_encoder(self.model_path(), device)
+            if shared is None:  # this model's own token encoder: batch invariant, disk-cached
+                shared = shared_encoder(None if self.model is None else self.model_path(), None, device)
+            return self._pool_shared(shared, list(texts), *layout)
         return self._run_model(texts)
 
     def _pool_shared(self, shared, texts: list[str], max_length: int, normalised: bool) -> np.ndarray:  # type: ignore[no-untyped-def]
