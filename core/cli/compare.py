@@ -5,7 +5,6 @@ Wire them in with :func:`register`, called on the root typer app.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Annotated
@@ -168,7 +167,9 @@ def plot_p_values_cli(
 
     try:
         try:
-            data = json.loads(results.read_text(encoding="utf-8"))
+            from capmetrics.strict_json import read_json
+
+            data = read_json(results, "a results file")
             metrics = data["metrics"]
         except (OSError, ValueError, KeyError, TypeError) as err:
             raise DataError([f"{results}: not a capmetrics results JSON ({err})"], header="cannot plot") from err

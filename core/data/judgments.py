@@ -19,7 +19,6 @@ subclass named after the kind of problem when all problems are of one kind.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -192,15 +191,21 @@ class _Reader:
 
 
 def _records(path: Path) -> list[tuple[int, Any]]:
+    from capmetrics.strict_json import parse_json, read_bytes
+
     out, problems = [], []
-    with path.open(encoding="utf-8") as f:
-        for line, text in enumerate(f, 1):
-            if not text.strip():
-                continue
-            try:
-                out.append((line, json.loads(text)))
-            except json.JSONDecodeError as err:
-                problems.append(Problem(str(path), None, f"not valid JSON: {err.msg}", line))
+    try:
+        lines = read_bytes(path, "a judgments file").decode("utf-8").split("\n")
+    except UnicodeDecodeError as err:
+        raise JudgmentsError([Problem(str(path), None, f"invalid UTF-8 at byte {err.start}")],
+                             header=f"cannot load judgments from {path}") from err
+    for line, text in enumerate(lines, 1):
+        if not text.strip():
+            continue
+        try:
+            out.append((line, parse_json(text, str(path), line)))
+        except DataError as err:  # bad JSON, nesting past the parser's limit, 5000-digit numbers
+            problems.extend(err.problems)
     if problems:
         raise JudgmentsError(problems, header=f"cannot load judgments from {path}")
     return out

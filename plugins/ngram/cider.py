@@ -365,7 +365,7 @@ class CiderD(BatchDistance):
         try:
             with _open(path, "r") as f:
                 data = json.load(f)
-        except (OSError, ValueError) as err:
+        except (OSError, ValueError, RecursionError) as err:  # RecursionError: hostile nesting
             raise MetricError(f"{self.name}: cannot read the df file {path}: {err}") from err
         if not isinstance(data, dict) or data.get("format") != DF_FORMAT or not {"df", "n_images"} <= data.keys():
             raise MetricError(

@@ -16,7 +16,6 @@ against ``n_refs`` of the image's references chosen at random, as in the paper (
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from typing import Any
 import numpy as np
 from capmetrics.data.model import Dataset, Item, Problem
 from capmetrics.errors import DataError
+from capmetrics.strict_json import parse_json, read_bytes, read_json
 from scipy import sparse
 
 HUMAN, MACHINE = 1, 0
@@ -204,12 +204,12 @@ def load_system_output(path: str | Path) -> dict[str, list[str]]:
 
     try:
         if path.suffix == ".jsonl":
-            for line, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for line, text in enumerate(read_bytes(path, "a system output file").decode("utf-8").splitlines(), 1):
                 if text.strip():
-                    record = json.loads(text)
+                    record = parse_json(text, str(path), line)
                     add(record.get("id"), record.get("candidates", record.get("caption")), line)
         else:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = read_json(path, "a system output file")
             if isinstance(data, dict):
                 for key, captions in data.items():
                     add(key, captions)
@@ -219,7 +219,9 @@ def load_system_output(path: str | Path) -> dict[str, list[str]]:
                         record.get("caption") if isinstance(record, dict) else record)
             else:
                 problems.append(Problem(str(path), None, "expected a JSON object or list"))
-    except (OSError, json.JSONDecodeError, AttributeError) as err:
+    except DataError as err:  # not a regular file, over the size limit, bad or hostile JSON
+        problems.extend(err.problems)
+    except (OSError, UnicodeDecodeError, AttributeError) as err:
         problems.append(Problem(str(path), None, f"cannot read: {err}"))
     if problems:
         raise DataError(problems, header=f"cannot load system output from {path}")

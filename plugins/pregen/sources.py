@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 from capmetrics import DataError, ProbabilitySource
+from capmetrics.strict_json import parse_json
 from capmetrics.plugins.pregen.compute import RaggedProbs
 
 FORMAT = "capmetrics-pregen-probs"
@@ -45,6 +46,9 @@ def read_probs(path: str | Path) -> RaggedProbs:
     path = Path(path)
     if not path.exists():
         raise DataError([f"{path}: no such file"], "cannot read probabilities")
+    from capmetrics.strict_json import check_regular_file, read_json
+
+    check_regular_file(path, "a probabilities file")  # a FIFO or a device would hang or never end
     if path.suffix == ".npz":
         with np.load(path, allow_pickle=False) as z:
             return RaggedProbs(
@@ -56,7 +60,7 @@ def read_probs(path: str | Path) -> RaggedProbs:
                 str(z["model"]) if "model" in z else "",
             )
     if path.suffix == ".json":
-        return RaggedProbs.from_nested(json.loads(path.read_text(encoding="utf-8")))
+        return RaggedProbs.from_nested(read_json(path, "a probabilities file"))
     return _read_jsonl(path)
 
 
@@ -67,12 +71,14 @@ def _read_jsonl(path: Path) -> RaggedProbs:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = parse_json(line, str(path), line_no)
                 if "format" in row and "references" not in row:
                     model = str(row.get("model", ""))
                     continue
                 items.append([_pairs(ref) for ref in row["references"]])
                 ids.append(row.get("id", len(ids)))
+            except DataError as err:  # bad JSON, nesting past the parser's limit, 5000-digit numbers
+                problems.extend(map(str, err.problems))
             except (ValueError, KeyError, TypeError) as err:
                 problems.append(f"{path}:{line_no}: {type(err).__name__}: {err}")
     if problems:

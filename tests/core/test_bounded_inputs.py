@@ -266,3 +266,27 @@ def test_str_subclass_captions_are_stored_as_str() -> None:
                            metrics=["bleu-1"])
     assert res["bleu-1"].corpus == capmetrics.score(candidates=["a dog runs"], references=[["a dog is running"]],
                                                     metrics=["bleu-1"])["bleu-1"].corpus
+
+
+# -- the other readers of user files go through the same bounds ---------------------------------
+def test_judgments_and_probability_files_are_bounded(tmp_path: Path) -> None:
+    from capmetrics.data.judgments import load_judgments
+    from capmetrics.plugins.pregen.sources import read_probs
+
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text('{"id": 1}\n' + "[" * 100000 + "\n")
+    with pytest.raises(DataError, match=r"deep.jsonl:2: JSON nested too deeply"):
+        load_judgments(deep)
+    with pytest.raises(DataError, match=r"deep.jsonl:2: JSON nested too deeply"):
+        read_probs(deep)
+    fifo = tmp_path / "probs.json"
+    os.mkfifo(fifo)
+    with pytest.raises(DataError, match="must be a regular file; this is a FIFO"):
+        read_probs(fifo)
+
+
+def test_plotting_a_hostile_results_file_is_a_named_error(tmp_path: Path) -> None:
+    results = tmp_path / "r.json"
+    results.write_text("[" * 100000)
+    proc, _ = run_cli("plot", "p-values", results, "--out", tmp_path / "out.png")
+    refused(proc, "not a capmetrics results JSON", "nested too deeply")
