@@ -184,7 +184,7 @@ class Capture(Distance):
                         phrases.update(dict.fromkeys(m.left_references))
         if not phrases:
             return None
-        texts = list(phrases)
+        texts = sorted(phrases)  # the same batches whatever the items' order
         table = _capture.unit_rows(np.asarray(self.embedder.embed_texts(texts), dtype=np.float32))
         index = {t: k for k, t in enumerate(texts)}
         return lambda wanted: table[[index[t] for t in wanted]]
