@@ -39,6 +39,16 @@ What a run shows:
   checks the whole installation in one table (versions, torch device, Java, the cache folder,
   extras, every `setup --check`); `capmetrics verify` checks its numbers: every bundled metric
   that runs on text scores the bundled sample, compared with the stored reference values.
+  Readiness reads what a run reads: `plugins` looks up the modules of every extra a
+  component's run needs (the components nested in it, its defaults, an NNEval model's
+  features); `doctor` imports each extra's modules (a broken install is "missing", with
+  `pip install --force-reinstall`); `setup meteor --check` parses every cache manifest and
+  verifies every checksum, so "ready" means the run will not fail or rebuild.
+* **Inputs are bounded.** Data, config and results files must be regular files (a FIFO or
+  `/dev/zero` is refused by name before it is read) of at most 1 GiB (`--max-input-size 4G` or
+  `$CAPMETRICS_MAX_INPUT_SIZE` raises it; a streamed JSONL file bounds each line); JSON and TOML
+  nested past their parser's limit or holding an integer of more than 1000 digits are named
+  errors ([formats.md](formats.md#limits)).
 """
 
 
