@@ -74,7 +74,11 @@ def _direct_sudachi() -> tuple[Callable[[str], list[str]], Callable[[], object]]
         holder["t"] = sudachipy.Dictionary(dict="core").tokenizer(mode="A")
         return holder["t"]
 
-    return (lambda t: [m.surface() for m in holder["t"].tokenize(t) if m.surface().strip()]), load  # type: ignore[attr-defined]
+    def segment(text: str) -> list[str]:
+        morphemes = holder["t"].tokenize(text)  # type: ignore[attr-defined]
+        return [m.surface() for m in morphemes if m.surface().strip()]
+
+    return segment, load
 
 
 def _direct_kiwi() -> tuple[Callable[[str], list[str]], Callable[[], object]]:
@@ -113,22 +117,31 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=50_000)
     parser.add_argument("--only", default=",".join(CASES))
     args = parser.parse_args()
-    print(f"{'tokenizer':9s} {'captions':>8s} {'load direct':>11s} {'load cm':>8s} {'direct':>8s} "
-          f"{'capmetrics':>10s} {'ratio':>6s} {'cached':>8s}  same tokens")
+    print(
+        f"{'tokenizer':9s} {'captions':>8s} {'load direct':>11s} {'load cm':>8s} {'direct':>8s} "
+        f"{'capmetrics':>10s} {'ratio':>6s} {'cached':>8s}  same tokens"
+    )
     for spec in args.only.split(","):
-        lang, make = CASES[spec]
-        texts = captions(lang, args.n)
-        segment, load = make()
-        load_direct, _ = timed(load)
-        direct_s, direct = timed(lambda: [segment(t) for t in texts])
-        tok = compose(spec, "tokenizer")
-        load_cm, _ = timed(lambda: tok.tokenize(["一"]))  # loads the segmenter (one text)
-        cm_s, ours = timed(lambda: tok.tokenize(texts))
-        cached_s, again = timed(lambda: tok.tokenize(texts))
-        same = sum(a == b for a, b in zip(direct, ours))
-        assert again == ours
-        print(f"{spec:9s} {len(texts):8d} {load_direct:10.2f}s {load_cm:7.2f}s {direct_s:7.2f}s {cm_s:9.2f}s "
-              f"{cm_s / direct_s:5.2f}x {cached_s:7.3f}s  {same}/{len(texts)}")
+        run(spec, args.n)
+
+
+def run(spec: str, n: int) -> None:
+    """Time one tokenizer against its segmenter and print one row."""
+    lang, make = CASES[spec]
+    texts = captions(lang, n)
+    segment, load = make()
+    load_direct, _ = timed(load)
+    direct_s, direct = timed(lambda: [segment(t) for t in texts])
+    tok = compose(spec, "tokenizer")
+    load_cm, _ = timed(lambda: tok.tokenize(["一"]))  # loads the segmenter (one text)
+    cm_s, ours = timed(lambda: tok.tokenize(texts))
+    cached_s, again = timed(lambda: tok.tokenize(texts))
+    same = sum(a == b for a, b in zip(direct, ours))
+    assert again == ours
+    print(
+        f"{spec:9s} {len(texts):8d} {load_direct:10.2f}s {load_cm:7.2f}s {direct_s:7.2f}s "
+        f"{cm_s:9.2f}s {cm_s / direct_s:5.2f}x {cached_s:7.3f}s  {same}/{len(texts)}"
+    )
 
 
 if __name__ == "__main__":

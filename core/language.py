@@ -53,9 +53,11 @@ def get_language(code: str) -> Language:
         raise SpecError(f"lang must be a language code such as 'zh', got {code!r}")
     key = code.strip().lower().replace("_", "-").split("-")[0]
     if key not in LANGUAGES:
-        raise SpecError(f"unknown lang {code!r}.{did_you_mean(key, LANGUAGES)} Languages: "
-                        f"{', '.join(LANGUAGES)}; for another language give each metric a tokenizer, "
-                        "e.g. -m 'bleu-4(tokenizer=char)'")
+        raise SpecError(
+            f"unknown lang {code!r}.{did_you_mean(key, LANGUAGES)} Languages: "
+            f"{', '.join(LANGUAGES)}; for another language give each metric a tokenizer, "
+            "e.g. -m 'bleu-4(tokenizer=char)'"
+        )
     return LANGUAGES[key]
 
 
@@ -65,8 +67,10 @@ def tokenizer_spec(language: Language, normalize: str | None = None) -> Spec | N
         raise SpecError(f"unknown normalize {normalize!r}; use none or nfkc")
     if language.tokenizer is None:
         if normalize not in (None, "none"):
-            raise SpecError(f"normalize={normalize} applies to the segmenter that lang picks; "
-                            f"lang {language.code!r} keeps coco-caption's PTB tokenizer, which has none")
+            raise SpecError(
+                f"normalize={normalize} applies to the segmenter that lang picks; "
+                f"lang {language.code!r} keeps coco-caption's PTB tokenizer, which has none"
+            )
         return None
     if normalize in (None, "none"):
         return Spec(language.tokenizer)
@@ -78,15 +82,21 @@ def tokenizer_spec(language: Language, normalize: str | None = None) -> Spec | N
 # --------------------------------------------------------------------------------------------
 def _kinds(annotation: Any) -> tuple[str, ...]:
     origin = typing.get_origin(annotation)
-    options = typing.get_args(annotation) if origin in (typing.Union, types.UnionType) else (annotation,)
-    return tuple(kind for o in options for kind, base in KIND_BASES.items()
-                 if isinstance(o, type) and issubclass(o, base))
+    options = (
+        typing.get_args(annotation) if origin in (typing.Union, types.UnionType) else (annotation,)
+    )
+    return tuple(
+        kind
+        for o in options
+        for kind, base in KIND_BASES.items()
+        if isinstance(o, type) and issubclass(o, base)
+    )
 
 
 def _hints(cls: type[Component]) -> dict[str, Any]:
     try:
         return typing.get_type_hints(cls.__init__)
-    except Exception:  # an annotation that does not resolve: compose reports what it needs
+    except Exception:  # noqa: BLE001 - an annotation that does not resolve: compose reports it
         return {}
 
 
@@ -104,7 +114,9 @@ class _Localizer:
         if definition is not None and spec.key not in self.expanding and len(self.expanding) < 32:
             self.expanding.append(spec.key)
             try:
-                return self.spec(Spec(definition.name, definition.args + spec.args, called=True), kinds)
+                return self.spec(
+                    Spec(definition.name, definition.args + spec.args, called=True), kinds
+                )
             finally:
                 self.expanding.pop()
         try:
@@ -150,8 +162,13 @@ class _Localizer:
         return value
 
 
-def localize(metric: str | Spec | Component, lang: str, *, normalize: str | None = None,
-             definitions: Mapping[str, Spec] | None = None) -> str | Component:
+def localize(
+    metric: str | Spec | Component,
+    lang: str,
+    *,
+    normalize: str | None = None,
+    definitions: Mapping[str, Spec] | None = None,
+) -> str | Component:
     """``metric`` with the tokenizer of ``lang`` given to every parameter annotated as a
     Tokenizer that the spec leaves at its default, nested specs and default nested components
     included. A tokenizer the spec names itself stays (and is checked by :func:`check_language`).
@@ -200,12 +217,20 @@ def refusal(component: Component, lang: str, name: str) -> str | None:
     fix = "leave it out"
     params = found.get_params()
     if found.kind == "tokenizer" and LANGUAGES[code].tokenizer:
-        fix = f"give it tokenizer={LANGUAGES[code].tokenizer}, or leave the tokenizer out for lang to pick"
+        fix = (
+            f"give it tokenizer={LANGUAGES[code].tokenizer}, or leave the tokenizer out for "
+            "lang to pick"
+        )
     elif "model" in params or "path" in params:
         key = "model" if "model" in params else "path"
-        fix = f"give {found.name} a {key}= that serves {LANGUAGES[code].name} (a local model or file), or leave it out"
-    return (f"{name}{via}: {found.name} works on {_language_names(found.languages or ())} text only, "
-            f"not {LANGUAGES[code].name} (lang {code!r}); {fix}")
+        fix = (
+            f"give {found.name} a {key}= that serves {LANGUAGES[code].name} (a local model or "
+            "file), or leave it out"
+        )
+    return (
+        f"{name}{via}: {found.name} works on {_language_names(found.languages or ())} text only, "
+        f"not {LANGUAGES[code].name} (lang {code!r}); {fix}"
+    )
 
 
 def check_language(component: Component, lang: str, name: str) -> None:
@@ -215,8 +240,9 @@ def check_language(component: Component, lang: str, name: str) -> None:
         raise MetricError(reason)
 
 
-def default_metrics(defaults: Sequence[str], lang: str, *,
-                    definitions: Mapping[str, Spec] | None = None) -> tuple[list[str], str | None]:
+def default_metrics(
+    defaults: Sequence[str], lang: str, *, definitions: Mapping[str, Spec] | None = None
+) -> tuple[list[str], str | None]:
     """The default metric set for ``lang``: ``defaults`` less those that cannot serve it, and a
     note naming what was left out (None when nothing was)."""
     from capmetrics.registry.compose import METRIC_KINDS, compose
@@ -224,17 +250,22 @@ def default_metrics(defaults: Sequence[str], lang: str, *,
     language = get_language(lang)
     kept, dropped = [], []
     for spec in defaults:
-        built = compose(localize(spec, lang, definitions=definitions), METRIC_KINDS, definitions=definitions)
+        built = compose(
+            localize(spec, lang, definitions=definitions), METRIC_KINDS, definitions=definitions
+        )
         found = refusing(built, language.code)
         if found is None:
             kept.append(spec)
         else:
-            dropped.append(f"{spec} ({found.name} works on {_language_names(found.languages or ())} text only)")
+            dropped.append(
+                f"{spec} ({found.name} works on {_language_names(found.languages or ())} text only)"
+            )
     if not dropped:
         return kept, None
     tokenizer = f" with tokenizer {language.tokenizer}" if language.tokenizer else ""
-    note = (f"lang {language.code}: scoring {', '.join(kept)}{tokenizer}; left out "
-            f"{'; '.join(dropped)}")
+    note = (
+        f"lang {language.code}: scoring {', '.join(kept)}{tokenizer}; left out {'; '.join(dropped)}"
+    )
     return kept, note
 
 
@@ -282,8 +313,9 @@ def _unsegmented(tokens: Sequence[Sequence[str]]) -> bool:
     return bool(lengths) and sum(lengths) / len(lengths) > UNSEGMENTED_CHARS
 
 
-def segmentation_problem(tokenizer: Component, texts: Sequence[str],
-                         tokens: Sequence[Sequence[str]]) -> str | None:
+def segmentation_problem(
+    tokenizer: Component, texts: Sequence[str], tokens: Sequence[Sequence[str]]
+) -> str | None:
     """The warning for CJK ``texts`` that ``tokenizer`` leaves unsegmented, or None."""
     lang = cjk_language(texts[:SAMPLE])
     if lang is None:
@@ -293,14 +325,19 @@ def segmentation_problem(tokenizer: Component, texts: Sequence[str],
     if not english_only and not _unsegmented(tokens[:SAMPLE]):
         return None
     what = f"tokenizer {tokenizer.name!r} does not segment it"
-    return (f"most of the text is {LANGUAGES[lang].name} but {what}: a caption becomes one or a few "
-            f"'words' and n-gram metrics mean little; score with --lang {lang} (lang={lang!r} in Python), "
-            f"or give the metrics a segmenting tokenizer (tokenizer={LANGUAGES[lang].tokenizer})")
+    return (
+        f"most of the text is {LANGUAGES[lang].name} but {what}: a caption becomes one or a few "
+        f"'words' and n-gram metrics mean little; score with --lang {lang} "
+        f"(lang={lang!r} in Python), or give the metrics a segmenting tokenizer "
+        f"(tokenizer={LANGUAGES[lang].tokenizer})"
+    )
 
 
-def check_segmentation(tokenizer: Component, texts: Sequence[str],
-                       tokens: list[list[str]]) -> list[list[str]]:
-    """Warn (once per run) when ``tokens`` show CJK ``texts`` left unsegmented; returns ``tokens``."""
+def check_segmentation(
+    tokenizer: Component, texts: Sequence[str], tokens: list[list[str]]
+) -> list[list[str]]:
+    """Warn (once per run) when ``tokens`` show CJK ``texts`` left unsegmented; returns
+    ``tokens``."""
     from capmetrics.prepared import in_run, shared
 
     problem = segmentation_problem(tokenizer, texts, tokens)

@@ -31,8 +31,13 @@ def _stem(image_id: str) -> str:
     return head if dot and head and tail and "/" not in tail else image_id
 
 
-def from_aic(references: Any, results: Any, source: str = "<aic>", on_error: Any = "raise",
-             empty_candidates: Any = "score") -> Dataset:
+def from_aic(
+    references: Any,
+    results: Any,
+    source: str = "<aic>",
+    on_error: Any = "raise",
+    empty_candidates: Any = "score",
+) -> Dataset:
     """A dataset from AIC-ICC references and a results list (several results per image are
     several candidates). Every problem is reported at once, naming the entry."""
     from capmetrics.data.loaders import _Collector
@@ -43,9 +48,16 @@ def from_aic(references: Any, results: Any, source: str = "<aic>", on_error: Any
         return col.finish(on_error)
     by_stem: dict[str, str] = {}
     for n, row in enumerate(references):
-        if not isinstance(row, Mapping) or not isinstance(row.get("image_id"), str) or "caption" not in row:
-            col.problem(None, f"reference entry {n} must be an object with a string 'image_id' and a "
-                              "'caption' list")
+        if (
+            not isinstance(row, Mapping)
+            or not isinstance(row.get("image_id"), str)
+            or "caption" not in row
+        ):
+            col.problem(
+                None,
+                f"reference entry {n} must be an object with a string 'image_id' and a "
+                "'caption' list",
+            )
             continue
         item_id = row["image_id"]
         if not col.check_id(item_id):
@@ -53,8 +65,11 @@ def from_aic(references: Any, results: Any, source: str = "<aic>", on_error: Any
         if item_id in col.items:
             col.problem(item_id, f"reference entry {n} repeats the image id")
             continue
-        col.items[item_id] = {"references": col.captions(item_id, "references", row["caption"]),
-                              "candidates": [], "image": item_id}
+        col.items[item_id] = {
+            "references": col.captions(item_id, "references", row["caption"]),
+            "candidates": [],
+            "image": item_id,
+        }
         by_stem.setdefault(_stem(item_id), item_id)
     if not isinstance(results, list):
         col.problem(None, "AIC-ICC results must be a list of {'image_id', 'caption'} objects")
@@ -64,10 +79,18 @@ def from_aic(references: Any, results: Any, source: str = "<aic>", on_error: Any
             col.problem(None, f"result {n} must be an object with 'image_id' and 'caption'")
             continue
         key = row["image_id"]
-        item_id = key if key in col.items else by_stem.get(_stem(str(key))) if isinstance(key, str) else None
+        item_id = (
+            key
+            if key in col.items
+            else by_stem.get(_stem(str(key)))
+            if isinstance(key, str)
+            else None
+        )
         if item_id is None:
             named = key if isinstance(key, (str, int)) and not isinstance(key, bool) else None
             col.problem(named, f"result {n} names an image id missing from the references")
             continue
-        col.items[item_id]["candidates"].extend(col.captions(item_id, "candidates", [row["caption"]]))
+        col.items[item_id]["candidates"].extend(
+            col.captions(item_id, "candidates", [row["caption"]])
+        )
     return col.finish(on_error)

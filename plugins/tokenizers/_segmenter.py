@@ -42,7 +42,9 @@ def require(module: str, tokenizer: str, extra: str, packages: str) -> ModuleTyp
     try:
         return importlib.import_module(module)
     except ImportError as err:
-        raise MetricError(f"tokenizer '{tokenizer}' needs {packages}: pip install 'capmetrics[{extra}]'") from err
+        raise MetricError(
+            f"tokenizer '{tokenizer}' needs {packages}: pip install 'capmetrics[{extra}]'"
+        ) from err
 
 
 def is_punctuation(token: str) -> bool:
@@ -92,7 +94,9 @@ class Segmenter(Tokenizer):
         if todo:
             if len(cache) + len(todo) > CACHE_LIMIT:
                 cache.clear()
-            prepared = [unicodedata.normalize("NFKC", t) if self.normalize == "nfkc" else t for t in todo]
+            prepared = [
+                unicodedata.normalize("NFKC", t) if self.normalize == "nfkc" else t for t in todo
+            ]
             with self._lock():
                 segmented = self._segment(prepared)
             for text, raw in zip(todo, segmented):

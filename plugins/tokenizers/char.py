@@ -53,8 +53,12 @@ class CharTokenizer(Segmenter):
 
     name = "char"
 
-    def __init__(self, normalize: Normalize = "none", lowercase: bool = False,
-                 punctuation: Punctuation = "keep") -> None:
+    def __init__(
+        self,
+        normalize: Normalize = "none",
+        lowercase: bool = False,
+        punctuation: Punctuation = "keep",
+    ) -> None:
         self.normalize = normalize
         self.lowercase = lowercase
         self.punctuation = punctuation

@@ -50,8 +50,13 @@ class JiebaTokenizer(Segmenter):
     languages = ("zh",)
     packages = ("jieba",)
 
-    def __init__(self, hmm: bool = True, normalize: Normalize = "none", lowercase: bool = False,
-                 punctuation: Punctuation = "keep") -> None:
+    def __init__(
+        self,
+        hmm: bool = True,
+        normalize: Normalize = "none",
+        lowercase: bool = False,
+        punctuation: Punctuation = "keep",
+    ) -> None:
         self.hmm = hmm
         self.normalize = normalize
         self.lowercase = lowercase
@@ -107,14 +112,21 @@ class MecabTokenizer(Segmenter):
     languages = ("ja",)
     packages = ("fugashi",)
 
-    def __init__(self, dictionary: MecabDictionary = "unidic-lite", normalize: Normalize = "none",
-                 lowercase: bool = False, punctuation: Punctuation = "keep") -> None:
+    def __init__(
+        self,
+        dictionary: MecabDictionary = "unidic-lite",
+        normalize: Normalize = "none",
+        lowercase: bool = False,
+        punctuation: Punctuation = "keep",
+    ) -> None:
         self.dictionary = dictionary  # type: ignore[assignment]
         self.normalize = normalize
         self.lowercase = lowercase
         self.punctuation = punctuation
         if dictionary not in _MECAB_DICTS:
-            raise ValueError(f"dictionary must be one of {', '.join(_MECAB_DICTS)}, got {dictionary!r}")
+            raise ValueError(
+                f"dictionary must be one of {', '.join(_MECAB_DICTS)}, got {dictionary!r}"
+            )
         self._check_options()
 
     def _load(self) -> Any:
@@ -132,7 +144,7 @@ class MecabTokenizer(Segmenter):
         return [tagger.parse(t).split() for t in texts]
 
     def signature_extra(self) -> dict[str, str]:
-        module, dist = _MECAB_DICTS[str(self.dictionary)]
+        _module, dist = _MECAB_DICTS[str(self.dictionary)]
         return {"fugashi": version("fugashi"), "dictionary": f"{dist} {version(dist)}"}
 
 
@@ -149,8 +161,13 @@ class SudachiTokenizer(Segmenter):
     languages = ("ja",)
     packages = ("sudachipy",)
 
-    def __init__(self, mode: SplitMode = "A", normalize: Normalize = "none", lowercase: bool = False,
-                 punctuation: Punctuation = "keep") -> None:
+    def __init__(
+        self,
+        mode: SplitMode = "A",
+        normalize: Normalize = "none",
+        lowercase: bool = False,
+        punctuation: Punctuation = "keep",
+    ) -> None:
         self.mode = mode
         self.normalize = normalize
         self.lowercase = lowercase
@@ -171,7 +188,9 @@ class SudachiTokenizer(Segmenter):
             try:
                 out.append([m.surface() for m in tokenizer.tokenize(text)])
             except Exception as err:  # SudachiError: input too long, for one
-                raise MetricError(f"sudachi cannot segment text {i} ({text[:40]!r}...): {err}") from err
+                raise MetricError(
+                    f"sudachi cannot segment text {i} ({text[:40]!r}...): {err}"
+                ) from err
         return out
 
     def dictionary_signature(self) -> dict[str, str]:
@@ -188,8 +207,12 @@ class KiwiTokenizer(Segmenter):
     languages = ("ko",)
     packages = ("kiwipiepy",)
 
-    def __init__(self, normalize: Normalize = "none", lowercase: bool = False,
-                 punctuation: Punctuation = "keep") -> None:
+    def __init__(
+        self,
+        normalize: Normalize = "none",
+        lowercase: bool = False,
+        punctuation: Punctuation = "keep",
+    ) -> None:
         self.normalize = normalize
         self.lowercase = lowercase
         self.punctuation = punctuation

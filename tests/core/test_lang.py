@@ -8,14 +8,13 @@ import json
 import warnings
 from pathlib import Path
 
+import capmetrics
 import numpy as np
 import pytest
-from typer.testing import CliRunner
-
-import capmetrics
 from capmetrics.cli import app
 from capmetrics.errors import DataError, MetricError, SpecError
 from capmetrics.language import cjk_language, get_language, localize, segmentation_problem
+from typer.testing import CliRunner
 
 pytest.importorskip("jieba")
 
@@ -31,15 +30,23 @@ def zh_dataset() -> capmetrics.Dataset:
 # --------------------------------------------------------------------------------------------
 # specs
 # --------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("spec, expected", [
-    ("bleu-4", "bleu-4(tokenizer=jieba)"),
-    ("cider-d(df=corpus)", "cider-d(df=corpus, tokenizer=jieba)"),
-    ("over-candidates(distance=cider-d, reduce=max)", "over-candidates(distance=cider-d(tokenizer=jieba), reduce=max)"),
-    ("bleu-4(tokenizer=char)", "bleu-4(tokenizer=char)"),          # the spec's own tokenizer stays
-    ("bleu-4(tokenizer=ptb)", "bleu-4(tokenizer=ptb)"),            # ... and is refused later
-    ("no-such-metric", "no-such-metric"),                          # compose reports it
-])
-def test_localize_puts_the_tokenizer_where_the_spec_leaves_the_default(spec: str, expected: str) -> None:
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        ("bleu-4", "bleu-4(tokenizer=jieba)"),
+        ("cider-d(df=corpus)", "cider-d(df=corpus, tokenizer=jieba)"),
+        (
+            "over-candidates(distance=cider-d, reduce=max)",
+            "over-candidates(distance=cider-d(tokenizer=jieba), reduce=max)",
+        ),
+        ("bleu-4(tokenizer=char)", "bleu-4(tokenizer=char)"),  # the spec's own tokenizer stays
+        ("bleu-4(tokenizer=ptb)", "bleu-4(tokenizer=ptb)"),  # ... and is refused later
+        ("no-such-metric", "no-such-metric"),  # compose reports it
+    ],
+)
+def test_localize_puts_the_tokenizer_where_the_spec_leaves_the_default(
+    spec: str, expected: str
+) -> None:
     assert localize(spec, "zh") == expected
 
 
@@ -56,9 +63,15 @@ def test_localize_english_and_normalize() -> None:
 def test_localize_expands_config_definitions() -> None:
     from capmetrics.registry.spec import Spec
 
-    defs = {"best-cider": Spec("over-candidates", (("distance", "cider-d"), ("reduce", "max")), called=True)}
-    assert localize("best-cider", "ko", definitions=defs) == \
-        "over-candidates(distance=cider-d(tokenizer=kiwi), reduce=max)"
+    defs = {
+        "best-cider": Spec(
+            "over-candidates", (("distance", "cider-d"), ("reduce", "max")), called=True
+        )
+    }
+    assert (
+        localize("best-cider", "ko", definitions=defs)
+        == "over-candidates(distance=cider-d(tokenizer=kiwi), reduce=max)"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -68,37 +81,73 @@ def test_lang_default_set_leaves_meteor_out_with_a_note_and_equals_explicit_spec
     dataset = zh_dataset()
     with pytest.warns(UserWarning, match=r"left out meteor \(meteor works on English text only\)"):
         res = capmetrics.score(dataset, lang="zh")
-    assert [m.name for m in res.metrics] == ["bleu-1", "bleu-2", "bleu-3", "bleu-4", "rouge-l", "cider-d"]
-    explicit = capmetrics.score(dataset, [f"{m}(tokenizer=jieba)" for m in ("bleu-1", "bleu-4", "rouge-l", "cider-d")])
+    assert [m.name for m in res.metrics] == [
+        "bleu-1",
+        "bleu-2",
+        "bleu-3",
+        "bleu-4",
+        "rouge-l",
+        "cider-d",
+    ]
+    explicit = capmetrics.score(
+        dataset, [f"{m}(tokenizer=jieba)" for m in ("bleu-1", "bleu-4", "rouge-l", "cider-d")]
+    )
     for m in ("bleu-1", "bleu-4", "rouge-l", "cider-d"):
         assert res[m].corpus == explicit[f"{m}(tokenizer=jieba)"].corpus
         assert res[m].signature["tokenizer"] == "jieba"
     assert res["cider-d"].spec == "cider-d(tokenizer=jieba)"
 
 
-@pytest.mark.parametrize("metric, culprit", [("spice", "spice"), ("meteor", "meteor"), ("meteor-jar", "meteor-jar"),
-                                             ("bleu-4(tokenizer=ptb)", "ptb"), ("cider-d(tokenizer=ptb-jar)", "ptb-jar"),
-                                             ("capture", "capture"), ("chair", "chair")])
+@pytest.mark.parametrize(
+    "metric, culprit",
+    [
+        ("spice", "spice"),
+        ("meteor", "meteor"),
+        ("meteor-jar", "meteor-jar"),
+        ("bleu-4(tokenizer=ptb)", "ptb"),
+        ("cider-d(tokenizer=ptb-jar)", "ptb-jar"),
+        ("capture", "capture"),
+        ("chair", "chair"),
+    ],
+)
 def test_english_only_components_are_refused_by_name(metric: str, culprit: str) -> None:
     with pytest.raises(MetricError) as info:
         capmetrics.score(zh_dataset(), [metric], lang="zh")
     message = str(info.value)
-    assert message.startswith(f"{metric}") and f"{culprit} works on English text only, not Chinese" in message
+    assert (
+        message.startswith(f"{metric}")
+        and f"{culprit} works on English text only, not Chinese" in message
+    )
     assert "\n" not in message
 
 
-@pytest.mark.parametrize("metric, culprit, key", [("wmd", "glove", "path"), ("embedding-cosine", "bert", "model"),
-                                                  ("bertscore", "bertscore", "model")])
-def test_bundled_english_models_are_refused_and_a_model_of_yours_is_not(metric, culprit, key) -> None:
+@pytest.mark.parametrize(
+    "metric, culprit, key",
+    [
+        ("wmd", "glove", "path"),
+        ("embedding-cosine", "bert", "model"),
+        ("bertscore", "bertscore", "model"),
+    ],
+)
+def test_bundled_english_models_are_refused_and_a_model_of_yours_is_not(
+    metric, culprit, key
+) -> None:
     from capmetrics.language import refusal
 
     built = capmetrics.compose(localize(metric, "zh"), ("distance", "statistic"))
-    assert f"{culprit} works on English text only, not Chinese (lang 'zh'); give {culprit} a {key}=" in \
-        refusal(built, "zh", metric)
-    own = {"wmd": 'wmd(embedder=glove(path="vectors.zh.txt"))',
-           "embedding-cosine": 'embedding-cosine(embedder=bert(model="/models/multilingual"))',
-           "bertscore": 'bertscore(model="/models/bert-base-multilingual-cased", layer=9)'}[metric]
-    assert refusal(capmetrics.compose(localize(own, "zh"), ("distance", "statistic")), "zh", own) is None
+    assert (
+        f"{culprit} works on English text only, not Chinese (lang 'zh'); give {culprit} a {key}="
+        in refusal(built, "zh", metric)
+    )
+    own = {
+        "wmd": 'wmd(embedder=glove(path="vectors.zh.txt"))',
+        "embedding-cosine": 'embedding-cosine(embedder=bert(model="/models/multilingual"))',
+        "bertscore": 'bertscore(model="/models/bert-base-multilingual-cased", layer=9)',
+    }[metric]
+    assert (
+        refusal(capmetrics.compose(localize(own, "zh"), ("distance", "statistic")), "zh", own)
+        is None
+    )
 
 
 def test_a_tokenizer_for_another_language_is_refused_too() -> None:
@@ -117,8 +166,12 @@ def test_normalize_without_lang_is_refused_and_with_it_is_in_the_signature() -> 
 
 
 def test_compute_takes_lang() -> None:
-    out = capmetrics.compute(predictions=["一只狗在草地上奔跑"], references=[["一只狗在草地上跑", "小狗在草地上奔跑"]],
-                             metrics=["bleu-1"], lang="zh")
+    out = capmetrics.compute(
+        predictions=["一只狗在草地上奔跑"],
+        references=[["一只狗在草地上跑", "小狗在草地上奔跑"]],
+        metrics=["bleu-1"],
+        lang="zh",
+    )
     # jieba: 一只/狗/在/草地/上/奔跑 against 一只/狗/在/草地/上/跑: 6 of 6 unigrams match, equal lengths
     assert out == {"bleu-1": pytest.approx(1.0, abs=1e-9)}
 
@@ -130,17 +183,28 @@ def test_cli_spice_with_lang_zh_is_a_named_error_exit_1() -> None:
     result = runner.invoke(app, ["score", *ZH, "-m", "spice", "--lang", "zh"])
     assert result.exit_code == 1
     assert result.output.strip().splitlines() == [
-        "Error: spice: spice works on English text only, not Chinese (lang 'zh'); leave it out"]
+        "Error: spice: spice works on English text only, not Chinese (lang 'zh'); leave it out"
+    ]
 
 
 def test_cli_lang_zh_default_set_with_a_note(tmp_path: Path) -> None:
     out = tmp_path / "s.json"
     result = runner.invoke(app, ["score", *ZH, "--lang", "zh", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "note: lang zh: scoring bleu-1, bleu-2, bleu-3, bleu-4, rouge-l, cider-d with tokenizer jieba; " \
-           "left out meteor (meteor works on English text only)" in result.output
+    assert (
+        "note: lang zh: scoring bleu-1, bleu-2, bleu-3, bleu-4, rouge-l, cider-d with tokenizer "
+        "jieba; "
+        "left out meteor (meteor works on English text only)" in result.output
+    )
     metrics = json.loads(out.read_text())["metrics"]
-    assert [m["name"] for m in metrics] == ["bleu-1", "bleu-2", "bleu-3", "bleu-4", "rouge-l", "cider-d"]
+    assert [m["name"] for m in metrics] == [
+        "bleu-1",
+        "bleu-2",
+        "bleu-3",
+        "bleu-4",
+        "rouge-l",
+        "cider-d",
+    ]
     assert {m["signature"]["tokenizer"] for m in metrics} == {"jieba"}
 
 
@@ -151,11 +215,13 @@ def test_cli_unknown_lang_is_a_usage_error() -> None:
 
 def test_config_lang(tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
-    cfg.write_text('[score]\nmetrics = ["cider-d"]\nlang = "zh"\nformat = "json"\n', encoding="utf-8")
+    cfg.write_text(
+        '[score]\nmetrics = ["cider-d"]\nlang = "zh"\nformat = "json"\n', encoding="utf-8"
+    )
     result = runner.invoke(app, ["score", *ZH, "--config", str(cfg), "-q"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["metrics"][0]["signature"]["tokenizer"] == "jieba"
-    cfg.write_text('[score]\nlang = 3\n', encoding="utf-8")
+    cfg.write_text("[score]\nlang = 3\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"\[score\] lang must be a string"):
         capmetrics.load_config(cfg)
 
@@ -189,14 +255,25 @@ def test_whitespace_warns_on_unsegmented_text_only() -> None:
     refs = [list(it.references) for it in ds]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        capmetrics.score(candidates=cands, references=refs, metrics=["bleu-4(tokenizer=whitespace)"])
+        capmetrics.score(
+            candidates=cands, references=refs, metrics=["bleu-4(tokenizer=whitespace)"]
+        )
     assert sum("--lang zh" in str(w.message) for w in caught) == 1
-    seg = lambda t: " ".join(jieba.lcut(t))  # noqa: E731
+    seg = lambda t: " ".join(jieba.lcut(t))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        capmetrics.score(candidates=[seg(c) for c in cands], references=[[seg(r) for r in rs] for rs in refs],
-                         metrics=["bleu-4(tokenizer=whitespace)", "cider-d(tokenizer=jieba)", "bleu-1(tokenizer=char)"])
-        capmetrics.score(candidates=["a dog runs"], references=[["a dog is running"]], metrics=["bleu-1"])
+        capmetrics.score(
+            candidates=[seg(c) for c in cands],
+            references=[[seg(r) for r in rs] for rs in refs],
+            metrics=[
+                "bleu-4(tokenizer=whitespace)",
+                "cider-d(tokenizer=jieba)",
+                "bleu-1(tokenizer=char)",
+            ],
+        )
+        capmetrics.score(
+            candidates=["a dog runs"], references=[["a dog is running"]], metrics=["bleu-1"]
+        )
     assert not [w for w in caught if "segment" in str(w.message)]
 
 
@@ -210,8 +287,11 @@ def test_segmentation_problem_for_japanese_names_ja() -> None:
 # data in any language
 # --------------------------------------------------------------------------------------------
 def test_coco_files_in_any_language_load_as_written(tmp_path: Path) -> None:
-    for lang, first in (("zh", "一只棕色的小狗在草地上奔跑"), ("ja", "芝生の上を茶色い犬が走っている"),
-                        ("ko", "갈색 강아지가 잔디 위를 달리고 있다")):
+    for lang, first in (
+        ("zh", "一只棕色的小狗在草地上奔跑"),
+        ("ja", "芝生の上を茶色い犬が走っている"),
+        ("ko", "갈색 강아지가 잔디 위를 달리고 있다"),
+    ):
         ds = capmetrics.load_dataset(DATA / f"{lang}_captions.json", DATA / f"{lang}_results.json")
         assert ds[0].references[0] == first and len(ds[0].references) == 5
     # a BOM and \u escapes read the same
@@ -228,17 +308,36 @@ def test_aic_icc_layout_loads_and_scores_like_the_coco_copy() -> None:
     assert ds.ids[:2] == ["zh_0001.jpg", "zh_0002.jpg"] and len(ds) == 20
     assert [it.references for it in ds] == [it.references for it in coco]
     assert [it.candidates for it in ds] == [it.candidates for it in coco]
-    assert capmetrics.score(ds, ["cider-d"], lang="zh")["cider-d"].corpus == \
-        capmetrics.score(coco, ["cider-d"], lang="zh")["cider-d"].corpus
+    assert (
+        capmetrics.score(ds, ["cider-d"], lang="zh")["cider-d"].corpus
+        == capmetrics.score(coco, ["cider-d"], lang="zh")["cider-d"].corpus
+    )
 
 
 def test_aic_problems_are_named(tmp_path: Path) -> None:
     refs = tmp_path / "refs.json"
     res = tmp_path / "res.json"
-    refs.write_text(json.dumps([{"image_id": "a.jpg", "caption": ["一只狗"]},
-                                {"image_id": "b.jpg", "caption": ["一只猫", 3]}], ensure_ascii=False), encoding="utf-8")
-    res.write_text(json.dumps([{"image_id": "a", "caption": "狗"}, {"image_id": "zzz", "caption": "猫"},
-                               {"image_id": "b", "caption": "猫"}], ensure_ascii=False), encoding="utf-8")
+    refs.write_text(
+        json.dumps(
+            [
+                {"image_id": "a.jpg", "caption": ["一只狗"]},
+                {"image_id": "b.jpg", "caption": ["一只猫", 3]},
+            ],
+            ensure_ascii=False,
+        ),
+        encoding="utf-8",
+    )
+    res.write_text(
+        json.dumps(
+            [
+                {"image_id": "a", "caption": "狗"},
+                {"image_id": "zzz", "caption": "猫"},
+                {"image_id": "b", "caption": "猫"},
+            ],
+            ensure_ascii=False,
+        ),
+        encoding="utf-8",
+    )
     with pytest.raises(DataError) as info:
         capmetrics.load_dataset(refs, res)
     text = str(info.value)
@@ -257,19 +356,33 @@ def test_meta_on_chinese_judgments(tmp_path: Path) -> None:
     ds = zh_dataset()
     lines = []
     for k, item in enumerate(ds):
-        for j, (cand, rating) in enumerate(((item.candidates[0], 4), (item.references[0][:3], 2),
-                                            ("一辆红色的汽车", 1))):
-            lines.append({"id": f"{item.id}#{j}", "image": str(item.id), "references": list(item.references[1:]),
-                          "candidate": cand, "rating": rating})
+        for j, (cand, rating) in enumerate(
+            ((item.candidates[0], 4), (item.references[0][:3], 2), ("一辆红色的汽车", 1))
+        ):
+            lines.append(
+                {
+                    "id": f"{item.id}#{j}",
+                    "image": str(item.id),
+                    "references": list(item.references[1:]),
+                    "candidate": cand,
+                    "rating": rating,
+                }
+            )
     path = tmp_path / "judgments.jsonl"
-    path.write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in lines) + "\n", encoding="utf-8")
+    path.write_text(
+        "\n".join(json.dumps(x, ensure_ascii=False) for x in lines) + "\n", encoding="utf-8"
+    )
     judgments = load_judgments(path)
     assert judgments.dataset[0].candidates[0] == ds[0].candidates[0]
-    scores = capmetrics.score(judgments.dataset, ["cider-d(tokenizer=jieba)"])["cider-d(tokenizer=jieba)"]
+    scores = capmetrics.score(judgments.dataset, ["cider-d(tokenizer=jieba)"])[
+        "cider-d(tokenizer=jieba)"
+    ]
     values = np.concatenate(scores.candidate_values)
     result = agreement("cider-d(tokenizer=jieba)", judgments, n_boot=20, ceiling=False)
     from scipy import stats
 
-    expected = stats.kendalltau(values, np.array([x["rating"] for x in lines], dtype=float)).statistic
+    expected = stats.kendalltau(
+        values, np.array([x["rating"] for x in lines], dtype=float)
+    ).statistic
     assert result.statistics["kendall_b"].value == pytest.approx(expected, abs=1e-12)
     assert expected > 0.5  # the segmented metric tracks the (made-up) ratings

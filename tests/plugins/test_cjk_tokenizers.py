@@ -13,9 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import capmetrics
+import pytest
 from capmetrics import compose
 from capmetrics.errors import MetricError
 
@@ -33,8 +32,6 @@ def all_texts(lang: str) -> list[str]:
     return cands + [r for rs in refs for r in rs]
 
 
-
-
 # --------------------------------------------------------------------------------------------
 # each tokenizer equals its segmenter called directly
 # --------------------------------------------------------------------------------------------
@@ -43,8 +40,9 @@ def test_jieba_equals_jieba_lcut_joined_and_split() -> None:
     texts = all_texts("zh") + ["一只 狗\t在跑。 A Dog's ball", "", "   "]
     expected = [" ".join(jieba.lcut(t)).split() for t in texts]
     assert compose("jieba", "tokenizer").tokenize(texts) == expected
-    assert compose("jieba(hmm=false)", "tokenizer").tokenize(texts) == \
-        [" ".join(jieba.lcut(t, HMM=False)).split() for t in texts]
+    assert compose("jieba(hmm=false)", "tokenizer").tokenize(texts) == [
+        " ".join(jieba.lcut(t, HMM=False)).split() for t in texts
+    ]
 
 
 def test_mecab_equals_fugashi_surfaces() -> None:
@@ -62,8 +60,9 @@ def test_mecab_ipadic_equals_fugashi_generic_tagger() -> None:
     ipadic = pytest.importorskip("ipadic")
     texts = all_texts("ja")
     tagger = fugashi.GenericTagger(ipadic.MECAB_ARGS)
-    assert compose("mecab(dictionary=ipadic)", "tokenizer").tokenize(texts) == \
-        [[w.surface for w in tagger(t)] for t in texts]
+    assert compose("mecab(dictionary=ipadic)", "tokenizer").tokenize(texts) == [
+        [w.surface for w in tagger(t)] for t in texts
+    ]
 
 
 @pytest.mark.parametrize("mode", ["A", "B", "C"])
@@ -87,9 +86,20 @@ def test_kiwi_equals_kiwipiepy_forms() -> None:
     kiwipiepy = pytest.importorskip("kiwipiepy")
     texts = all_texts("ko") + ["강아지가 잔디 위를 달렸다.", ""]
     kiwi = kiwipiepy.Kiwi()
-    assert compose("kiwi", "tokenizer").tokenize(texts) == [[t.form for t in kiwi.tokenize(x)] for x in texts]
-    assert compose("kiwi", "tokenizer").tokenize(["강아지가 잔디 위를 달렸다."])[0] == \
-        ["강아지", "가", "잔디", "위", "를", "달리", "었", "다", "."]
+    assert compose("kiwi", "tokenizer").tokenize(texts) == [
+        [t.form for t in kiwi.tokenize(x)] for x in texts
+    ]
+    assert compose("kiwi", "tokenizer").tokenize(["강아지가 잔디 위를 달렸다."])[0] == [
+        "강아지",
+        "가",
+        "잔디",
+        "위",
+        "를",
+        "달리",
+        "었",
+        "다",
+        ".",
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -97,13 +107,23 @@ def test_kiwi_equals_kiwipiepy_forms() -> None:
 # --------------------------------------------------------------------------------------------
 def test_char_tokens_by_hand() -> None:
     char = compose("char", "tokenizer")
-    assert char.tokenize(["一只 狗，Ａb。", "  ", ""]) == [["一", "只", "狗", "，", "Ａ", "b", "。"], [], []]
+    assert char.tokenize(["一只 狗，Ａb。", "  ", ""]) == [
+        ["一", "只", "狗", "，", "Ａ", "b", "。"],
+        [],
+        [],
+    ]
     # a combining mark stays with its consonant (Thai), a ZWJ emoji sequence is one token
-    assert char.tokenize(["ตัว", "e\u0301a", "👨\u200d👩\u200d👧!"]) == \
-        [["ตั", "ว"], ["e\u0301", "a"], ["👨\u200d👩\u200d👧", "!"]]
-    assert compose("char(punctuation=remove)", "tokenizer").tokenize(["一只 狗，Ａb。!"]) == [["一", "只", "狗", "Ａ", "b"]]
-    assert compose("char(normalize=nfkc, lowercase=true)", "tokenizer").tokenize(["狗，ＡＢ１。ｶ"]) == \
-        [["狗", ",", "a", "b", "1", "。", "カ"]]
+    assert char.tokenize(["ตัว", "e\u0301a", "👨\u200d👩\u200d👧!"]) == [
+        ["ตั", "ว"],
+        ["e\u0301", "a"],
+        ["👨\u200d👩\u200d👧", "!"],
+    ]
+    assert compose("char(punctuation=remove)", "tokenizer").tokenize(["一只 狗，Ａb。!"]) == [
+        ["一", "只", "狗", "Ａ", "b"]
+    ]
+    assert compose("char(normalize=nfkc, lowercase=true)", "tokenizer").tokenize(
+        ["狗，ＡＢ１。ｶ"]
+    ) == [["狗", ",", "a", "b", "1", "。", "カ"]]
 
 
 def test_nfkc_is_applied_before_segmenting_and_recorded_in_the_signature() -> None:
@@ -115,7 +135,11 @@ def test_nfkc_is_applied_before_segmenting_and_recorded_in_the_signature() -> No
     assert nfkc.tokenize([text])[0] == ["3", "只", "狗", "在", "ABC", "公园", ",", "玩耍"]
     assert plain.tokenize([text])[0][:7] == ["３", "只", "狗", "在", "Ａ", "Ｂ", "Ｃ"]
     assert nfkc.signature()["spec"] == "jieba(normalize=nfkc)"
-    sig = capmetrics.score(candidates=[text], references=[["三只狗"]], metrics="bleu-1(tokenizer=jieba(normalize=nfkc))")
+    sig = capmetrics.score(
+        candidates=[text],
+        references=[["三只狗"]],
+        metrics="bleu-1(tokenizer=jieba(normalize=nfkc))",
+    )
     assert sig.metrics[0].signature["tokenizer"] == "jieba(normalize=nfkc)"
 
 
@@ -127,20 +151,35 @@ def test_signatures_name_versions_and_dictionaries() -> None:
     from importlib.metadata import version
 
     jieba_sig = compose("jieba", "tokenizer").signature()
-    assert jieba_sig["jieba"] == version("jieba") and jieba_sig["dictionary"].startswith("jieba dict.txt sha256:")
+    assert jieba_sig["jieba"] == version("jieba") and jieba_sig["dictionary"].startswith(
+        "jieba dict.txt sha256:"
+    )
     assert compose("mecab", "tokenizer").signature() == {
-        "spec": "mecab", "fugashi": version("fugashi"), "dictionary": f"unidic-lite {version('unidic-lite')}"}
+        "spec": "mecab",
+        "fugashi": version("fugashi"),
+        "dictionary": f"unidic-lite {version('unidic-lite')}",
+    }
     assert compose("sudachi(mode=C)", "tokenizer").signature() == {
-        "spec": "sudachi(mode=C)", "sudachipy": version("sudachipy"),
-        "dictionary": f"sudachidict-core {version('sudachidict-core')}"}
+        "spec": "sudachi(mode=C)",
+        "sudachipy": version("sudachipy"),
+        "dictionary": f"sudachidict-core {version('sudachidict-core')}",
+    }
     assert compose("kiwi", "tokenizer").signature() == {
-        "spec": "kiwi", "kiwipiepy": version("kiwipiepy"), "dictionary": f"kiwipiepy-model {version('kiwipiepy-model')}"}
+        "spec": "kiwi",
+        "kiwipiepy": version("kiwipiepy"),
+        "dictionary": f"kiwipiepy-model {version('kiwipiepy-model')}",
+    }
 
 
 def test_bad_option_values_are_spec_errors() -> None:
     from capmetrics.errors import SpecError
 
-    for spec in ("char(normalize=nfc)", "char(punctuation=strip)", "sudachi(mode=D)", "mecab(dictionary=unidic)"):
+    for spec in (
+        "char(normalize=nfc)",
+        "char(punctuation=strip)",
+        "sudachi(mode=D)",
+        "mecab(dictionary=unidic)",
+    ):
         with pytest.raises(SpecError):
             compose(spec, "tokenizer")
 
@@ -148,11 +187,20 @@ def test_bad_option_values_are_spec_errors() -> None:
 @pytest.mark.parametrize("spec", ["jieba", "mecab", "sudachi", "kiwi", "char"])
 def test_each_distinct_text_is_segmented_once_and_pickles(spec: str, monkeypatch) -> None:
     tok = compose(spec, "tokenizer")
-    pytest.importorskip({"jieba": "jieba", "mecab": "fugashi", "sudachi": "sudachipy", "kiwi": "kiwipiepy",
-                         "char": "json"}[spec])
+    pytest.importorskip(
+        {
+            "jieba": "jieba",
+            "mecab": "fugashi",
+            "sudachi": "sudachipy",
+            "kiwi": "kiwipiepy",
+            "char": "json",
+        }[spec]
+    )
     seen: list[str] = []
     real = type(tok)._segment
-    monkeypatch.setattr(type(tok), "_segment", lambda self, texts: seen.extend(texts) or real(self, texts))
+    monkeypatch.setattr(
+        type(tok), "_segment", lambda self, texts: seen.extend(texts) or real(self, texts)
+    )
     texts = ["一只狗。", "犬が走る", "一只狗。", "개가 달린다"]
     first = tok.tokenize(texts)
     assert tok.tokenize(texts[::-1]) == first[::-1]
@@ -161,9 +209,18 @@ def test_each_distinct_text_is_segmented_once_and_pickles(spec: str, monkeypatch
     assert copy == tok and copy.tokenize(texts) == first
 
 
-@pytest.mark.parametrize("module, spec, extra", [("jieba", "jieba", "zh"), ("fugashi", "mecab", "ja"),
-                                                 ("sudachipy", "sudachi", "ja"), ("kiwipiepy", "kiwi", "ko")])
-def test_missing_package_is_a_one_line_error_naming_the_extra(module, spec, extra, monkeypatch) -> None:
+@pytest.mark.parametrize(
+    "module, spec, extra",
+    [
+        ("jieba", "jieba", "zh"),
+        ("fugashi", "mecab", "ja"),
+        ("sudachipy", "sudachi", "ja"),
+        ("kiwipiepy", "kiwi", "ko"),
+    ],
+)
+def test_missing_package_is_a_one_line_error_naming_the_extra(
+    module, spec, extra, monkeypatch
+) -> None:
     monkeypatch.setitem(sys.modules, module, None)  # import fails as if not installed
     tok = compose(spec, "tokenizer")
     with pytest.raises(MetricError) as info:
@@ -185,7 +242,14 @@ after = (jieba.default_logger.disabled, jieba.default_logger.level, logging.getL
 assert before == after, (before, after)
 """
     env = {**os.environ, "CAPMETRICS_CACHE_DIR": str(tmp_path)}  # a cold jieba cache: it would log
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "" and proc.stderr == ""
     assert list((tmp_path / "jieba").glob("jieba-*.cache"))  # jieba's cache went under ours
@@ -207,7 +271,7 @@ def _coco_scores(cands: list[str], refs: list[list[str]]) -> tuple[list[float], 
 def test_jieba_bleu_and_cider_equal_pycocoevalcap_on_jieba_lcut_text() -> None:
     jieba = pytest.importorskip("jieba")
     cands, refs, dataset = fixture("zh")
-    seg = lambda t: " ".join(jieba.lcut(t))  # noqa: E731  (the pycocoevalcap-cn convention)
+    seg = lambda t: " ".join(jieba.lcut(t))
     b, bs, c, cs = _coco_scores([seg(x) for x in cands], [[seg(r) for r in rs] for rs in refs])
     res = capmetrics.score(dataset, ["bleu-4(tokenizer=jieba)", "cider-d(tokenizer=jieba)"])
     assert res["bleu-4(tokenizer=jieba)"].corpus == b[3]
@@ -216,24 +280,42 @@ def test_jieba_bleu_and_cider_equal_pycocoevalcap_on_jieba_lcut_text() -> None:
     assert list(res["cider-d(tokenizer=jieba)"].item_values) == cs
     assert 0.3 < b[3] < 0.6 and 1.0 < c < 3.0  # real overlap, not the 0 of unsegmented text
     # the same text segmented by the user, through the whitespace tokenizer: the same numbers
-    presegmented = capmetrics.score(candidates=[seg(x) for x in cands], references=[[seg(r) for r in rs] for rs in refs],
-                                    metrics=["bleu-4(tokenizer=whitespace)", "cider-d(tokenizer=whitespace)"])
-    assert presegmented.to_dict() == {"bleu-4(tokenizer=whitespace)": b[3], "cider-d(tokenizer=whitespace)": c}
+    presegmented = capmetrics.score(
+        candidates=[seg(x) for x in cands],
+        references=[[seg(r) for r in rs] for rs in refs],
+        metrics=["bleu-4(tokenizer=whitespace)", "cider-d(tokenizer=whitespace)"],
+    )
+    assert presegmented.to_dict() == {
+        "bleu-4(tokenizer=whitespace)": b[3],
+        "cider-d(tokenizer=whitespace)": c,
+    }
 
 
 def test_jieba_parity_through_the_cli(tmp_path: Path) -> None:
     jieba = pytest.importorskip("jieba")
+    from capmetrics.cli import app
     from typer.testing import CliRunner
 
-    from capmetrics.cli import app
-
     cands, refs, _ = fixture("zh")
-    seg = lambda t: " ".join(jieba.lcut(t))  # noqa: E731
+    seg = lambda t: " ".join(jieba.lcut(t))
     b, _, c, _ = _coco_scores([seg(x) for x in cands], [[seg(r) for r in rs] for rs in refs])
     out = tmp_path / "scores.json"
-    result = CliRunner().invoke(app, ["score", str(DATA / "zh_captions.json"), "--results", str(DATA / "zh_results.json"),
-                                      "-m", "bleu-4(tokenizer=jieba)", "-m", "cider-d(tokenizer=jieba)",
-                                      "--out", str(out), "-q"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "score",
+            str(DATA / "zh_captions.json"),
+            "--results",
+            str(DATA / "zh_results.json"),
+            "-m",
+            "bleu-4(tokenizer=jieba)",
+            "-m",
+            "cider-d(tokenizer=jieba)",
+            "--out",
+            str(out),
+            "-q",
+        ],
+    )
     assert result.exit_code == 0, result.output
     corpus = {m["name"]: m["corpus"] for m in json.loads(out.read_text())["metrics"]}
     assert corpus == {"bleu-4(tokenizer=jieba)": b[3], "cider-d(tokenizer=jieba)": c}
@@ -243,8 +325,8 @@ def test_mecab_cider_equals_pycocoevalcap_on_fugashi_surfaces() -> None:
     fugashi = pytest.importorskip("fugashi")
     cands, refs, dataset = fixture("ja")
     tagger = fugashi.Tagger()  # unidic-lite is the only UniDic installed here, as in the ja extra
-    seg = lambda t: " ".join(w.surface for w in tagger(t))  # noqa: E731
-    b, bs, c, cs = _coco_scores([seg(x) for x in cands], [[seg(r) for r in rs] for rs in refs])
+    seg = lambda t: " ".join(w.surface for w in tagger(t))
+    b, _bs, c, cs = _coco_scores([seg(x) for x in cands], [[seg(r) for r in rs] for rs in refs])
     res = capmetrics.score(dataset, ["cider-d(tokenizer=mecab)", "bleu-4(tokenizer=mecab)"])
     assert res["cider-d(tokenizer=mecab)"].corpus == c
     assert list(res["cider-d(tokenizer=mecab)"].item_values) == cs
