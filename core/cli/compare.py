@@ -61,6 +61,9 @@ def compare_cli(
     sample_candidates: SampleC = None,
     sample_references: SampleR = None,
     sample_seed: SampleSeed = 0,
+    lang: Annotated[str | None, typer.Option(
+        "--lang", help="The text's language (zh, ja, ko, en): every metric gets its segmenter; English-only "
+                       "metrics are refused by name (as in `capmetrics score`).")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the comparison as JSON to this file.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of one line per metric.")] = False,
 ) -> None:
@@ -89,8 +92,18 @@ def compare_cli(
             if not 0 < level < 1:
                 raise SpecError(f"{option} must lie strictly between 0 and 1, got {level}")
         cfg = load_config(config) if config else Config()
-        for spec in metric:
-            compose(spec, METRIC_KINDS, definitions=cfg.definitions)
+        lang = lang or cfg.options.get("lang")
+        named = list(metric)
+        if lang is not None:  # the language's segmenter in every spec (capmetrics.language)
+            from capmetrics.language import localize
+
+            metric = [str(localize(spec, lang, definitions=cfg.definitions)) for spec in metric]
+        for name, spec in zip(named, metric):
+            built = compose(spec, METRIC_KINDS, definitions=cfg.definitions)
+            if lang is not None:
+                from capmetrics.language import check_language
+
+                check_language(built, lang, name)
         run_on = Executor.from_options(executor, jobs, scheduler)
         systems = [load_system(p, references, input_format, sample_candidates, sample_references, sample_seed)
                    for p in (system_a, system_b)]

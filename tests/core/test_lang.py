@@ -386,3 +386,19 @@ def test_meta_on_chinese_judgments(tmp_path: Path) -> None:
     ).statistic
     assert result.statistics["kendall_b"].value == pytest.approx(expected, abs=1e-12)
     assert expected > 0.5  # the segmented metric tracks the (made-up) ratings
+
+
+def test_compare_takes_lang(tmp_path: Path) -> None:
+    ds = zh_dataset()
+    for name, pick in (("a", lambda it: it.candidates[0]), ("b", lambda it: it.references[0][:2])):
+        rows = [{"id": it.id, "references": list(it.references[1:]), "candidates": [pick(it)]} for it in ds]
+        (tmp_path / f"{name}.jsonl").write_text(
+            "\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8"
+        )
+    args = ["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--trials", "200"]
+    result = runner.invoke(app, [*args, "-m", "cider-d", "--lang", "zh", "--resamples", "50", "--json"])
+    assert result.exit_code == 0, result.output
+    comparison = json.loads(result.stdout)["comparisons"][0]
+    assert "tokenizer=jieba" in json.dumps(comparison)
+    refused = runner.invoke(app, [*args, "-m", "spice", "--lang", "zh"])
+    assert refused.exit_code == 1 and "spice works on English text only" in refused.output
