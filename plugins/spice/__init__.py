@@ -52,6 +52,9 @@ __all__ = ["CATEGORIES", "CORENLP_JARS", "FIELDS", "Spice", "cache_root", "find_
 #: ``part`` -> the field of SPICE's per-category scores.
 PARTS = {"f": "f", "p": "pr", "r": "re"}
 
+#: Other names of SPICE's categories: ``count`` is the jar's Cardinality (numbers as attributes).
+CATEGORY_ALIASES = {"count": "cardinality", "counting": "cardinality"}
+
 #: Part of every parse-cache key: the jar and parser that produced a caption's tuples.
 PARSER_VERSION = f"spice-1.0:{SPICE_JAR_SHA256[:16]}:corenlp-3.6.0:tuples-v1"
 
@@ -82,7 +85,8 @@ class Spice(Distance):
             start``) when there is one for this parser; the run's own JVMs parse whatever it
             does not answer.
         category: whose scores are the values: ``all`` (SPICE), or the tuples of one category
-            (``object``, ``attribute``, ``relation``, ``color``, ``cardinality``, ``size``), as
+            (``object``, ``attribute``, ``relation``, ``color``, ``cardinality`` or ``count``,
+            ``size``), as
             coco-caption's per-category SPICE. A category with no tuples in the candidate or its
             references has no precision or recall there: NaN, as the jar reports it (the corpus
             value is then the mean over the items that have one).
@@ -112,6 +116,7 @@ class Spice(Distance):
     ) -> None:
         if jobs is not None and jobs < 1:
             raise MetricError(f"spice: jobs must be at least 1, got {jobs}")
+        category = CATEGORY_ALIASES.get(category.lower(), category)
         if category.capitalize() not in CATEGORIES:
             raise MetricError(f"spice: unknown category {category!r}; one of "
                               f"{', '.join(c.lower() for c in CATEGORIES)}")
