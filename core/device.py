@@ -112,16 +112,21 @@ def in_halving_batches(run: Callable[[Sequence[T], int], np.ndarray], items: Seq
 
     ``run`` must give the same rows whatever the batch size it is called with (batching
     changes padding only). Long inputs run in blocks of ``PROGRESS_BLOCK`` items, each
-    reported to :func:`capmetrics.progress.work` as sentences embedded."""
-    from capmetrics.progress import work
+    reported to :func:`capmetrics.progress.work` as sentences embedded; while a progress bar
+    listens, blocks of a few batches (:data:`LISTENED_BLOCK`), so that it moves."""
+    from capmetrics.progress import listening, work
 
     size = max(1, batch_size)
-    if len(items) <= PROGRESS_BLOCK:
-        return _halving(run, items, [size], what)
+    block_size = max(size, LISTENED_BLOCK) if listening() else PROGRESS_BLOCK
+    if len(items) <= block_size:
+        with work(len(items), "sentences") as advance:
+            out = _halving(run, items, [size], what)
+            advance(len(items))
+        return out
     sizes, parts = [size], []
     with work(len(items), "sentences") as advance:
-        for start in range(0, len(items), PROGRESS_BLOCK):
-            block = items[start:start + PROGRESS_BLOCK]
+        for start in range(0, len(items), block_size):
+            block = items[start:start + block_size]
             parts.append(_halving(run, block, sizes, what))
             advance(len(block))
     return np.concatenate(parts)
@@ -129,6 +134,8 @@ def in_halving_batches(run: Callable[[Sequence[T], int], np.ndarray], items: Seq
 
 #: Items per block of :func:`in_halving_batches` (one progress report per block).
 PROGRESS_BLOCK = 4096
+#: Items per block while a progress bar listens (:func:`capmetrics.progress.listening`).
+LISTENED_BLOCK = 256
 
 
 def _halving(run: Callable[[Sequence[T], int], np.ndarray], items: Sequence[T], sizes: list[int],

@@ -6,8 +6,10 @@ so that a first run says what it is doing instead of sitting silent.
 ...         advance(len(chunk))
 
 On stderr it prints ``capmetrics: building the METEOR resource cache (once; usually about 20 s)...``
-and, when done, ``capmetrics: ... done in 12.3 s``. On a terminal, and when ``total`` is given, a
-progress bar shows the advance. ``CAPMETRICS_QUIET=1`` silences it.
+and, when done, ``capmetrics: ... done in 12.3 s``, above a run's progress bar when one is live
+(:func:`capmetrics.progress.message`). On a terminal, and when ``total`` is given, a progress bar
+shows the advance: the run's own bar when one is up (never a second one beside it).
+``CAPMETRICS_QUIET=1`` silences it.
 """
 
 from __future__ import annotations
@@ -39,13 +41,13 @@ def one_time_step(what: str, usual: str, total: int | None = None,
     if _quiet():
         yield lambda n=1: None
         return
-    from capmetrics.progress import listening, work
+    from capmetrics.progress import bar_is_live, listening, message, work
 
     stream = sys.stderr
-    print(f"capmetrics: {what} (once; usually {usual})...", file=stream, flush=True)
+    message(f"capmetrics: {what} (once; usually {usual})...")  # above a run's bar, if one is up
     start = time.perf_counter()
     bar = None
-    if total and stream.isatty() and not listening():
+    if total and stream.isatty() and not bar_is_live():
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
@@ -54,10 +56,10 @@ def one_time_step(what: str, usual: str, total: int | None = None,
     if total and listening():  # a run's progress bar is up: it shows this step (one bar per run)
         with work(total, unit or "steps") as advance:
             yield advance
-    elif bar is None:
+    elif bar is None:  # no terminal, no total, or a run's bar is up in another thread: one bar only
         yield lambda n=1: None
     else:
         with bar:
             task = bar.add_task(what, total=total)
             yield lambda n=1: bar.update(task, advance=n)
-    print(f"capmetrics: {what}: done in {time.perf_counter() - start:.1f} s", file=stream, flush=True)
+    message(f"capmetrics: {what}: done in {time.perf_counter() - start:.1f} s")

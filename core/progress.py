@@ -20,7 +20,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import IO, Any, Protocol
@@ -37,6 +39,45 @@ class Reporter(Protocol):
 
 
 _reporter: ContextVar[Reporter | None] = ContextVar("capmetrics_progress", default=None)
+#: The run's live progress bar on a terminal, if one is up (in any thread): messages print
+#: above it (:func:`message`) and no second bar starts beside it.
+_live: RunProgress | None = None
+_live_lock = threading.Lock()
+
+
+def message(text: str) -> None:
+    """Print one line of ``text`` on stderr: above the run's progress bar when one is live
+    (the bar's own console, so that a warning never lands on the bar's line), else plainly."""
+    live = _live
+    if live is not None and live.bar is not None:
+        live.bar.console.print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
+    else:
+        print(text, file=sys.stderr, flush=True)
+
+
+def bar_is_live() -> bool:
+    """Whether a run's progress bar is live on the terminal now (any thread)."""
+    return _live is not None
+
+
+class _ConsoleFile:
+    """A text file whose complete lines go to :func:`message` (what ``warnings.showwarning``
+    writes to while a bar is live)."""
+
+    def __init__(self) -> None:
+        self.pending = ""
+
+    def write(self, text: str) -> int:
+        self.pending += text
+        *lines, self.pending = self.pending.split("\n")
+        for line in lines:
+            message(line)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.pending:
+            message(self.pending)
+            self.pending = ""
 
 
 @contextlib.contextmanager
@@ -175,11 +216,38 @@ class RunProgress:
                                 console=Console(file=self.stream), transient=True)
             self.bar.__enter__()
             self.task = self.bar.add_task(self.label, total=None, unit="")
+            self._go_live()
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
+            self._end_live()
             self.bar.__exit__(*exc)
+
+    def _go_live(self) -> None:
+        """Route warnings through the bar's console while it is live (restored by _end_live)."""
+        global _live
+        with _live_lock:
+            self._outer = _live
+            _live = self
+        self._showwarning = previous = warnings.showwarning
+
+        def showwarning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                        file: Any = None, line: str | None = None) -> None:
+            out = _ConsoleFile() if file is None else file
+            previous(message, category, filename, lineno, out, line)
+            if isinstance(out, _ConsoleFile):
+                out.flush()
+
+        self._ours = showwarning
+        warnings.showwarning = showwarning
+
+    def _end_live(self) -> None:
+        global _live
+        if warnings.showwarning is self._ours:  # unless someone replaced it meanwhile
+            warnings.showwarning = self._showwarning
+        with _live_lock:
+            _live = self._outer
 
 
 def _rate(per_second: float) -> str:

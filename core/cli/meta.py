@@ -119,7 +119,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Agreement of metrics with human judgments: Pearson, Spearman, Kendall tau-b/tau-c
         with bootstrap intervals, or pairwise accuracy per category for pairwise judgments."""
-        from capmetrics.cli import fail
+        from capmetrics.cli import EXIT_USAGE, fail
         from capmetrics.data.judgments import PairJudgments
         from capmetrics.meta import agreement, build_metric, pairwise_accuracy
 
@@ -136,7 +136,7 @@ def register(app: typer.Typer) -> None:
             specs = list(metric or DEFAULT_META_METRICS)
             built = [build_metric(s) for s in specs]
         except (SpecError, UnknownComponentError) as err:
-            fail(err, 2)
+            fail(err, EXIT_USAGE)
         try:
             data, primary = load_judgments_arg(judgments, preset, root, references, images)
             pairwise = isinstance(data, PairJudgments)
@@ -152,7 +152,7 @@ def register(app: typer.Typer) -> None:
                 rows.append(res.as_dict())
             text = render(rows, fmt, primary, pairwise)
         except SpecError as err:
-            fail(err, 2)
+            fail(err, EXIT_USAGE)
         except CapmetricsError as err:
             fail(err)
         if out:

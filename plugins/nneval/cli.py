@@ -118,7 +118,7 @@ def build_cli() -> typer.Typer:
     ) -> None:
         """Train NNEval: human vs machine captions, early-stopped on human judgments; or, with
         --ratings, fitted to human ratings."""
-        from capmetrics.cli import fail
+        from capmetrics.cli import EXIT_USAGE, fail
         from capmetrics.registry.compose import compose
 
         try:
@@ -127,7 +127,7 @@ def build_cli() -> typer.Typer:
                 params["features"] = list(feature)
             model = compose(learner, "learner", **params)
         except (SpecError, UnknownComponentError) as err:
-            fail(err, 2)
+            fail(err, EXIT_USAGE)
         try:
             if ratings:
                 if train or flickr8k_split or system_output or validation:
@@ -144,7 +144,7 @@ def build_cli() -> typer.Typer:
                 _train_human_vs_machine(model, out, train, flickr8k_split, root, system_output, validation,
                                         validation_fraction, impostor_pool, impostor_sampling, seed, images)
         except SpecError as err:
-            fail(err, 2)
+            fail(err, EXIT_USAGE)
         except CapmetricsError as err:
             fail(err)
         runs = []
@@ -168,7 +168,7 @@ def build_cli() -> typer.Typer:
         """Score a dataset with a trained NNEval model (same as --metric 'nneval(model=PATH)')."""
         import json
 
-        from capmetrics.cli import fail
+        from capmetrics.cli import EXIT_USAGE, fail
         from capmetrics.data.loaders import load_dataset
         from capmetrics.scoring import score
 
@@ -181,7 +181,7 @@ def build_cli() -> typer.Typer:
             with shared_file_options(trust_code, max_image_pixels, max_image_aspect):
                 results = score(load_dataset(data, images=images), [spec])
         except (SpecError, UnknownComponentError) as err:
-            fail(err, 2)
+            fail(err, EXIT_USAGE)
         except CapmetricsError as err:
             fail(err)
         if out:

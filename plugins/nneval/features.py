@@ -234,17 +234,22 @@ def feature_matrix(metrics: Sequence[Distance], candidates: Sequence[str], refer
                    images: Sequence[Any] | None = None, ids: Sequence[object] | None = None) -> np.ndarray:
     """One column per metric (see :func:`feature_column`; ``images`` and ``ids`` for the metrics
     that need images), then ``interaction``'s :func:`interaction_inputs` when given (cached likewise)."""
+    from capmetrics.progress import work
+
     digest = data_hash(candidates, references) if cache_dir is not None else None
     columns = []
-    for metric in metrics:
-        try:
-            columns.append(feature_column(metric, candidates, references, cache_dir, digest, images, ids))
-        except MetricError as err:
-            if str(err).startswith("NNEval feature"):
-                raise
-            raise MetricError(f"NNEval feature {metric.spec!r}: {err}") from err
-    if interaction is not None:
-        key = ["interaction", interaction.signature(), digest]
-        columns.append(cached_columns(key, lambda: interaction_inputs(interaction, candidates, references),
-                                      interaction.spec, digest or "", cache_dir))
+    with work(len(metrics) + (interaction is not None), "features") as advance:  # a bar moves per feature
+        for metric in metrics:
+            try:
+                columns.append(feature_column(metric, candidates, references, cache_dir, digest, images, ids))
+            except MetricError as err:
+                if str(err).startswith("NNEval feature"):
+                    raise
+                raise MetricError(f"NNEval feature {metric.spec!r}: {err}") from err
+            advance(1)
+        if interaction is not None:
+            key = ["interaction", interaction.signature(), digest]
+            columns.append(cached_columns(key, lambda: interaction_inputs(interaction, candidates, references),
+                                          interaction.spec, digest or "", cache_dir))
+            advance(1)
     return np.column_stack(columns)
