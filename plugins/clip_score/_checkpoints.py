@@ -23,7 +23,6 @@ files (or folders of them): a FIFO or a device is refused before it is read.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import pickle
 import stat
@@ -301,11 +300,22 @@ def _hf_folder(p: Path, path: str) -> Loaded:
     return Loaded(model.eval(), preprocess, context, tokenizer, "hf-clipmodel", file_checksum(files, p))
 
 
+def _config(path: Path) -> dict:
+    """A model folder's JSON config, read bounded (a regular file of at most 16 MiB, nested at
+    most 64 deep: :func:`capmetrics.strict_json.read_json`); not an object is a named error."""
+    from capmetrics.strict_json import MAX_DEPTH, read_json
+
+    cfg = read_json(path, "a model config", 16 << 20, MAX_DEPTH, header=f"cannot load the model config {path}")
+    if not isinstance(cfg, dict):
+        raise MetricError(f"{path}: a model config must be a JSON object, got {type(cfg).__name__}")
+    return cfg
+
+
 def _hf_preprocess(p: Path, image_size: int) -> Preprocess:
     cfg_file = p / "preprocessor_config.json"
     if not cfg_file.is_file():
         return Preprocess(image_size, image_size, rgb_first=True, floor_crop=True)
-    cfg = json.loads(cfg_file.read_text(encoding="utf-8"))
+    cfg = _config(cfg_file)
     size = cfg.get("size", image_size)
     size = size.get("shortest_edge", image_size) if isinstance(size, dict) else int(size)
     crop = cfg.get("crop_size", size)
@@ -317,7 +327,7 @@ def _hf_preprocess(p: Path, image_size: int) -> Preprocess:
 
 
 def _open_clip_folder(p: Path, path: str, activation: str, trust_code: bool = False) -> Loaded:
-    cfg = json.loads((p / "open_clip_config.json").read_text(encoding="utf-8"))
+    cfg = _config(p / "open_clip_config.json")
     model_cfg = cfg.get("model_cfg", cfg)
     weights = next((p / f for f in OPEN_CLIP_WEIGHTS if (p / f).is_file()), None)
     if weights is None:

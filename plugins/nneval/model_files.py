@@ -58,16 +58,20 @@ MAX_MODEL_JSON_BYTES = 64 << 20
 def read_model_json(path: Path) -> dict[str, Any]:
     """A model file's JSON object, or one MetricError naming the file: too large, not UTF-8
     JSON, nested too deeply for the parser, or not an object."""
-    import json
+    from capmetrics.errors import DataError
+    from capmetrics.strict_json import check_regular_file, parse_json
 
-    size = path.stat().st_size
+    size = check_regular_file(path, "an NNEval model file")  # a FIFO would hang the read
     if size > MAX_MODEL_JSON_BYTES:
         raise MetricError(f"{path} is {size:,} bytes; an NNEval model file is at most {MAX_MODEL_JSON_BYTES:,}")
     try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except RecursionError:
-        raise MetricError(f"{path} is not an NNEval model file (JSON nested too deeply)") from None
-    except (ValueError, UnicodeDecodeError) as err:
+        with path.open("rb") as handle:  # at most the limit, should the file grow meanwhile
+            meta = parse_json(handle.read(MAX_MODEL_JSON_BYTES + 1).decode("utf-8"), str(path))
+    except DataError as err:  # nesting past the parser's limit, 5000-digit numbers, not JSON
+        reason = err.problems[0].message if err.problems else str(err)
+        what = "JSON nested too deeply" if "nested too deeply" in reason else f"not JSON: {reason}"
+        raise MetricError(f"{path} is not an NNEval model file ({what})") from None
+    except (OSError, UnicodeDecodeError) as err:
         raise MetricError(f"{path} is not an NNEval model file (not JSON: {err})") from None
     if not isinstance(meta, dict):
         raise MetricError(f"{path} is not an NNEval model file (expected a JSON object)")

@@ -290,3 +290,12 @@ def test_plotting_a_hostile_results_file_is_a_named_error(tmp_path: Path) -> Non
     results.write_text("[" * 100000)
     proc, _ = run_cli("plot", "p-values", results, "--out", tmp_path / "out.png")
     refused(proc, "not a capmetrics results JSON", "nested too deeply")
+
+
+def test_an_nneval_model_file_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
+    from capmetrics.plugins.nneval.model_files import read_model_json
+
+    fifo = tmp_path / "nneval.json"
+    os.mkfifo(fifo)
+    with pytest.raises(DataError, match="an NNEval model file must be a regular file; this is a FIFO"):
+        read_model_json(fifo)
