@@ -38,6 +38,8 @@ from capmetrics.plugins.clip_score._preprocess import OPENAI_MEAN, OPENAI_STD, P
 
 OPENAI_EOT = 49407
 OPENAI_SOT = 49406
+#: Long-CLIP keeps CLIP's positions below this one and fine-tunes (stretched) ones above.
+LONGCLIP_KEPT = 20
 OPEN_CLIP_WEIGHTS = ("open_clip_model.safetensors", "open_clip_pytorch_model.bin", "open_clip_pytorch_model.pt")
 
 
@@ -86,6 +88,8 @@ def load_checkpoint(path: str, activation: str = "auto", trust_code: bool = Fals
         raise MetricError(f"model={path!r} is a folder without config.json (Hugging Face) or "
                           "open_clip_config.json (open_clip): not a CLIP checkpoint")
     state, fmt = _read_state_dict(p, path, trust_code)
+    if "positional_embedding_res" in state:
+        fmt = "longclip-" + fmt
     act = "quick_gelu" if activation == "auto" else activation
     model, context, size = openai_layout_model(state, path, act)
     return Loaded(model, Preprocess(size, size), context, None, fmt, file_checksum([p]))
@@ -113,7 +117,11 @@ def is_torchscript(p: Path) -> bool:
             names = z.namelist()
     except (zipfile.BadZipFile, OSError, ValueError):
         return False
-    return any(n.endswith("constants.pkl") or "/code/" in n or n.startswith("code/") for n in names)
+    for name in names:  # <root>/code/... or <root>/constants.pkl; the root is the file's stem (maybe "code")
+        parts = name.split("/")
+        if len(parts) >= 2 and (parts[1] == "constants.pkl" or (parts[1] == "code" and len(parts) > 2)):
+            return True
+    return False
 
 
 def torchscript_refusal(path: str) -> str:
@@ -192,6 +200,8 @@ def openai_layout_model(state: dict[str, Any], path: str, activation: str) -> tu
     grid = round((sd["visual.positional_embedding"].shape[0] - 1) ** 0.5)
     t_width = sd["ln_final.weight"].shape[0]
     t_layers = _count_layers(sd, "transformer.resblocks.")
+    if "positional_embedding_res" in sd:
+        sd["positional_embedding"] = longclip_positions(sd, path)
     context, vocab = sd["positional_embedding"].shape[0], sd["token_embedding.weight"].shape[0]
     embed = sd["text_projection"].shape[1]
     from transformers import CLIPConfig
@@ -242,6 +252,19 @@ def openai_layout_model(state: dict[str, Any], path: str, activation: str) -> tu
         raise MetricError(f"model={path!r}: the weights do not fit a CLIP ViT ({len(missing)} missing, "
                           f"e.g. {(missing or result.unexpected_keys)[0]})")
     return model.eval(), int(context), int(grid * patch)
+
+
+def longclip_positions(sd: dict[str, Any], path: str) -> Any:
+    """Long-CLIP's text position table (``longclip-B.pt``, ``longclip-L.pt``): its ``encode_text``
+    adds ``positional_embedding`` at the first :data:`LONGCLIP_KEPT` positions and
+    ``positional_embedding_res`` at the others (its ``mask1``/``mask2``); one table does the same."""
+    import torch
+
+    pos, res = sd["positional_embedding"], sd["positional_embedding_res"]
+    if pos.shape != res.shape or pos.shape[0] <= LONGCLIP_KEPT:
+        raise MetricError(f"model={path!r}: positional_embedding_res {tuple(res.shape)} does not fit "
+                          f"positional_embedding {tuple(pos.shape)} (Long-CLIP's layout has two equal tables)")
+    return torch.cat([pos[:LONGCLIP_KEPT], res[LONGCLIP_KEPT:]], dim=0).contiguous()
 
 
 def _count_layers(sd: dict[str, Any], prefix: str) -> int:

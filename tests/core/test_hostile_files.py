@@ -339,3 +339,17 @@ def test_any_loader_refusing_a_pickle_is_an_input_error_not_an_internal_one():
     assert str(err.value).startswith("bert(model=shared): a weights file it read is a pickle that holds more than "
                                      "tensors (Unsupported operand 149)")
     assert "\n" not in str(err.value) and "set to False" not in str(err.value)
+
+
+def test_archives_are_told_apart_by_their_entries_not_their_names(evil_torchscript, tmp_path):
+    from capmetrics.plugins.clip_score._checkpoints import is_torchscript
+
+    plain = tmp_path / "code.pt"  # torch.save names the archive's root folder after the file: code/data.pkl
+    torch.save({"w": torch.zeros(2)}, str(plain))
+    scripted = tmp_path / "scripted" / "code.pt"  # a TorchScript archive of the same name: code/code/...
+    scripted.parent.mkdir()
+    torch.jit.script(torch.nn.Linear(2, 2)).save(str(scripted))
+    not_zip = tmp_path / "legacy.pt"
+    not_zip.write_bytes(pickle.dumps({"w": 1}))
+    checked = [is_torchscript(p) for p in (plain, scripted, evil_torchscript[0], not_zip)]
+    assert checked == [False, True, True, False]
