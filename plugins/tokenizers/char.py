@@ -9,34 +9,37 @@ from capmetrics.plugins.tokenizers._segmenter import Normalize, Punctuation, Seg
 ZWJ = "\u200d"
 
 
-#: Per character: whether it attaches to the one before (memo: captions reuse few characters).
-_ATTACHES: dict[str, bool] = {}
+#: Characters seen that never attach to the one before (whitespace included): a text made of
+#: them only splits at C speed. Bounded, keyed by content.
+_PLAIN: set[str] = set()
+_PLAIN_LIMIT = 1 << 16
 
 
 def _attaches(ch: str) -> bool:
     """Whether ``ch`` belongs to the character before it: a combining mark (Thai and Devanagari
-    vowel signs, accents written apart), a variation selector or an emoji skin tone."""
-    found = _ATTACHES.get(ch)
-    if found is None:
-        found = unicodedata.category(ch).startswith("M") or "\U0001f3fb" <= ch <= "\U0001f3ff"
-        if len(_ATTACHES) < 1 << 16:
-            _ATTACHES[ch] = found
-    return found
+    vowel signs, accents written apart), a zero-width joiner, a variation selector or an emoji
+    skin tone."""
+    return (
+        ch == ZWJ or unicodedata.category(ch).startswith("M") or "\U0001f3fb" <= ch <= "\U0001f3ff"
+    )
 
 
 def characters(text: str) -> list[str]:
     """The characters of ``text`` without whitespace: each a base character with the marks that
     follow it, and emoji joined by a zero-width joiner kept together."""
+    if _PLAIN.issuperset(text):
+        return [ch for word in text.split() for ch in word]
     out: list[str] = []
     join_next = False
     for ch in text:
         if ch.isspace():
             join_next = False
-            continue
-        if out and (join_next or ch == ZWJ or _attaches(ch)):
+        elif out and (join_next or _attaches(ch)):
             out[-1] += ch
         else:
             out.append(ch)
+        if ch not in _PLAIN and len(_PLAIN) < _PLAIN_LIMIT and (ch.isspace() or not _attaches(ch)):
+            _PLAIN.add(ch)
         join_next = ch == ZWJ
     return out
 
