@@ -17,6 +17,7 @@ from capmetrics.data.model import Dataset, ItemId, Problem
 from capmetrics.errors import DataError, MetricError, component_errors
 from capmetrics.parallel import Executor, evaluate_statistic
 from capmetrics.prepared import run_scope, shared_for
+from capmetrics.prestart import Prestart
 from capmetrics.registry.compose import METRIC_KINDS, compose
 from capmetrics.registry.spec import Spec
 from capmetrics.results import MetricResult, Results
@@ -327,18 +328,31 @@ def score(
         check_empty_candidates(component, dataset)
         check_inputs(component, dataset, name)
     warn_empty_candidates(empties)
-    results = []
+    results: list[MetricResult] = [None] * len(built)  # type: ignore[list-item]
     # the dataset lives for the whole run: in the capmetrics command no full collection walks it
     # (capmetrics.collector; a host's collector is left alone)
     with frozen(), run_scope():  # tokens and other prepared data are computed once for all metrics
-        for done, (name, component) in enumerate(built):
-            if progress:
-                progress(name, done, len(built))
-            results.append(evaluate(component, dataset, name, executor))
+        # slow first steps (SPICE's parse, METEOR's first-use build) start now, beside the rest
+        with _prestarted([c for _, c in built], dataset) as early:
+            for done, k in enumerate(early.order()):
+                name, component = built[k]
+                if progress:
+                    progress(name, done, len(built))
+                early.wait(component)
+                results[k] = evaluate(component, dataset, name, executor)
     if progress:
         progress("", len(built), len(built))
     return Results(dataset.source, len(dataset), dataset.n_candidates, results, list(dataset.skipped),
                    _version("capmetrics"), empty_candidates=empties)
+
+
+def _prestarted(components: list[Component], dataset: Dataset) -> Prestart:
+    """The run's background preparations (capmetrics.prestart) over its flat candidate and
+    reference lists (the very lists every metric gets)."""
+    early = Prestart(components, [], [])
+    if early.worthwhile():
+        early.candidates, early.references, _ = shared_for("flat-pairs", (dataset,), dataset.flat_pairs)
+    return early
 
 
 def compute(*, predictions: Sequence[Any] | Mapping[Any, Any], references: Sequence[Any] | Mapping[Any, Any],

@@ -11,6 +11,7 @@ paraphrase table and cached (``_resources``).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
@@ -118,6 +119,17 @@ class Meteor(Distance):
         segment = self._segmenter([*candidates, *(r for refs in references for r in refs)])
         return self._score_segments([segment(c) for c in candidates],
                                     [[segment(r) for r in refs] for refs in references])
+
+    def prepare(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
+                stop: threading.Event) -> None:
+        """Load METEOR's resources and compiled aligner now (on first use: build the tables and
+        compile the aligner, in child processes), in the background of a run
+        (``capmetrics.prestart``); ``score`` then finds them loaded. The texts are not needed."""
+        self._checked()
+        if not stop.is_set():
+            lexicon(self.cache_dir)
+        if not stop.is_set():
+            aligner(cache_root(self.cache_dir))
 
     def score_shard(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> tuple[Scores, np.ndarray]:
         """:meth:`score` of one shard of a corpus and its corpus statistics (the jar's aggregate

@@ -23,6 +23,7 @@ corpus value is the mean, as in coco-caption.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -150,13 +151,12 @@ class Spice(Distance):
         check_items(candidates, references, "spice")
         if not candidates:
             return Scores(np.zeros(0), float("nan"), {})
-        flat = [r for refs in references for r in refs]
-        joined = dict(zip([*candidates, *flat], self.tokenizer.tokenize_joined([*candidates, *flat])))
-        tests = [joined[c] for c in candidates]
-        refs = [tuple(joined[r] for r in rs) for rs in references]
-        texts = list(dict.fromkeys([*tests, *(r for rs in refs for r in rs)]))
+        tests, refs, texts = self._tokenized(candidates, references)
         store = parse_cache() if self.cache else None
-        cached = store.get_many(texts) if store is not None else {}
+        prepared = self.__dict__.pop("_prepared", {})  # from prepare(): capmetrics.prestart
+        cached = {t: prepared[t] for t in texts if t in prepared}
+        if store is not None and len(cached) < len(texts):
+            cached.update(store.get_many([t for t in texts if t not in cached]))
         todo = [t for t in texts if t not in cached]
         items = range(len(tests))
         if not todo:
@@ -179,8 +179,31 @@ class Spice(Distance):
         known = values[~np.isnan(values)]
         return Scores(values, float(known.mean()) if known.size else float("nan"), details)
 
+    def _tokenized(self, candidates: Sequence[str],
+                   references: Sequence[Sequence[str]]) -> tuple[list[str], list[tuple[str, ...]], list[str]]:
+        """The tokenized candidates, reference groups and distinct texts (as the parser gets them)."""
+        flat = [r for refs in references for r in refs]
+        joined = dict(zip([*candidates, *flat], self.tokenizer.tokenize_joined([*candidates, *flat])))
+        tests = [joined[c] for c in candidates]
+        refs = [tuple(joined[r] for r in rs) for rs in references]
+        return tests, refs, list(dict.fromkeys([*tests, *(r for rs in refs for r in rs)]))
+
+    def prepare(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
+                stop: threading.Event) -> None:
+        """Parse (or read from the parse cache) every caption ``score`` of these texts needs, in
+        the background of a run (``capmetrics.prestart``); the next ``score`` takes them. Once
+        ``stop`` is set the parse ends and its JVMs are killed."""
+        check_items(candidates, references, "spice")
+        tests, refs, texts = self._tokenized(candidates, references)
+        store = parse_cache() if self.cache else None
+        entries = store.get_many(texts) if store is not None else {}
+        todo = [t for t in texts if t not in entries]
+        if todo and not stop.is_set():
+            entries.update(self.parse_new(todo, store, tests, refs, stop))
+        self._prepared = entries
+
     def parse_new(self, todo: list[str], store: ParseCache | None, tests: Sequence[str],
-                  refs: Sequence[Sequence[str]]) -> dict[str, Entry]:
+                  refs: Sequence[Sequence[str]], stop: threading.Event | None = None) -> dict[str, Entry]:
         """The tuples and synsets of captions not in the parse cache, parsed by the jar's parser (and
         cached, one transaction per finished shard)."""
         java, corenlp = find_java(self.java), find_corenlp(self.corenlp)
@@ -211,7 +234,7 @@ class Spice(Distance):
         if todo:
             try:
                 parse_captions(todo, command_for, self.jobs or default_jobs(len(todo)), self.timeout, keep,
-                               retry_command_for)
+                               retry_command_for, stop)
             except MetricError as err:
                 raise MetricError(f"{err} (in {_items_with(todo, tests, refs)})") from None
         return found

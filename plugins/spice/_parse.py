@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -153,7 +154,7 @@ def remove_stale_folders(root: str | None = None) -> None:
 
 
 def _wait_counting(runs: Sequence[tuple[Path, subprocess.Popen[bytes]]], deadline: float, timeout: float,
-                   advance: Callable[[int], None]) -> None:
+                   advance: Callable[[int], None], stop: threading.Event | None = None) -> None:
     """Wait for every JVM of ``runs`` (its output file, its process), telling ``advance`` how many
     lines (captions parsed) their output files gained, every quarter of a second."""
     offsets = [0] * len(runs)
@@ -174,6 +175,8 @@ def _wait_counting(runs: Sequence[tuple[Path, subprocess.Popen[bytes]]], deadlin
             return
         if time.monotonic() > deadline:
             raise MetricError(f"spice: parsing did not finish within {timeout:g} s")
+        if stop is not None and stop.is_set():
+            raise MetricError("spice: parsing stopped (the run ended)")
         try:  # returns as soon as that JVM ends
             next(proc for _, proc in runs if proc.poll() is None).wait(timeout=0.25)
         except (subprocess.TimeoutExpired, StopIteration):
@@ -182,11 +185,13 @@ def _wait_counting(runs: Sequence[tuple[Path, subprocess.Popen[bytes]]], deadlin
 
 def parse_captions(texts: Sequence[str], command_for: Callable[[int, Path, Path], list[str]], jobs: int,
                    timeout: float, store: Callable[[dict[str, Parse]], None],
-                   retry_command_for: Callable[[int, Path, Path], list[str]] | None = None) -> dict[str, Parse]:
+                   retry_command_for: Callable[[int, Path, Path], list[str]] | None = None,
+                   stop: threading.Event | None = None) -> dict[str, Parse]:
     """Parse every caption of ``texts`` (distinct) over ``jobs`` JVMs; ``store`` gets each finished
     shard's parses at once. ``command_for(threads, in, out)`` builds a JVM's command, and
     ``retry_command_for`` (default: the same) the command of a JVM that runs again what a dead
-    one left (e.g. with a larger heap).
+    one left (e.g. with a larger heap). Once ``stop`` is set (checked every quarter of a second)
+    the JVMs are killed and a MetricError raised.
 
     Every JVM gets a pipe as stdin that is closed when it ends or when this process dies (even by
     SIGKILL); the helper exits when it closes (see :data:`PARENT_PIPE`). On any exception
@@ -225,7 +230,7 @@ def parse_captions(texts: Sequence[str], command_for: Callable[[int, Path, Path]
                     procs.append(proc)
                     runs.append((shard, out_file, proc, err))
                 _wait_counting([(out_file, proc) for _, out_file, proc, _ in runs], time.monotonic() + timeout,
-                               timeout, advance)
+                               timeout, advance, stop)
                 failures, left = [], []
                 for shard, out_file, proc, err in runs:
                     parsed = read_lines(out_file, shard)
