@@ -113,6 +113,10 @@ def register(app: typer.Typer) -> None:
         ceiling: Annotated[bool, typer.Option("--ceiling/--no-ceiling", help="Add each metric's human-ceiling mean.")] = True,
         fmt: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
         out: Annotated[Path | None, typer.Option(help="Write the result to this file.")] = None,
+        lang: Annotated[str | None, typer.Option(
+            "--lang", help="The text's language (zh, ja, ko, en): every metric gets its segmenter, English-only "
+                           "metrics are refused by name and left out of the default set (as in `capmetrics score`).",
+        )] = None,
         images: Annotated[Path | None, typer.Option(
             "--images", help="Folder of the images (CLIPScore-format .json or Polaris .csv judgments; "
                               "clip-score and kin).")] = None,
@@ -134,9 +138,23 @@ def register(app: typer.Typer) -> None:
             if not 0 < confidence < 1:
                 raise SpecError(f"--confidence must lie strictly between 0 and 1, got {confidence}")
             specs = list(metric or DEFAULT_META_METRICS)
-            built = [build_metric(s) for s in specs]
+            if lang is None:
+                built = [build_metric(s) for s in specs]
+            else:  # the language's segmenter in every spec (capmetrics.language)
+                from capmetrics.language import check_language, default_metrics, get_language, localize
+
+                get_language(lang)
+                if not metric:
+                    specs, note = default_metrics(DEFAULT_META_METRICS, lang)
+                    if note:
+                        typer.echo(f"note: {note}", err=True)
+                built = [build_metric(localize(s, lang)) for s in specs]  # type: ignore[arg-type]
+                for spec, component in zip(specs, built):
+                    check_language(component, lang, spec)
         except (SpecError, UnknownComponentError) as err:
             fail(err, EXIT_USAGE)
+        except CapmetricsError as err:
+            fail(err)
         try:
             data, primary = load_judgments_arg(judgments, preset, root, references, images)
             pairwise = isinstance(data, PairJudgments)

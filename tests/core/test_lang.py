@@ -349,10 +349,9 @@ def test_aic_problems_are_named(tmp_path: Path) -> None:
         capmetrics.load_dataset(refs)
 
 
-def test_meta_on_chinese_judgments(tmp_path: Path) -> None:
-    from capmetrics.data.judgments import load_judgments
-    from capmetrics.meta import agreement
-
+def chinese_judgments(tmp_path: Path) -> tuple[Path, list[dict]]:
+    """Three rated candidates per fixture image: its candidate (4), a fragment of a reference (2)
+    and an unrelated caption (1); ratings made up for the test."""
     ds = zh_dataset()
     lines = []
     for k, item in enumerate(ds):
@@ -372,6 +371,15 @@ def test_meta_on_chinese_judgments(tmp_path: Path) -> None:
     path.write_text(
         "\n".join(json.dumps(x, ensure_ascii=False) for x in lines) + "\n", encoding="utf-8"
     )
+    return path, lines
+
+
+def test_meta_on_chinese_judgments(tmp_path: Path) -> None:
+    from capmetrics.data.judgments import load_judgments
+    from capmetrics.meta import agreement
+
+    ds = zh_dataset()
+    path, lines = chinese_judgments(tmp_path)
     judgments = load_judgments(path)
     assert judgments.dataset[0].candidates[0] == ds[0].candidates[0]
     scores = capmetrics.score(judgments.dataset, ["cider-d(tokenizer=jieba)"])[
@@ -391,14 +399,35 @@ def test_meta_on_chinese_judgments(tmp_path: Path) -> None:
 def test_compare_takes_lang(tmp_path: Path) -> None:
     ds = zh_dataset()
     for name, pick in (("a", lambda it: it.candidates[0]), ("b", lambda it: it.references[0][:2])):
-        rows = [{"id": it.id, "references": list(it.references[1:]), "candidates": [pick(it)]} for it in ds]
+        rows = [
+            {"id": it.id, "references": list(it.references[1:]), "candidates": [pick(it)]}
+            for it in ds
+        ]
         (tmp_path / f"{name}.jsonl").write_text(
             "\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8"
         )
     args = ["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--trials", "200"]
-    result = runner.invoke(app, [*args, "-m", "cider-d", "--lang", "zh", "--resamples", "50", "--json"])
+    result = runner.invoke(
+        app, [*args, "-m", "cider-d", "--lang", "zh", "--resamples", "50", "--json"]
+    )
     assert result.exit_code == 0, result.output
     comparison = json.loads(result.stdout)["comparisons"][0]
     assert "tokenizer=jieba" in json.dumps(comparison)
     refused = runner.invoke(app, [*args, "-m", "spice", "--lang", "zh"])
+    assert refused.exit_code == 1 and "spice works on English text only" in refused.output
+
+
+def test_meta_cli_takes_lang(tmp_path: Path) -> None:
+    path, _ = chinese_judgments(tmp_path)
+    args = ["meta", str(path), "--bootstrap", "0", "--no-ceiling", "--format", "json"]
+    result = runner.invoke(app, [*args, "--lang", "zh"])
+    assert result.exit_code == 0, result.output
+    assert "left out meteor" in result.output
+    rows = json.loads(result.stdout)
+    rows = rows if isinstance(rows, list) else rows["metrics"]
+    assert [r["metric"] for r in rows] == ["bleu-1", "bleu-4", "rouge-l", "cider-d"]
+    explicit = json.loads(runner.invoke(app, [*args, "-m", "cider-d(tokenizer=jieba)"]).stdout)
+    explicit = explicit if isinstance(explicit, list) else explicit["metrics"]
+    assert rows[-1]["kendall_b"] == explicit[0]["kendall_b"]
+    refused = runner.invoke(app, ["meta", str(path), "--lang", "zh", "-m", "spice"])
     assert refused.exit_code == 1 and "spice works on English text only" in refused.output
