@@ -59,6 +59,8 @@ SCALES = {
     "frechet": ("≥ 0, with a p-value", "× 1"),
     "mauve": ("0 – 1", "× 100"),
     "over-candidates": ("the wrapped distance's", "the wrapped distance's"),
+    "capture": ("0 – 1", "× 100"),
+    "chair": ("0 – 1 (lower is better)", "× 100"),
 }
 
 NAMES_HEADER = """## Metric names and scales
