@@ -30,17 +30,21 @@ class ClipTextEmbedder(Embedder):
         batch_size: texts per forward pass (halved while the GPU is out of memory).
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``; none = the run's (``--device``).
         normalize: return unit-length vectors.
+        trust_code: load a TorchScript ``.pt`` (its code runs while it loads); none = the run's
+            (``--trust-code``), off by default (see ``clip-model``).
     """
 
     name = "clip"
     requires = ("torch",)
+    program_params = ("trust_code",)
 
     def __init__(self, model: str | None = None, batch_size: int = 64, device: str | None = None,
-                 normalize: bool = False) -> None:
+                 normalize: bool = False, trust_code: bool | None = None) -> None:
         self.model = model
         self.batch_size = batch_size
         self.device = device
         self.normalize = normalize
+        self.trust_code = trust_code
 
     def _load(self):  # type: ignore[no-untyped-def]
         if getattr(self, "_tower", None) is not None:
@@ -99,7 +103,8 @@ class ClipTextEmbedder(Embedder):
         if shared is None:
             from capmetrics.plugins.clip_score.model import ClipModel
 
-            shared = self._clip_model = ClipModel(str(self.model), device=self.device, batch_size=self.batch_size)
+            shared = self._clip_model = ClipModel(str(self.model), device=self.device, batch_size=self.batch_size,
+                                                  trust_code=self.trust_code)
         return shared
 
     def __getstate__(self) -> dict[str, object]:

@@ -353,3 +353,16 @@ def test_archives_are_told_apart_by_their_entries_not_their_names(evil_torchscri
     not_zip.write_bytes(pickle.dumps({"w": 1}))
     checked = [is_torchscript(p) for p in (plain, scripted, evil_torchscript[0], not_zip)]
     assert checked == [False, True, True, False]
+
+
+def test_the_clip_text_embedder_refuses_torchscript_too(evil_torchscript):
+    path, victim = evil_torchscript
+    embedder = capmetrics.compose(f'clip(model="{path}")', "embedder")
+    with pytest.raises(MetricError, match="is a TorchScript archive"):
+        embedder.embed_texts(["a cat"])
+    assert victim.read_bytes() == b"precious data\n"
+    from capmetrics.trust import use_trust_code
+
+    with use_trust_code(True), pytest.raises(MetricError, match="not a CLIP checkpoint"):
+        capmetrics.compose(f'clip(model="{path}")', "embedder").embed_texts(["a cat"])
+    assert victim.read_bytes() == b"X" * 14  # the run's --trust-code reached the loader
