@@ -26,7 +26,7 @@ Punctuation = Literal["keep", "remove"]
 
 #: Distinct texts kept per tokenizer instance before the cache starts over (bounded memory in a
 #: long-lived process such as a training loop).
-CACHE_LIMIT = 1 << 20
+CACHE_LIMIT = 1 << 18
 
 
 def version(dist: str) -> str:

@@ -165,6 +165,20 @@ def test_normalize_without_lang_is_refused_and_with_it_is_in_the_signature() -> 
     assert res["bleu-4"].signature["tokenizer"] == "jieba(normalize=nfkc)"
 
 
+def test_pycocoevalcap_names_take_lang_too() -> None:
+    cands = ["一只狗在草地上奔跑", "一个男人骑自行车"]
+    refs = [["一只狗在草地上跑", "小狗在草地上奔跑"], ["一个人在骑自行车", "男人骑着一辆自行车"]]
+    named = capmetrics.compute(
+        predictions=cands, references=refs, metrics=["Bleu_4", "CIDEr"], lang="zh"
+    )
+    explicit = capmetrics.compute(
+        predictions=cands,
+        references=refs,
+        metrics=["bleu-4(tokenizer=jieba)", "cider-d(tokenizer=jieba)"],
+    )
+    assert list(named) == ["Bleu_4", "CIDEr"] and list(named.values()) == list(explicit.values())
+
+
 def test_compute_takes_lang() -> None:
     out = capmetrics.compute(
         predictions=["一只狗在草地上奔跑"],
