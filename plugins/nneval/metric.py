@@ -42,6 +42,16 @@ class NNEvalMetric(Distance):
         """Whether a feature of the model needs images (then :meth:`score_images` scores)."""
         return self.learner().needs_images()
 
+    @property  # type: ignore[misc]
+    def languages(self) -> tuple[str, ...] | None:  # type: ignore[override]
+        """The languages every feature metric of the model serves (None: any); loads the model.
+        The shipped models' features tokenize with PTB and parse English: English only."""
+        from capmetrics.language import LANGUAGES, refusing
+
+        features = self.run_components()
+        served = tuple(code for code in LANGUAGES if all(refusing(c, code) is None for c in features))
+        return None if len(served) == len(LANGUAGES) else served
+
     def run_components(self) -> list[Any]:
         """The model's feature metrics (loading it), for readiness checks: a feature whose extra is
         missing raises here as in a run."""

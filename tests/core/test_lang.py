@@ -108,6 +108,7 @@ def test_lang_default_set_leaves_meteor_out_with_a_note_and_equals_explicit_spec
         ("cider-d(tokenizer=ptb-jar)", "ptb-jar"),
         ("capture", "capture"),
         ("chair", "chair"),
+        ("nneval", "nneval"),
     ],
 )
 def test_english_only_components_are_refused_by_name(metric: str, culprit: str) -> None:
