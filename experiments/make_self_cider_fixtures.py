@@ -32,7 +32,9 @@ NAME = "flickr8k-train300-idxs"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--cider", type=Path, required=True, help="a ruotianluo/cider checkout (e9b736d)")
+    parser.add_argument(
+        "--cider", type=Path, required=True, help="a ruotianluo/cider checkout (e9b736d)"
+    )
     parser.add_argument("--six", type=Path, required=True, help="a folder holding six.py")
     args = parser.parse_args()
     sys.path[:0] = [str(args.six), str(args.cider)]
@@ -43,11 +45,17 @@ def main() -> None:
     k = batch["seq_per_img"]
     samples = batch["res_strings"][: 50 * k]
     groups = [samples[i : i + k] for i in range(0, len(samples), k)]
-    out: dict = {"made_by": "experiments/make_self_cider_fixtures.py (ruotianluo/cider e9b736d)",
-                 "df": NAME, "res": groups}
+    out: dict = {
+        "made_by": "experiments/make_self_cider_fixtures.py (ruotianluo/cider e9b736d)",
+        "df": NAME,
+        "res": groups,
+    }
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "data").mkdir()
-        with gzip.open(FIXTURES / f"{NAME}.p.gz") as f, open(Path(tmp) / "data" / f"{NAME}.p", "wb") as g:
+        with (
+            gzip.open(FIXTURES / f"{NAME}.p.gz") as f,
+            open(Path(tmp) / "data" / f"{NAME}.p", "wb") as g,
+        ):
             shutil.copyfileobj(f, g)
         old = os.getcwd()
         os.chdir(tmp)

@@ -1,8 +1,8 @@
 """ruotianluo/cider's API (``pyciderevalcap``, as self-critical.pytorch calls it) on capmetrics'
 ``cider-d`` and ``cider``: change the import lines, keep the training script.
 
->>> from capmetrics.integrations.cider import CiderD, Cider   # was: pyciderevalcap.ciderD.ciderD / .cider.cider
->>> scorer = CiderD(df="coco-train-idxs")               # reads data/coco-train-idxs.p, as the original
+>>> from capmetrics.integrations.cider import CiderD, Cider  # was: pyciderevalcap's ciderD, cider
+>>> scorer = CiderD(df="coco-train-idxs")  # reads data/coco-train-idxs.p, as the original
 >>> mean, scores = scorer.compute_score(gts, [{"image_id": 0, "caption": ["a dog runs 0"]}, ...])
 >>> Cider(df="coco-train-idxs").my_self_cider([samples_of_one_image])  # [k x k array]
 
@@ -25,7 +25,6 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-
 from capmetrics.component import Distance
 from capmetrics.errors import MetricError
 from capmetrics.integrations.dffiles import df_kind, df_path, read_df_pickle
@@ -46,29 +45,39 @@ class CiderD:
     metric_name = "cider-d"
     method_name = "CIDEr-D"
 
-    def __init__(self, n: int = 4, sigma: float = 6.0, df: str | os.PathLike[str] = "corpus") -> None:
+    def __init__(
+        self, n: int = 4, sigma: float = 6.0, df: str | os.PathLike[str] = "corpus"
+    ) -> None:
         if n != 4:
             raise MetricError(f"{type(self).__name__}: n={n!r}; only n=4 is supported")
         if sigma != 6.0:
-            raise MetricError(f"{type(self).__name__}: sigma={sigma!r}; only sigma=6.0 is supported "
-                              "(ruotianluo/cider's CiderD ignores sigma and uses 6.0)")
+            raise MetricError(
+                f"{type(self).__name__}: sigma={sigma!r}; only sigma=6.0 is supported "
+                "(ruotianluo/cider's CiderD ignores sigma and uses 6.0)"
+            )
         from capmetrics.registry.compose import compose
 
         self._n, self._sigma, self._df = n, sigma, df
         path = None if str(df) == "corpus" else df_path(df)
         pickled = path is not None and df_kind(path) == "pickle"
-        params = {"df": str(path)} if path is not None and not pickled else {}  # capmetrics' df file
-        metric = compose(self.metric_name, "distance", tokenizer=compose("whitespace", "tokenizer"), **params)
+        params = (
+            {"df": str(path)} if path is not None and not pickled else {}
+        )  # capmetrics' df file
+        metric = compose(
+            self.metric_name, "distance", tokenizer=compose("whitespace", "tokenizer"), **params
+        )
         assert isinstance(metric, Distance)
         self.metric = metric
         if pickled:
             assert path is not None
             self.metric.fit_states([read_df_pickle(path)])  # type: ignore[attr-defined]
         elif path is not None:
-            self.metric.fixed_df()  # type: ignore[attr-defined]  # read it now: errors here, not mid-epoch
+            # read it now: errors here, not mid-epoch
+            self.metric.fixed_df()  # type: ignore[attr-defined]
 
-    def compute_score(self, gts: Mapping[Hashable, Sequence[str]], res: Sequence[Mapping[str, Any]]
-                      ) -> tuple[np.float64, np.ndarray]:
+    def compute_score(
+        self, gts: Mapping[Hashable, Sequence[str]], res: Sequence[Mapping[str, Any]]
+    ) -> tuple[np.float64, np.ndarray]:
         """(mean, per-entry values) of each ``res`` entry ``{'image_id', 'caption': [text]}``
         against ``gts[image_id]``, in the order of ``res``."""
         texts, refs, refset = _entries(gts, res, type(self).__name__)
@@ -84,16 +93,25 @@ class CiderD:
         self-critical's ``self_cider_reward_weight`` uses); needs a df file, as the original."""
         scorer = f"{type(self).__name__}.my_self_cider"
         if self.metric.fixed_df() is None:  # type: ignore[attr-defined]
-            raise MetricError(f"{scorer}: df='corpus' has no document frequencies for pairs of "
-                              "samples; give df=<name> (data/<name>.p), as self-critical's init_scorer does")
+            raise MetricError(
+                f"{scorer}: df='corpus' has no document frequencies for pairs of "
+                "samples; give df=<name> (data/<name>.p), as self-critical's init_scorer does"
+            )
         if isinstance(res, str) or not isinstance(res, Sequence):
-            raise MetricError(f"{scorer}: res must be a list of lists of captions (one list per image)")
+            raise MetricError(
+                f"{scorer}: res must be a list of lists of captions (one list per image)"
+            )
         cands: list[str] = []
         refs: list[list[str]] = []
         for i, samples in enumerate(res):
-            if isinstance(samples, str) or not isinstance(samples, Sequence) \
-                    or not all(isinstance(c, str) for c in samples):
-                raise MetricError(f"{scorer}: res[{i}] must be a list of caption strings, got {samples!r:.80}")
+            if (
+                isinstance(samples, str)
+                or not isinstance(samples, Sequence)
+                or not all(isinstance(c, str) for c in samples)
+            ):
+                raise MetricError(
+                    f"{scorer}: res[{i}] must be a list of caption strings, got {samples!r:.80}"
+                )
             cands += [a for a in samples for _ in samples]
             refs += [[b] for _ in samples for b in samples]
         values = np.asarray(self.metric.pairwise_scores(cands, refs) if cands else [], dtype=float)
@@ -118,13 +136,16 @@ class Cider(CiderD):
         super().__init__(n=n, df=df)
 
 
-def _entries(gts: Mapping[Hashable, Sequence[str]], res: Sequence[Mapping[str, Any]], scorer: str
-             ) -> tuple[list[str], list[Sequence[str]], np.ndarray]:
+def _entries(
+    gts: Mapping[Hashable, Sequence[str]], res: Sequence[Mapping[str, Any]], scorer: str
+) -> tuple[list[str], list[Sequence[str]], np.ndarray]:
     """The candidates of ``res``, the distinct reference lists (one per list object of ``gts``:
     self-critical maps every sample of an image to one list) and which one each candidate uses,
     checked as the original's asserts check them."""
     if not isinstance(gts, Mapping):
-        raise MetricError(f"{scorer}.compute_score: gts must be a dict mapping image ids to lists of captions")
+        raise MetricError(
+            f"{scorer}.compute_score: gts must be a dict mapping image ids to lists of captions"
+        )
     texts: list[str] = []
     refs: list[Sequence[str]] = []
     slot: dict[int, int] = {}
@@ -133,16 +154,25 @@ def _entries(gts: Mapping[Hashable, Sequence[str]], res: Sequence[Mapping[str, A
         try:
             key, hypo = entry["image_id"], entry["caption"]
         except (TypeError, KeyError, IndexError):
-            raise MetricError(f"{scorer}.compute_score: res[{i}] must be a dict with 'image_id' and 'caption'") from None
+            raise MetricError(
+                f"{scorer}.compute_score: res[{i}] must be a dict with 'image_id' and 'caption'"
+            ) from None
         if type(hypo) is not list or len(hypo) != 1 or type(hypo[0]) is not str:
-            raise MetricError(f"{scorer}.compute_score: res[{i}]['caption'] must be a list of one string, got {hypo!r:.80}")
+            raise MetricError(
+                f"{scorer}.compute_score: res[{i}]['caption'] must be a list of one string, "
+                f"got {hypo!r:.80}"
+            )
         ref = gts.get(key, None)
         if ref is None:
-            raise MetricError(f"{scorer}.compute_score: res[{i}] has image_id {key!r}, which gts lacks")
+            raise MetricError(
+                f"{scorer}.compute_score: res[{i}] has image_id {key!r}, which gts lacks"
+            )
         q = slot.get(id(ref))
         if q is None:
             if not isinstance(ref, list) or not ref or not all(isinstance(r, str) for r in ref):
-                raise MetricError(f"{scorer}.compute_score: gts[{key!r}] must be a non-empty list of strings")
+                raise MetricError(
+                    f"{scorer}.compute_score: gts[{key!r}] must be a non-empty list of strings"
+                )
             q = slot[id(ref)] = len(refs)
             refs.append(ref)
         texts.append(hypo[0])

@@ -25,18 +25,24 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-
 from capmetrics.errors import MetricError
 
 __all__ = ["DfPickleRefused", "convert_df", "df_kind", "df_path", "read_df_pickle"]
 
-EXPECTED = ("expected the pickle self-critical.pytorch's scripts/prepro_ngrams.py writes: "
-            "{'document_frequency': {n-gram tuple: count}, 'ref_len': number of images}")
+EXPECTED = (
+    "expected the pickle self-critical.pytorch's scripts/prepro_ngrams.py writes: "
+    "{'document_frequency': {n-gram tuple: count}, 'ref_len': number of images}"
+)
 
 #: The only globals a prepro_ngrams pickle names (its table is a defaultdict(float); Python 2
 #: pickles spell builtins ``__builtin__``). Everything else is refused before it is called.
-_ALLOWED = {("collections", "defaultdict"), ("builtins", "float"), ("builtins", "int"),
-            ("__builtin__", "float"), ("__builtin__", "int")}
+_ALLOWED = {
+    ("collections", "defaultdict"),
+    ("builtins", "float"),
+    ("builtins", "int"),
+    ("__builtin__", "float"),
+    ("__builtin__", "int"),
+}
 _FACTORIES = (float, int)
 
 
@@ -74,8 +80,10 @@ def df_path(df: str | os.PathLike[str]) -> Path:
     named = Path("data") / f"{df}.p"
     if named.is_file():
         return named
-    raise MetricError(f"df={str(df)!r}: no such file, and no {named} in {Path.cwd()} "
-                      "(a name is looked up as data/<name>.p, as ruotianluo/cider does)")
+    raise MetricError(
+        f"df={str(df)!r}: no such file, and no {named} in {Path.cwd()} "
+        "(a name is looked up as data/<name>.p, as ruotianluo/cider does)"
+    )
 
 
 def df_kind(path: str | os.PathLike[str]) -> Literal["pickle", "capmetrics"]:
@@ -87,12 +95,18 @@ def df_kind(path: str | os.PathLike[str]) -> Literal["pickle", "capmetrics"]:
             head = f.read(2)
     except OSError as err:
         raise MetricError(f"cannot read the df file {path}: {err}") from err
-    if head[:1] in (b"\x80", b"(", b"}"):  # PROTO; a protocol 0/1 dict starts with MARK or EMPTY_DICT
+    if head[:1] in (
+        b"\x80",
+        b"(",
+        b"}",
+    ):  # PROTO; a protocol 0/1 dict starts with MARK or EMPTY_DICT
         return "pickle"
     if head == b"\x1f\x8b" or head.lstrip()[:1] == b"{":
         return "capmetrics"
-    raise MetricError(f"df file {path} is neither a prepro_ngrams pickle nor a capmetrics df file "
-                      f"(JSON, written by cider-d's save_df); {EXPECTED}")
+    raise MetricError(
+        f"df file {path} is neither a prepro_ngrams pickle nor a capmetrics df file "
+        f"(JSON, written by cider-d's save_df); {EXPECTED}"
+    )
 
 
 def read_df_pickle(path: str | os.PathLike[str]) -> tuple[dict[str, int], int]:
@@ -110,27 +124,57 @@ def read_df_pickle(path: str | os.PathLike[str]) -> tuple[dict[str, int], int]:
             "tuples, strings and numbers): refused, nothing in it was run; if you made this file, "
             "convert it in a session you trust (see capmetrics.integrations.dffiles.convert_df)"
         ) from None
-    except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
-            ImportError, IndexError, KeyError, RecursionError, MemoryError) as err:
-        raise MetricError(f"cannot read the df pickle {path}: {type(err).__name__}: {err}; "
-                          f"{EXPECTED}") from err
+    except (
+        OSError,
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        ImportError,
+        IndexError,
+        KeyError,
+        RecursionError,
+        MemoryError,
+    ) as err:
+        raise MetricError(
+            f"cannot read the df pickle {path}: {type(err).__name__}: {err}; {EXPECTED}"
+        ) from err
     if not isinstance(data, Mapping) or not {"document_frequency", "ref_len"} <= data.keys():
         got = sorted(map(str, data))[:5] if isinstance(data, Mapping) else type(data).__name__
         raise MetricError(f"{path} is not a prepro_ngrams df pickle (got {got}); {EXPECTED}")
     table, ref_len = data["document_frequency"], data["ref_len"]
-    if not isinstance(table, Mapping) or isinstance(ref_len, bool) \
-            or not isinstance(ref_len, (int, float)) or not ref_len >= 1:
-        raise MetricError(f"{path}: 'document_frequency' must be a dict and 'ref_len' a positive "
-                          f"number; {EXPECTED}")
+    if (
+        not isinstance(table, Mapping)
+        or isinstance(ref_len, bool)
+        or not isinstance(ref_len, (int, float))
+        or not ref_len >= 1
+    ):
+        raise MetricError(
+            f"{path}: 'document_frequency' must be a dict and 'ref_len' a positive "
+            f"number; {EXPECTED}"
+        )
     df: dict[str, int] = {}
     for gram, count in table.items():
-        if not isinstance(gram, tuple) or not 1 <= len(gram) <= 4 \
-                or not all(isinstance(w, str) for w in gram):
-            raise MetricError(f"{path}: document_frequency key {gram!r:.60} is not a tuple of 1-4 "
-                              f"words; {EXPECTED}")
-        if isinstance(count, bool) or not isinstance(count, (int, float)) \
-                or not np.isfinite(count) or count != int(count) or count < 0:
-            raise MetricError(f"{path}: document_frequency[{gram!r:.60}] = {count!r:.40} is not a count")
+        if (
+            not isinstance(gram, tuple)
+            or not 1 <= len(gram) <= 4
+            or not all(isinstance(w, str) for w in gram)
+        ):
+            raise MetricError(
+                f"{path}: document_frequency key {gram!r:.60} is not a tuple of 1-4 "
+                f"words; {EXPECTED}"
+            )
+        if (
+            isinstance(count, bool)
+            or not isinstance(count, (int, float))
+            or not np.isfinite(count)
+            or count != int(count)
+            or count < 0
+        ):
+            raise MetricError(
+                f"{path}: document_frequency[{gram!r:.60}] = {count!r:.40} is not a count"
+            )
         if count:
             df[" ".join(gram)] = int(count)
     return df, int(ref_len)

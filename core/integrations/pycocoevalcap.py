@@ -23,12 +23,21 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-
 from capmetrics.component import Component, Distance, Scores, Tokenizer
 from capmetrics.errors import CapmetricsError, MetricError
 
-__all__ = ["COCOEvalCap", "Bleu", "Meteor", "Rouge", "Cider", "Spice", "PTBTokenizer", "SPICE_CATEGORIES", "SPICE_FIELDS",
-           "spice_available"]
+__all__ = [
+    "COCOEvalCap",
+    "Bleu",
+    "Meteor",
+    "Rouge",
+    "Cider",
+    "Spice",
+    "PTBTokenizer",
+    "SPICE_CATEGORIES",
+    "SPICE_FIELDS",
+    "spice_available",
+]
 
 Gts = Mapping[Hashable, Sequence[str]]
 
@@ -52,20 +61,29 @@ def _metric(name: str) -> Distance:
     return metric
 
 
-def _pairs(gts: Gts, res: Gts, scorer: str, order: list[Hashable] | None = None) -> tuple[list[str], list[list[str]]]:
+def _pairs(
+    gts: Gts, res: Gts, scorer: str, order: list[Hashable] | None = None
+) -> tuple[list[str], list[list[str]]]:
     """Candidates and reference lists in the order of ``gts`` (or ``order``), checked as
     pycocoevalcap's asserts check them."""
     if not isinstance(gts, Mapping) or not isinstance(res, Mapping):
-        raise MetricError(f"{scorer}: gts and res must be dicts mapping image ids to lists of captions")
+        raise MetricError(
+            f"{scorer}: gts and res must be dicts mapping image ids to lists of captions"
+        )
     if gts.keys() != res.keys():
         only_gts, only_res = set(gts) - set(res), set(res) - set(gts)
-        raise MetricError(f"{scorer}: gts and res must have the same image ids; only in gts: "
-                          f"{sorted(map(repr, only_gts))[:5]}, only in res: {sorted(map(repr, only_res))[:5]}")
+        raise MetricError(
+            f"{scorer}: gts and res must have the same image ids; only in gts: "
+            f"{sorted(map(repr, only_gts))[:5]}, only in res: {sorted(map(repr, only_res))[:5]}"
+        )
     cands, refs = [], []
     for key in order if order is not None else gts:
         hypo, ref = res[key], gts[key]
         if not isinstance(hypo, list) or len(hypo) != 1 or not isinstance(hypo[0], str):
-            raise MetricError(f"{scorer}: res[{key!r}] must be a list of exactly one caption string, got {hypo!r:.80}")
+            raise MetricError(
+                f"{scorer}: res[{key!r}] must be a list of exactly one caption string, "
+                f"got {hypo!r:.80}"
+            )
         if not isinstance(ref, list) or not ref or not all(isinstance(r, str) for r in ref):
             raise MetricError(f"{scorer}: gts[{key!r}] must be a non-empty list of caption strings")
         cands.append(hypo[0])
@@ -82,7 +100,9 @@ class Bleu:
             raise MetricError(f"Bleu: n must be 1, 2, 3 or 4, got {n!r}")
         self._n = n
 
-    def compute_score(self, gts: Gts, res: Gts, verbose: int = 1) -> tuple[list[float], list[list[float]]]:
+    def compute_score(
+        self, gts: Gts, res: Gts, verbose: int = 1
+    ) -> tuple[list[float], list[list[float]]]:
         cands, refs = _pairs(gts, res, "Bleu")
         scores = _metric(f"bleu-{self._n}").score(cands, refs)
         by_order = np.asarray(scores.details["by_order"], dtype=float).reshape(len(cands), self._n)
@@ -127,7 +147,10 @@ class Cider:
 
     def __init__(self, test: Any = None, refs: Any = None, n: int = 4, sigma: float = 6.0) -> None:
         if n != 4 or sigma != 6.0:
-            raise MetricError(f"Cider: only n=4 and sigma=6.0 (coco-caption's values) are supported, got n={n}, sigma={sigma}")
+            raise MetricError(
+                f"Cider: only n=4 and sigma=6.0 (coco-caption's values) are supported, "
+                f"got n={n}, sigma={sigma}"
+            )
         self._n, self._sigma = n, sigma
 
     def compute_score(self, gts: Gts, res: Gts) -> tuple[np.float64, np.ndarray]:
@@ -142,8 +165,10 @@ class Spice:
     its precision, recall, F-score and tuple counts, as the jar reports them; needs SPICE's
     CoreNLP jars (``capmetrics setup spice``)."""
 
-    def compute_score(self, gts: Gts, res: Gts) -> tuple[np.float64, list[dict[str, dict[str, float]]]]:
-        order = sorted(gts)
+    def compute_score(
+        self, gts: Gts, res: Gts
+    ) -> tuple[np.float64, list[dict[str, dict[str, float]]]]:
+        order: list[Hashable] = sorted(gts)  # type: ignore[type-var]  # as pycocoevalcap sorts
         cands, refs = _pairs(gts, res, "Spice", order)
         scores = _metric("spice").score(cands, refs)
         return np.mean(np.asarray(scores.values, dtype=float)), _spice_tables(scores, len(order))
@@ -152,7 +177,8 @@ class Spice:
         return "SPICE"
 
 
-#: The order of the SPICE jar's JSON output (Java HashMap order), which pycocoevalcap's ``imgToEval`` keeps.
+#: The order of the SPICE jar's JSON output (Java HashMap order), which pycocoevalcap's
+#: ``imgToEval`` keeps.
 SPICE_CATEGORIES = ("All", "Relation", "Cardinality", "Attribute", "Size", "Color", "Object")
 SPICE_FIELDS = ("pr", "re", "f", "fn", "numImages", "fp", "tp")
 
@@ -162,12 +188,23 @@ def _spice_tables(scores: Scores, n: int) -> list[dict[str, dict[str, float]]]:
     them) from the details of the ``spice`` metric: per-category arrays, or per-item ``scores``."""
     details = scores.details
     if "scores" in details:
-        return [{c: {k: _float(v) for k, v in t.items()} for c, t in s.items()} for s in details["scores"]]
+        return [
+            {c: {k: _float(v) for k, v in t.items()} for c, t in s.items()}
+            for s in details["scores"]
+        ]
     tables = [c for c in SPICE_CATEGORIES if isinstance(details.get(c), Mapping)]
     if tables:
-        return [{c: {f: 1.0 if f == "numImages" else float(details[c][f][i])
-                     for f in SPICE_FIELDS if f == "numImages" or f in details[c]} for c in tables}
-                for i in range(n)]
+        return [
+            {
+                c: {
+                    f: 1.0 if f == "numImages" else float(details[c][f][i])
+                    for f in SPICE_FIELDS
+                    if f == "numImages" or f in details[c]
+                }
+                for c in tables
+            }
+            for i in range(n)
+        ]
     categories = details.get("categories", {})
     return [{c: {"f": float(v[i])} for c, v in categories.items()} for i in range(n)]
 
@@ -180,16 +217,22 @@ def _float(value: Any) -> float:
 
 
 class PTBTokenizer:
-    """pycocoevalcap's ``PTBTokenizer``: ``{id: [{'caption': text}, ...]}`` to ``{id: [tokenised, ...]}``,
+    """pycocoevalcap's ``PTBTokenizer``: ``{id: [{'caption': text}, ...]}`` to
+    ``{id: [tokenised, ...]}``,
     computed by the tokenizer registered as ``ptb``."""
 
-    def tokenize(self, captions_for_image: Mapping[Hashable, Sequence[Mapping[str, Any]]]) -> dict[Hashable, list[str]]:
+    def tokenize(
+        self, captions_for_image: Mapping[Hashable, Sequence[Mapping[str, Any]]]
+    ) -> dict[Hashable, list[str]]:
         keys, texts = [], []
         for key, anns in captions_for_image.items():
             for n, ann in enumerate(anns):
                 caption = ann.get("caption") if isinstance(ann, Mapping) else None
                 if not isinstance(caption, str):
-                    raise MetricError(f"PTBTokenizer: caption {n} of image {key!r} must be a dict with a 'caption' string")
+                    raise MetricError(
+                        f"PTBTokenizer: caption {n} of image {key!r} must be a dict with a "
+                        "'caption' string"
+                    )
                 keys.append(key)
                 texts.append(caption.replace("\n", " "))
         tokenizer = _component("ptb")
@@ -205,18 +248,25 @@ class _Annotations:
     """The part of a pycocotools ``COCO`` object that ``COCOEvalCap`` reads, from plain data."""
 
     def __init__(self, data: Any, what: str) -> None:
+        self.imgToAnns: dict[Hashable, list[Mapping[str, Any]]]
         if hasattr(data, "imgToAnns") and hasattr(data, "getImgIds"):
             self.imgToAnns, self._ids = data.imgToAnns, list(data.getImgIds())
             return
         anns = data.get("annotations") if isinstance(data, Mapping) else data
-        if not isinstance(anns, list) or not all(isinstance(a, Mapping) and "image_id" in a for a in anns):
-            raise MetricError(f"COCOEvalCap: {what} must be a pycocotools COCO object, a dict with an "
-                              "'annotations' list, or a list of {'image_id', 'caption'} dicts")
-        self.imgToAnns: dict[Hashable, list[Mapping[str, Any]]] = {}
+        if not isinstance(anns, list) or not all(
+            isinstance(a, Mapping) and "image_id" in a for a in anns
+        ):
+            raise MetricError(
+                f"COCOEvalCap: {what} must be a pycocotools COCO object, a dict with an "
+                "'annotations' list, or a list of {'image_id', 'caption'} dicts"
+            )
+        self.imgToAnns = {}
         for ann in anns:
             self.imgToAnns.setdefault(ann["image_id"], []).append(ann)
         images = data.get("images") if isinstance(data, Mapping) else None
-        self._ids = [img["id"] for img in images] if isinstance(images, list) else list(self.imgToAnns)
+        self._ids = (
+            [img["id"] for img in images] if isinstance(images, list) else list(self.imgToAnns)
+        )
 
     def getImgIds(self) -> list[Hashable]:  # noqa: N802 - pycocotools' name
         return list(self._ids)
@@ -238,7 +288,11 @@ def spice_available() -> bool:
 
 
 def _compute(scorer: Any, gts: Gts, res: Gts) -> tuple[Any, Any]:
-    return scorer.compute_score(gts, res, verbose=0) if isinstance(scorer, Bleu) else scorer.compute_score(gts, res)
+    return (
+        scorer.compute_score(gts, res, verbose=0)
+        if isinstance(scorer, Bleu)
+        else scorer.compute_score(gts, res)
+    )
 
 
 class COCOEvalCap:
@@ -253,12 +307,16 @@ class COCOEvalCap:
         verbose: print pycocoevalcap's progress lines and values.
     """
 
-    def __init__(self, coco: Any, cocoRes: Any, *, spice: bool | None = None, verbose: bool = True) -> None:  # noqa: N803
+    def __init__(
+        self, coco: Any, cocoRes: Any, *, spice: bool | None = None, verbose: bool = True
+    ) -> None:  # noqa: N803
         self.evalImgs: list[dict[str, Any]] = []
         self.eval: dict[str, Any] = {}
         self.imgToEval: dict[Hashable, dict[str, Any]] = {}
         self.coco = coco if hasattr(coco, "imgToAnns") else _Annotations(coco, "coco")
-        self.cocoRes = cocoRes if hasattr(cocoRes, "imgToAnns") else _Annotations(cocoRes, "cocoRes")
+        self.cocoRes = (
+            cocoRes if hasattr(cocoRes, "imgToAnns") else _Annotations(cocoRes, "cocoRes")
+        )
         self.params: dict[str, Any] = {"image_id": self.coco.getImgIds()}
         self.spice = spice
         self.verbose = verbose
@@ -288,9 +346,13 @@ class COCOEvalCap:
         if self.spice or (self.spice is None and spice_available()):
             scorers.append((Spice(), "SPICE"))
         elif self.spice is None:
-            warnings.warn("COCOEvalCap: SPICE is not set up here, so eval has no 'SPICE' (pycocoevalcap "
-                          "would compute it): run `capmetrics setup spice`, or pass spice=False to leave "
-                          "it out without this warning", UserWarning, stacklevel=2)
+            warnings.warn(
+                "COCOEvalCap: SPICE is not set up here, so eval has no 'SPICE' (pycocoevalcap "
+                "would compute it): run `capmetrics setup spice`, or pass spice=False to leave "
+                "it out without this warning",
+                UserWarning,
+                stacklevel=2,
+            )
         # The scorers run side by side (a JVM-backed METEOR waits on its process, the others
         # compute meanwhile); values are recorded in pycocoevalcap's order.
         with ThreadPoolExecutor(len(scorers)) as pool:

@@ -6,7 +6,8 @@ from a training corpus, and the self-critical (greedy-baseline) advantage.
 >>> r_sample = reward(sampled_ids, references)       # (batch * k,) numpy, or torch if given torch
 >>> r_greedy = reward(greedy_ids, references)        # (batch,)
 >>> advantage = self_critical(r_sample, r_greedy)    # r_sample - r_greedy of each sample's image
->>> advantage, r_sample, r_greedy = reward.self_critical(sampled_ids, greedy_ids, references)  # one batch
+>>> # or in one batch:
+>>> advantage, r_sample, r_greedy = reward.self_critical(sampled_ids, greedy_ids, references)
 
 The metrics are the registered ``cider-d`` and ``bleu-N`` (composed by name, their values are
 coco-caption's), reading text that is tokenised already (``tokenizer=whitespace`` by default:
@@ -31,12 +32,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from capmetrics.component import Distance, Tokenizer
 from capmetrics.errors import MetricError
 from capmetrics.integrations.dffiles import df_kind, read_df_pickle
 
-__all__ = ["BleuReward", "CiderDReward", "Reward", "check_end_word", "decode", "self_critical", "token_ids", "vocab_array"]
+__all__ = [
+    "BleuReward",
+    "CiderDReward",
+    "Reward",
+    "check_end_word",
+    "decode",
+    "self_critical",
+    "token_ids",
+    "vocab_array",
+]
 
 
 def _is_torch(x: Any) -> bool:
@@ -56,8 +65,9 @@ def vocab_array(vocab: Sequence[str] | Mapping[int, str] | np.ndarray) -> np.nda
     return np.asarray(list(vocab), dtype=object)
 
 
-def token_ids(sequences: Any, words: np.ndarray, end_id: int | None = 0,
-              keep_end: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def token_ids(
+    sequences: Any, words: np.ndarray, end_id: int | None = 0, keep_end: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Token-id sequences (a 2-D array/tensor or a list of sequences) as one flat int64 array of
     each sequence's ids before its first ``end_id`` (None: no end token; ``keep_end``: up to and
     including it), and their lengths; ids outside ``words`` are an error."""
@@ -73,7 +83,9 @@ def token_ids(sequences: Any, words: np.ndarray, end_id: int | None = 0,
         bad = used & ((ids < 0) | (ids >= len(words)))
         if bad.any():
             n = int(np.flatnonzero(bad.any(axis=1))[0])
-            raise MetricError(f"sequence {n} has token ids outside the vocabulary of {len(words)} words")
+            raise MetricError(
+                f"sequence {n} has token ids outside the vocabulary of {len(words)} words"
+            )
         return ids[used], lengths
     rows = []
     for n, row in enumerate(np.asarray(s, dtype=np.int64).ravel() for s in sequences):
@@ -81,14 +93,20 @@ def token_ids(sequences: Any, words: np.ndarray, end_id: int | None = 0,
             stop = np.flatnonzero(row == end_id)
             row = row[: stop[0] + keep_end] if len(stop) else row
         if len(row) and (row.min() < 0 or row.max() >= len(words)):
-            raise MetricError(f"sequence {n} has token ids outside the vocabulary of {len(words)} words")
+            raise MetricError(
+                f"sequence {n} has token ids outside the vocabulary of {len(words)} words"
+            )
         rows.append(row)
     lengths = np.fromiter(map(len, rows), np.int64, len(rows))
     return (np.concatenate(rows) if rows else np.zeros(0, np.int64)), lengths
 
 
-def decode(sequences: Any, vocab: Sequence[str] | Mapping[int, str] | np.ndarray, end_id: int | None = 0,
-           keep_end: bool = False) -> list[str]:
+def decode(
+    sequences: Any,
+    vocab: Sequence[str] | Mapping[int, str] | np.ndarray,
+    end_id: int | None = 0,
+    keep_end: bool = False,
+) -> list[str]:
     """Token-id sequences (a 2-D array/tensor or a list of sequences) to space-joined words,
     each cut at its first ``end_id`` (None: no end token; ``keep_end``: after it, the end
     token's word included)."""
@@ -113,10 +131,14 @@ def self_critical(sample_rewards: Any, baseline_rewards: Any) -> Any:
     """
     n, m = len(sample_rewards), len(baseline_rewards)
     if m == 0 or n % m:
-        raise MetricError(f"self_critical: {n} sample rewards are not k per image for {m} baseline rewards")
+        raise MetricError(
+            f"self_critical: {n} sample rewards are not k per image for {m} baseline rewards"
+        )
     if _is_torch(sample_rewards):
         return sample_rewards - baseline_rewards.repeat_interleave(n // m)
-    return np.asarray(sample_rewards, dtype=float) - np.repeat(np.asarray(baseline_rewards, dtype=float), n // m)
+    return np.asarray(sample_rewards, dtype=float) - np.repeat(
+        np.asarray(baseline_rewards, dtype=float), n // m
+    )
 
 
 class Reward:
@@ -131,8 +153,14 @@ class Reward:
             (self-critical.pytorch's convention; ``vocab`` must have a word for ``end_id``).
     """
 
-    def __init__(self, metric: str | Distance, vocab: Sequence[str] | Mapping[int, str] | None = None,
-                 end_id: int | None = 0, tokenizer: str | Tokenizer = "whitespace", keep_end: bool = False) -> None:
+    def __init__(
+        self,
+        metric: str | Distance,
+        vocab: Sequence[str] | Mapping[int, str] | None = None,
+        end_id: int | None = 0,
+        tokenizer: str | Tokenizer = "whitespace",
+        keep_end: bool = False,
+    ) -> None:
         from capmetrics.registry.compose import compose
 
         if isinstance(metric, Distance):
@@ -146,12 +174,19 @@ class Reward:
         if keep_end:
             check_end_word(self._words, end_id)
         # token ids go to the metric as ids, with no text in between, where it reads them so
-        self._reads_ids = (self._words is not None and hasattr(self.metric, "score_token_ids")
-                           and _plain_words(self._words, None if keep_end else end_id))
+        self._reads_ids = (
+            self._words is not None
+            and hasattr(self.metric, "score_token_ids")
+            and _plain_words(self._words, None if keep_end else end_id)
+        )
 
     @staticmethod
     def _is_text(sequences: Any) -> bool:
-        return not _is_torch(sequences) and not isinstance(sequences, np.ndarray) and set(map(type, sequences)) <= {str}
+        return (
+            not _is_torch(sequences)
+            and not isinstance(sequences, np.ndarray)
+            and set(map(type, sequences)) <= {str}
+        )
 
     def texts(self, sequences: Any, what: str = "candidates") -> list[str]:
         """Strings as they are; token-id sequences decoded with ``vocab``."""
@@ -159,18 +194,26 @@ class Reward:
             return list(sequences)
         if self.vocab is None:
             raise MetricError(f"{what} are token ids; pass vocab=<id -> word> to the reward")
+        assert self._words is not None  # made from vocab
         return decode(sequences, self._words, self.end_id, self.keep_end)
 
-    def grouped_references(self, n: int, references: Sequence[Sequence[Any]]) -> tuple[list[list[str]], np.ndarray]:
+    def grouped_references(
+        self, n: int, references: Sequence[Sequence[Any]]
+    ) -> tuple[list[list[str]], np.ndarray]:
         """The reference lists as strings, and which one each of ``n`` candidates uses:
         ``references`` one per candidate, or one per image for its ``n // len(references)``
         consecutive candidates."""
-        refs = [r if set(map(type, r)) <= {str} else self.texts(r, "references") for r in references]
+        refs = [
+            list(r) if set(map(type, r)) <= {str} else self.texts(r, "references")
+            for r in references
+        ]
         if len(refs) == n:
             return refs, np.arange(n)
         if not refs or n % len(refs):
-            raise MetricError(f"{n} candidates need {n} reference lists or k per image "
-                              f"(a divisor of {n}); got {len(refs)}")
+            raise MetricError(
+                f"{n} candidates need {n} reference lists or k per image "
+                f"(a divisor of {n}); got {len(refs)}"
+            )
         return refs, np.arange(n) // (n // len(refs))
 
     def references_for(self, n: int, references: Sequence[Sequence[Any]]) -> list[list[str]]:
@@ -184,28 +227,39 @@ class Reward:
         refs, refset = self.grouped_references(len(candidates), references)
         return _like(candidates, self._values([candidates], refs, refset))
 
-    def self_critical(self, samples: Any, baselines: Any, references: Sequence[Sequence[Any]]) -> tuple[Any, Any, Any]:
+    def self_critical(
+        self, samples: Any, baselines: Any, references: Sequence[Sequence[Any]]
+    ) -> tuple[Any, Any, Any]:
         """The self-critical advantage, the samples' rewards and the baselines' (greedy)
         rewards: ``k`` consecutive samples and one baseline per image, ``references`` one list
         per image. One batch scores both, so the references are read and counted once."""
         m, n = len(baselines), len(samples)
         if len(references) != m or m == 0 or n % m:
-            raise MetricError(f"self_critical: {n} samples and {m} baselines need k samples, one "
-                              f"baseline and one reference list per image; got {len(references)} lists")
+            raise MetricError(
+                f"self_critical: {n} samples and {m} baselines need k samples, one "
+                f"baseline and one reference list per image; got {len(references)} lists"
+            )
         refs, _ = self.grouped_references(m, references)
-        values = self._values([samples, baselines], refs, np.concatenate([np.arange(n) // (n // m), np.arange(m)]))
+        values = self._values(
+            [samples, baselines], refs, np.concatenate([np.arange(n) // (n // m), np.arange(m)])
+        )
         sampled, greedy = _like(samples, values[:n]), _like(samples, values[n:])
         return self_critical(sampled, greedy), sampled, greedy
 
-    def _values(self, parts: Sequence[Any], refs: list[list[str]], refset: np.ndarray) -> np.ndarray:
+    def _values(
+        self, parts: Sequence[Any], refs: list[list[str]], refset: np.ndarray
+    ) -> np.ndarray:
         """The rewards of the candidates of ``parts`` one after the other, candidate i against
         ``refs[refset[i]]``: as token ids where the metric reads them, else as text."""
         scores = None
         if self._reads_ids and not any(map(self._is_text, parts)):
             assert self._words is not None
-            ids, lengths = zip(*(token_ids(p, self._words, self.end_id, self.keep_end) for p in parts))
+            ids, lengths = zip(
+                *(token_ids(p, self._words, self.end_id, self.keep_end) for p in parts)
+            )
             scores = self.metric.score_token_ids(  # type: ignore[attr-defined]
-                np.concatenate(ids), np.concatenate(lengths), self._words, refs, refset)
+                np.concatenate(ids), np.concatenate(lengths), self._words, refs, refset
+            )
         if scores is None:
             texts = [t for p in parts for t in self.texts(p)]
             if hasattr(self.metric, "score_grouped"):  # each image's references read once
@@ -219,10 +273,15 @@ def check_end_word(words: np.ndarray | None, end_id: int | None) -> None:
     """keep_end scores the end token as a word: it needs an end id and, given a vocabulary, a
     word for it."""
     if end_id is None:
-        raise MetricError("keep_end=True needs end_id (the token that ends a sequence, kept as a word)")
+        raise MetricError(
+            "keep_end=True needs end_id (the token that ends a sequence, kept as a word)"
+        )
     if words is not None and (not 0 <= end_id < len(words) or not str(words[end_id]).strip()):
-        raise MetricError(f"keep_end=True scores the end token as a word, but vocab has no word for end_id "
-                          f"{end_id} (self-critical.pytorch's prepro_ngrams calls it '<eos>': add {{{end_id}: '<eos>'}})")
+        raise MetricError(
+            f"keep_end=True scores the end token as a word, but vocab has no word for end_id "
+            f"{end_id} (self-critical.pytorch's prepro_ngrams calls it '<eos>': "
+            f"add {{{end_id}: '<eos>'}})"
+        )
 
 
 def _like(candidates: Any, values: np.ndarray) -> Any:
@@ -248,13 +307,23 @@ class CiderDReward(Reward):
         vocab, end_id, tokenizer, keep_end: see :class:`Reward`.
     """
 
-    def __init__(self, df: str | Path | None = None, vocab: Sequence[str] | Mapping[int, str] | None = None,
-                 end_id: int | None = 0, tokenizer: str | Tokenizer = "whitespace", keep_end: bool = False) -> None:
+    def __init__(
+        self,
+        df: str | Path | None = None,
+        vocab: Sequence[str] | Mapping[int, str] | None = None,
+        end_id: int | None = 0,
+        tokenizer: str | Tokenizer = "whitespace",
+        keep_end: bool = False,
+    ) -> None:
         from capmetrics.registry.compose import compose
 
         pickled = _prepro_ngrams_pickle(df)
-        metric = compose("cider-d", "distance", tokenizer=compose(tokenizer, "tokenizer"),
-                         **({"df": str(df)} if df is not None and pickled is None else {}))
+        metric = compose(
+            "cider-d",
+            "distance",
+            tokenizer=compose(tokenizer, "tokenizer"),
+            **({"df": str(df)} if df is not None and pickled is None else {}),
+        )
         assert isinstance(metric, Distance)
         if pickled is not None:
             table, images = read_df_pickle(pickled)
@@ -263,10 +332,13 @@ class CiderDReward(Reward):
                 vocab = [str(i) for i in range(len(vocab_array(vocab)))]
         super().__init__(metric, vocab, end_id, tokenizer, keep_end)
         if pickled is None and df is not None:
-            self.metric.fixed_df()  # type: ignore[attr-defined]  # read the file now: errors here, not mid-epoch
+            # read the file now: errors here, not mid-epoch
+            self.metric.fixed_df()  # type: ignore[attr-defined]
 
     @classmethod
-    def fit(cls, references: Sequence[Sequence[str]], path: str | Path | None = None, **kwargs: Any) -> CiderDReward:
+    def fit(
+        cls, references: Sequence[Sequence[str]], path: str | Path | None = None, **kwargs: Any
+    ) -> CiderDReward:
         """Fix the document frequencies from a training corpus (one reference list per image),
         and save them to ``path`` (``.gz``: gzipped) if given."""
         reward = cls(None, **kwargs)
@@ -279,10 +351,14 @@ class CiderDReward(Reward):
         """Write the document frequencies; ``CiderDReward(path)`` loads them."""
         self.metric.save_df(path)  # type: ignore[attr-defined]
 
-    def _values(self, parts: Sequence[Any], refs: list[list[str]], refset: np.ndarray) -> np.ndarray:
+    def _values(
+        self, parts: Sequence[Any], refs: list[list[str]], refset: np.ndarray
+    ) -> np.ndarray:
         if self.metric.fixed_df() is None:  # type: ignore[attr-defined]
-            raise MetricError("CiderDReward needs fixed document frequencies: CiderDReward(df=<file>) "
-                              "or CiderDReward.fit(training references)")
+            raise MetricError(
+                "CiderDReward needs fixed document frequencies: CiderDReward(df=<file>) "
+                "or CiderDReward.fit(training references)"
+            )
         return super()._values(parts, refs, refset)
 
 
@@ -306,8 +382,14 @@ def _id_grams(table: Mapping[str, int]) -> bool:
 class BleuReward(Reward):
     """BLEU-``order`` per sample (coco-caption's per-caption value), as a reward."""
 
-    def __init__(self, order: int = 4, vocab: Sequence[str] | Mapping[int, str] | None = None,
-                 end_id: int | None = 0, tokenizer: str | Tokenizer = "whitespace", keep_end: bool = False) -> None:
+    def __init__(
+        self,
+        order: int = 4,
+        vocab: Sequence[str] | Mapping[int, str] | None = None,
+        end_id: int | None = 0,
+        tokenizer: str | Tokenizer = "whitespace",
+        keep_end: bool = False,
+    ) -> None:
         if order not in (1, 2, 3, 4):
             raise MetricError(f"BleuReward: order must be 1, 2, 3 or 4, got {order!r}")
         super().__init__(f"bleu-{order}", vocab, end_id, tokenizer, keep_end)

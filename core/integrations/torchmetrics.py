@@ -40,7 +40,7 @@ import hashlib
 import pickle
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -49,16 +49,31 @@ try:
     import torch.distributed as dist
     from torchmetrics import Metric
 except ImportError as err:  # pragma: no cover - the extra is not installed
-    raise ImportError(f"capmetrics.integrations.torchmetrics needs torch and torchmetrics ({err}): "
-                      "pip install 'capmetrics[torchmetrics]'") from err
+    raise ImportError(
+        f"capmetrics.integrations.torchmetrics needs torch and torchmetrics ({err}): "
+        "pip install 'capmetrics[torchmetrics]'"
+    ) from err
 
 from capmetrics.component import Component, Scores
 from capmetrics.errors import MetricError
 from capmetrics.integrations.rewards import check_end_word, decode, vocab_array
-from capmetrics.protocols import (CountsInParts, FitsInParts, ScoresInParts, ShardStatistics,
-                                  check_portable, supports)
+from capmetrics.protocols import (
+    CountsInParts,
+    FitsInParts,
+    ScoresInParts,
+    ShardStatistics,
+    check_portable,
+    supports,
+)
 
-__all__ = ["COCO_METRICS", "MEAN_CORPUS", "BERTScoreMetric", "CaptionMetric", "CocoCaptionMetrics", "gram_keys"]
+__all__ = [
+    "COCO_METRICS",
+    "MEAN_CORPUS",
+    "BERTScoreMetric",
+    "CaptionMetric",
+    "CocoCaptionMetrics",
+    "gram_keys",
+]
 
 COCO_METRICS = ("bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "rouge-l", "cider-d")
 #: Registered names of components whose corpus value is the mean of their item values and whose
@@ -71,8 +86,18 @@ def gram_keys(grams: Sequence[str]) -> np.ndarray:
     """A 64-bit key (int64) of each string: its 8-byte BLAKE2b digest, the same in every process.
     Kept for scripts that imported it; the DDP classes no longer key n-grams themselves."""
     blake = hashlib.blake2b
-    return np.fromiter((int.from_bytes(blake(g.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-                                       "little", signed=True) for g in grams), np.int64, len(grams))
+    return np.fromiter(
+        (
+            int.from_bytes(
+                blake(g.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+                "little",
+                signed=True,
+            )
+            for g in grams
+        ),
+        np.int64,
+        len(grams),
+    )
 
 
 class _Collectives:
@@ -85,7 +110,9 @@ class _Collectives:
         self.world = dist.get_world_size(group) if self.active else 1
         self.rank = dist.get_rank(group) if self.active else 0
         nccl = self.active and dist.get_backend(group) == "nccl"
-        self.device = torch.device("cuda", torch.cuda.current_device()) if nccl else torch.device("cpu")
+        self.device = (
+            torch.device("cuda", torch.cuda.current_device()) if nccl else torch.device("cpu")
+        )
         self.received = 0
 
     def arrays(self, array: np.ndarray) -> list[np.ndarray]:
@@ -104,8 +131,13 @@ class _Collectives:
         rank order: pickled and compressed here, gathered as bytes."""
         if not self.active:
             return [obj]
-        data = zlib.compress(pickle.dumps(check_portable(obj, what), protocol=pickle.HIGHEST_PROTOCOL), 1)
-        return [pickle.loads(zlib.decompress(a.tobytes())) for a in self.arrays(np.frombuffer(data, np.uint8))]
+        data = zlib.compress(
+            pickle.dumps(check_portable(obj, what), protocol=pickle.HIGHEST_PROTOCOL), 1
+        )
+        return [
+            pickle.loads(zlib.decompress(a.tobytes()))
+            for a in self.arrays(np.frombuffer(data, np.uint8))
+        ]
 
     def _tensors(self, tensor: torch.Tensor) -> list[torch.Tensor]:
         out = [torch.empty_like(tensor) for _ in range(self.world)]
@@ -116,8 +148,11 @@ class _Collectives:
 
 def _combines(component: Component) -> bool:
     """Whether the ranks' parts of ``component`` join into its value over every rank's items."""
-    return (supports(component, ShardStatistics) or supports(component, ScoresInParts)
-            or getattr(component, "name", None) in MEAN_CORPUS)
+    return (
+        supports(component, ShardStatistics)
+        or supports(component, ScoresInParts)
+        or getattr(component, "name", None) in MEAN_CORPUS
+    )
 
 
 class CaptionMetric(Metric):
@@ -144,8 +179,14 @@ class CaptionMetric(Metric):
     higher_is_better = True
     full_state_update = False
 
-    def __init__(self, metrics: str | Sequence[str] = "cider-d", vocab: Sequence[str] | Mapping[int, str] | None = None,
-                 end_id: int | None = 0, keep_end: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        metrics: str | Sequence[str] = "cider-d",
+        vocab: Sequence[str] | Mapping[int, str] | None = None,
+        end_id: int | None = 0,
+        keep_end: bool = False,
+        **kwargs: Any,
+    ) -> None:
         kwargs.setdefault("compute_with_cache", False)
         super().__init__(**kwargs)
         from capmetrics.registry.compose import METRIC_KINDS, compose
@@ -156,11 +197,19 @@ class CaptionMetric(Metric):
         self.components: list[Component] = [compose(s, METRIC_KINDS) for s in self.specs]
         for spec, c in zip(self.specs, self.components):
             if not _combines(c):
-                raise MetricError(f"CaptionMetric: {spec} cannot be combined across ranks (it implements "
-                                  "neither ScoresInParts nor ShardStatistics of capmetrics.protocols)")
-            if getattr(c, "name", None) == "bertscore" and getattr(c, "floor", None) == "bert-score":
-                raise MetricError(f"CaptionMetric: {spec}: floor=bert-score makes each value depend on the "
-                                  "other pairs of its batch of 64, which differ across ranks; use floor=off or zero")
+                raise MetricError(
+                    f"CaptionMetric: {spec} cannot be combined across ranks (it implements "
+                    "neither ScoresInParts nor ShardStatistics of capmetrics.protocols)"
+                )
+            if (
+                getattr(c, "name", None) == "bertscore"
+                and getattr(c, "floor", None) == "bert-score"
+            ):
+                raise MetricError(
+                    f"CaptionMetric: {spec}: floor=bert-score makes each value depend on the "
+                    "other pairs of its batch of 64, which differ across ranks; "
+                    "use floor=off or zero"
+                )
         self.words = None if vocab is None else vocab_array(vocab)
         self.end_id, self.keep_end = end_id, keep_end
         if keep_end:
@@ -172,32 +221,51 @@ class CaptionMetric(Metric):
     # -- input ----------------------------------------------------------------------------------
     def _texts(self, sequences: Any, what: str) -> list[str]:
         if isinstance(sequences, str):
-            raise MetricError(f"CaptionMetric.update: {what} must be a sequence of texts or token ids, not one string")
-        if not torch.is_tensor(sequences) and not isinstance(sequences, np.ndarray) \
-                and all(isinstance(s, str) for s in sequences):
+            raise MetricError(
+                f"CaptionMetric.update: {what} must be a sequence of texts or token ids, "
+                "not one string"
+            )
+        if (
+            not torch.is_tensor(sequences)
+            and not isinstance(sequences, np.ndarray)
+            and all(isinstance(s, str) for s in sequences)
+        ):
             return [str(s) for s in sequences]
         if self.words is None:
-            raise MetricError(f"CaptionMetric.update: {what} are token ids; pass vocab=<id -> word> to CaptionMetric")
+            raise MetricError(
+                f"CaptionMetric.update: {what} are token ids; "
+                "pass vocab=<id -> word> to CaptionMetric"
+            )
         return decode(sequences, self.words, self.end_id, self.keep_end)
 
-    def _batch(self, candidates: Any, references: Sequence[Any], ids: Any
-               ) -> tuple[list[str], list[tuple[str, ...]], list[int] | None]:
+    def _batch(
+        self, candidates: Any, references: Sequence[Any], ids: Any
+    ) -> tuple[list[str], list[tuple[str, ...]], list[int] | None]:
         """A batch's candidate texts, reference texts (a single string is one reference) and
         item ids (None: none given), checked."""
         cands = self._texts(candidates, "candidates")
         if len(references) != len(cands):
-            raise MetricError(f"CaptionMetric.update: {len(cands)} candidates but {len(references)} reference lists")
-        refs = [(str(r),) if isinstance(r, str) else tuple(self._texts(r, f"references of item {k}"))
-                for k, r in enumerate(references)]
+            raise MetricError(
+                f"CaptionMetric.update: {len(cands)} candidates but "
+                f"{len(references)} reference lists"
+            )
+        refs = [
+            (str(r),) if isinstance(r, str) else tuple(self._texts(r, f"references of item {k}"))
+            for k, r in enumerate(references)
+        ]
         if ids is None:
             return cands, refs, None
         keys = np.asarray(ids.detach().cpu().numpy() if torch.is_tensor(ids) else ids).reshape(-1)
         if len(keys) != len(cands) or not np.issubdtype(keys.dtype, np.integer):
-            raise MetricError(f"CaptionMetric.update: ids must be {len(cands)} integers (one per candidate), "
-                              f"got {len(keys)} of dtype {keys.dtype}")
+            raise MetricError(
+                f"CaptionMetric.update: ids must be {len(cands)} integers (one per candidate), "
+                f"got {len(keys)} of dtype {keys.dtype}"
+            )
         return cands, refs, keys.tolist()
 
-    def update(self, candidates: Any, references: Sequence[Any], ids: Any = None) -> None:  # type: ignore[override]
+    def update(  # type: ignore[override]
+        self, candidates: Any, references: Sequence[Any], ids: Any = None
+    ) -> None:
         """Add items: one candidate (text or token ids) per item, its references (texts, or
         token-id sequences; a single string is the item's one reference), and optionally each
         item's id (int), with which an item seen again (on this or another rank) counts once."""
@@ -212,7 +280,9 @@ class CaptionMetric(Metric):
         for key, cand, ref in zip(keys, cands, refs):
             self._items.setdefault(key, (cand, ref))
 
-    def forward(self, candidates: Any, references: Sequence[Any], ids: Any = None) -> Any:  # type: ignore[override]
+    def forward(  # type: ignore[override]
+        self, candidates: Any, references: Sequence[Any], ids: Any = None
+    ) -> Any:
         """``update`` with the batch, and the batch's own value (this rank's batch alone, as
         ``capmetrics.score`` gives it; items repeated within the batch by id count once)."""
         self.update(candidates, references, ids)
@@ -220,11 +290,14 @@ class CaptionMetric(Metric):
         if keys is not None:
             first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))  # each id's first item
             order = np.array(sorted(first), dtype=np.int64)
-            cands, refs = [cands[first[k]] for k in order.tolist()], [refs[first[k]] for k in order.tolist()]
+            cands, refs = (
+                [cands[first[k]] for k in order.tolist()],
+                [refs[first[k]] for k in order.tolist()],
+            )
         else:
             order = np.arange(len(cands), dtype=np.int64)
         value = self._values(_Collectives(local=True), order, cands, refs)
-        self._forward_cache = value
+        self._forward_cache = value  # type: ignore[assignment]  # what Lightning logs on step
         return value
 
     def reset(self) -> None:
@@ -237,13 +310,17 @@ class CaptionMetric(Metric):
         their texts. A rank without items takes part with none, whatever the others gave."""
         specs = comm.objects(self.specs, "the metric specs")
         if any(s != self.specs for s in specs):
-            raise MetricError("CaptionMetric.compute: ranks have different metric specs: "
-                              + "; ".join(f"rank {r}: {s}" for r, s in enumerate(specs)))
+            raise MetricError(
+                "CaptionMetric.compute: ranks have different metric specs: "
+                + "; ".join(f"rank {r}: {s}" for r, s in enumerate(specs))
+            )
         mode = "ids" if self._items else "no ids" if self._unnamed else "idle"
         modes = comm.objects(mode, "the kind of item keys")
         if {"ids", "no ids"} <= set(modes):
-            raise MetricError("CaptionMetric.compute: some ranks gave ids and others did not: "
-                              + "; ".join(f"rank {r}: {m}" for r, m in enumerate(modes)))
+            raise MetricError(
+                "CaptionMetric.compute: some ranks gave ids and others did not: "
+                + "; ".join(f"rank {r}: {m}" for r, m in enumerate(modes))
+            )
         if "no ids" not in modes:
             keys = np.fromiter(self._items, np.int64, len(self._items))
             every = comm.arrays(keys)
@@ -264,56 +341,74 @@ class CaptionMetric(Metric):
         :class:`~capmetrics.protocols.CountsInParts`, else
         :class:`~capmetrics.protocols.FitsInParts`)."""
         if supports(component, CountsInParts):
-            parts = comm.objects(component.count_state(refs), "count_state")  # type: ignore[attr-defined]
-            component.fit_counts(parts)  # type: ignore[attr-defined]
+            counted = cast(CountsInParts, component)
+            counted.fit_counts(comm.objects(counted.count_state(refs), "count_state"))
         elif supports(component, FitsInParts):
-            component.fit_states(comm.objects(component.fit_state(refs), "fit_state"))  # type: ignore[attr-defined]
+            fitted = cast(FitsInParts, component)
+            fitted.fit_states(comm.objects(fitted.fit_state(refs), "fit_state"))
 
     @staticmethod
-    def _fit_idf(component: Component, comm: _Collectives, refs: list[tuple[str, ...]]) -> None:
+    def _fit_idf(component: Any, comm: _Collectives, refs: list[tuple[str, ...]]) -> None:
         """BERTScore's idf over every rank's references: token-id document counts summed (exact).
         (Not a statistics protocol yet: see the module doc.)"""
-        component.fit(refs)  # type: ignore[attr-defined]
-        local = component.idf_  # type: ignore[attr-defined]
+        component.fit(refs)
+        local = component.idf_
         tokens = comm.arrays(np.fromiter(local.df, np.int64, len(local.df)))
         counts = comm.arrays(np.fromiter(local.df.values(), np.int64, len(local.df)))
         documents = int(sum(int(n[0]) for n in comm.arrays(np.array([local.documents], np.int64))))
         every, inverse = np.unique(np.concatenate(tokens), return_inverse=True)
-        totals = np.bincount(inverse, np.concatenate(counts).astype(float), minlength=len(every)).astype(np.int64)
-        component.idf_ = type(local)(dict(zip(every.tolist(), totals.tolist())), documents)  # type: ignore[attr-defined]
+        totals = np.bincount(
+            inverse, np.concatenate(counts).astype(float), minlength=len(every)
+        ).astype(np.int64)
+        component.idf_ = type(local)(dict(zip(every.tolist(), totals.tolist())), documents)
 
-    def _score(self, component: Component, comm: _Collectives, order: np.ndarray, cands: list[str],
-               refs: list[tuple[str, ...]]) -> float:
+    def _score(
+        self,
+        component: Component,
+        comm: _Collectives,
+        order: np.ndarray,
+        cands: list[str],
+        refs: list[tuple[str, ...]],
+    ) -> float:
         """The corpus value of ``component`` over every rank's items."""
         self._fit(component, comm, refs)
         empty = Scores(np.zeros(0), float("nan"))
         if supports(component, ShardStatistics):
-            scores, sums = component.score_shard(cands, refs) if cands else (empty, None)  # type: ignore[attr-defined]
+            shards = cast(ShardStatistics, component)
+            sums = shards.score_shard(cands, refs)[1] if cands else None
             total = _sum(comm.objects(sums, "score_shard sums"))
-            return float(component.corpus_from_sums(total)) if total is not None else float("nan")  # type: ignore[attr-defined]
+            return float(shards.corpus_from_sums(total)) if total is not None else float("nan")
         if supports(component, ScoresInParts):
-            scores, extra = component.score_part(cands, refs) if cands else (empty, None)  # type: ignore[attr-defined]
-            extras = comm.objects(None if extra is None else np.asarray(extra), "score_part statistics")
+            parted = cast(ScoresInParts, component)
+            scores, extra = parted.score_part(cands, refs) if cands else (empty, None)
+            extras = comm.objects(
+                None if extra is None else np.asarray(extra), "score_part statistics"
+            )
             if all(e is None for e in extras):  # the corpus value is the mean of the item values
                 return _mean_in_order(comm, order, scores.values)
             total = _sum(extras)
-            corpus = float(component.merge_scores([(scores, total)]).corpus) if cands else float("nan")  # type: ignore[attr-defined]
+            corpus = float(parted.merge_scores([(scores, total)]).corpus) if cands else float("nan")
             values = comm.arrays(np.array([corpus]))  # the ranks with items agree; take the first
             known = [v[0] for v in values if not np.isnan(v[0])]
             return known[0] if known else float("nan")
         # MEAN_CORPUS (BERTScore): idf summed over the ranks, then the mean of the item values
         if getattr(component, "idf", False) is True and hasattr(component, "fit"):
             self._fit_idf(component, comm, refs)
-        scores = component.score(cands, refs) if cands else empty  # type: ignore[attr-defined]
+        scores = cast(Any, component).score(cands, refs) if cands else empty
         return _mean_in_order(comm, order, scores.values)
 
-    def _values(self, comm: _Collectives, order: np.ndarray, cands: list[str], refs: list[tuple[str, ...]]
-                ) -> torch.Tensor | dict[str, torch.Tensor]:
+    def _values(
+        self, comm: _Collectives, order: np.ndarray, cands: list[str], refs: list[tuple[str, ...]]
+    ) -> torch.Tensor | dict[str, torch.Tensor]:
         from capmetrics.prepared import run_scope
 
-        with run_scope():  # tokens and n-gram batches made once for every metric, as in capmetrics.score
-            out = {spec: torch.tensor(self._score(c, comm, order, cands, refs), dtype=torch.float64)
-                   for spec, c in zip(self.specs, self.components)}
+        with (
+            run_scope()
+        ):  # tokens and n-gram batches made once for every metric, as in capmetrics.score
+            out = {
+                spec: torch.tensor(self._score(c, comm, order, cands, refs), dtype=torch.float64)
+                for spec, c in zip(self.specs, self.components)
+            }
         return out[self.specs[0]] if len(out) == 1 else out
 
     def compute(self) -> torch.Tensor | dict[str, torch.Tensor]:  # type: ignore[override]
@@ -341,19 +436,30 @@ def _sum(parts: Sequence[Any]) -> np.ndarray | None:
 class CocoCaptionMetrics(CaptionMetric):
     """coco-caption's set: BLEU-1..4, METEOR, ROUGE-L and CIDEr-D (``compute`` gives a dict)."""
 
-    def __init__(self, vocab: Sequence[str] | Mapping[int, str] | None = None, end_id: int | None = 0,
-                 keep_end: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        vocab: Sequence[str] | Mapping[int, str] | None = None,
+        end_id: int | None = 0,
+        keep_end: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(list(COCO_METRICS), vocab, end_id, keep_end, **kwargs)
 
 
 class BERTScoreMetric(CaptionMetric):
-    """BERTScore (the ``bertscore`` spec: its defaults, or e.g. ``"bertscore(idf=true)"``): each rank
-    embeds only its own items' texts; with ``idf`` the token-id document counts of every rank's
-    references are summed first. Item values are float32 embeddings' cosines, so a rank's batch
-    composition can move them by about 1e-7 (the corpus mean likewise): not bit-identical."""
+    """BERTScore (the ``bertscore`` spec: its defaults, or e.g. ``"bertscore(idf=true)"``): each
+    rank embeds only its own items' texts; with ``idf`` the token-id document counts of every
+    rank's references are summed first. Item values are float32 embeddings' cosines, so a rank's
+    batch composition can move them by about 1e-7 (the corpus mean likewise): not bit-identical."""
 
-    def __init__(self, spec: str = "bertscore", vocab: Sequence[str] | Mapping[int, str] | None = None,
-                 end_id: int | None = 0, keep_end: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        spec: str = "bertscore",
+        vocab: Sequence[str] | Mapping[int, str] | None = None,
+        end_id: int | None = 0,
+        keep_end: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(spec, vocab, end_id, keep_end, **kwargs)
         if getattr(self.components[0], "name", None) != "bertscore":
             raise MetricError(f"BERTScoreMetric: {spec!r} is not a bertscore spec")

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
+from capmetrics.errors import MetricError
 from capmetrics.integrations.cider import Cider, CiderD, read_df_pickle
 from capmetrics.integrations.dffiles import DfPickleRefused, convert_df
-from capmetrics.errors import MetricError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "cider_compat"
 NAME = "flickr8k-train300"
@@ -33,7 +32,10 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A working directory with data/<name>-{idxs,words}.p, as self-critical.pytorch runs in."""
     (tmp_path / "data").mkdir()
     for kind in ("idxs", "words"):
-        with gzip.open(FIXTURES / f"{NAME}-{kind}.p.gz") as f, open(tmp_path / "data" / f"{NAME}-{kind}.p", "wb") as g:
+        with (
+            gzip.open(FIXTURES / f"{NAME}-{kind}.p.gz") as f,
+            open(tmp_path / "data" / f"{NAME}-{kind}.p", "wb") as g,
+        ):
             shutil.copyfileobj(f, g)
     monkeypatch.chdir(tmp_path)
     return tmp_path / "data"
@@ -47,9 +49,17 @@ def gts_res(batch: dict) -> tuple[dict, list]:
     return gts, [{"image_id": i, "caption": [c]} for i, c in enumerate(batch["res_strings"])]
 
 
-@pytest.mark.parametrize(("cls", "key", "df"), [
-    (CiderD, "ciderd", f"{NAME}-idxs"), (Cider, "cider", f"{NAME}-idxs"), (Cider, "cider_corpus", "corpus")])
-def test_values_equal_the_original(data_dir: Path, batch: dict, cls: type, key: str, df: str) -> None:
+@pytest.mark.parametrize(
+    ("cls", "key", "df"),
+    [
+        (CiderD, "ciderd", f"{NAME}-idxs"),
+        (Cider, "cider", f"{NAME}-idxs"),
+        (Cider, "cider_corpus", "corpus"),
+    ],
+)
+def test_values_equal_the_original(
+    data_dir: Path, batch: dict, cls: type, key: str, df: str
+) -> None:
     mean, scores = cls(df=df).compute_score(*gts_res(batch))
     expected = np.array(batch[f"{key}_scores"])
     assert scores.shape == (300,) and np.abs(scores - expected).max() < 1e-12
@@ -84,7 +94,10 @@ def test_read_df_pickle_format(data_dir: Path) -> None:
     with open(data_dir / f"{NAME}-idxs.p", "rb") as f:
         raw = pickle.load(f, encoding="latin1")
     assert images == raw["ref_len"] == 300
-    assert len(df) == len(raw["document_frequency"]) and df["9 10 0"] == raw["document_frequency"][("9", "10", "0")]
+    assert (
+        len(df) == len(raw["document_frequency"])
+        and df["9 10 0"] == raw["document_frequency"][("9", "10", "0")]
+    )
 
 
 def test_corpus_mode_equals_pycocoevalcap(batch: dict) -> None:
@@ -94,7 +107,9 @@ def test_corpus_mode_equals_pycocoevalcap(batch: dict) -> None:
 
     gts, res = gts_res(batch)
     mean, scores = CiderD(df="corpus").compute_score(gts, res)
-    ref_mean, ref_scores = CocoCider().compute_score(gts, {e["image_id"]: e["caption"] for e in res})
+    ref_mean, ref_scores = CocoCider().compute_score(
+        gts, {e["image_id"]: e["caption"] for e in res}
+    )
     assert np.abs(scores - ref_scores).max() < 1e-12 and abs(mean - ref_mean) < 1e-12
 
 
@@ -106,7 +121,9 @@ def test_bad_input(data_dir: Path, batch: dict, tmp_path: Path) -> None:
         CiderD(df=str(json_df))
     text = tmp_path / "df.txt"
     text.write_text("a dog 3\n")
-    with pytest.raises(MetricError, match="neither a prepro_ngrams pickle nor a capmetrics df file"):
+    with pytest.raises(
+        MetricError, match="neither a prepro_ngrams pickle nor a capmetrics df file"
+    ):
         CiderD(df=str(text))
     other = tmp_path / "other.p"
     other.write_bytes(pickle.dumps({"df": {}, "n": 3}, protocol=2))
@@ -123,10 +140,14 @@ def test_bad_input(data_dir: Path, batch: dict, tmp_path: Path) -> None:
         scorer.compute_score(gts, [{"image_id": 0, "caption": "1 2 0"}])
 
 
-def test_a_capmetrics_df_file_scores_as_the_pickle(data_dir: Path, batch: dict, tmp_path: Path) -> None:
+def test_a_capmetrics_df_file_scores_as_the_pickle(
+    data_dir: Path, batch: dict, tmp_path: Path
+) -> None:
     """convert_df writes the pickle as capmetrics' JSON df, which the shim reads to the same values."""
     target = convert_df(f"{NAME}-idxs", tmp_path / "train300.json.gz")
-    assert read_df_pickle(data_dir / f"{NAME}-idxs.p")[0] == json.loads(gzip.open(target).read())["df"]
+    assert (
+        read_df_pickle(data_dir / f"{NAME}-idxs.p")[0] == json.loads(gzip.open(target).read())["df"]
+    )
     for cls, key in ((CiderD, "ciderd"), (Cider, "cider")):
         scores = cls(df=str(target)).compute_score(*gts_res(batch))[1]
         assert np.abs(scores - np.array(batch[f"{key}_scores"])).max() < 1e-12
@@ -142,13 +163,21 @@ def test_a_hostile_df_pickle_runs_nothing(data_dir: Path, tmp_path: Path, cls: t
         def __reduce__(self):  # type: ignore[no-untyped-def]
             return (os.system, (f"touch {victim}",))
 
-    (data_dir / "evil.p").write_bytes(pickle.dumps({"document_frequency": Payload(), "ref_len": 3}, protocol=2))
-    with pytest.raises(DfPickleRefused, match=r"df pickle data/evil.p asks for (posix|nt)\.system, .*nothing in it was run"):
+    (data_dir / "evil.p").write_bytes(
+        pickle.dumps({"document_frequency": Payload(), "ref_len": 3}, protocol=2)
+    )
+    with pytest.raises(
+        DfPickleRefused,
+        match=r"df pickle data/evil.p asks for (posix|nt)\.system, .*nothing in it was run",
+    ):
         cls(df="evil")
     assert not victim.exists()
     # the same with builtins (eval), a class instance (BUILD), and protocol 5
-    for payload in (pickle.dumps(Payload(), protocol=5), pickle.dumps(_Shaped(), protocol=2),
-                    b"\x80\x02cbuiltins\neval\nX\x0c\x00\x00\x00print('hi')\x85R."):
+    for payload in (
+        pickle.dumps(Payload(), protocol=5),
+        pickle.dumps(_Shaped(), protocol=2),
+        b"\x80\x02cbuiltins\neval\nX\x0c\x00\x00\x00print('hi')\x85R.",
+    ):
         path = tmp_path / "x.p"
         path.write_bytes(payload)
         with pytest.raises(DfPickleRefused, match=f"df pickle {path} asks for"):
@@ -177,7 +206,9 @@ def self_cider() -> dict:
 
 
 @pytest.mark.parametrize(("cls", "key"), [(Cider, "cider"), (CiderD, "ciderd")])
-def test_my_self_cider_equals_the_original(data_dir: Path, self_cider: dict, cls: type, key: str) -> None:
+def test_my_self_cider_equals_the_original(
+    data_dir: Path, self_cider: dict, cls: type, key: str
+) -> None:
     """self-critical's self_cider_reward_weight > 0: Cider_scorer.my_self_cider([one image's samples]),
     and all images at once, against ruotianluo/cider's (experiments/make_self_cider_fixtures.py)."""
     scorer = cls(df=self_cider["df"])
@@ -188,7 +219,9 @@ def test_my_self_cider_equals_the_original(data_dir: Path, self_cider: dict, cls
     one = scorer.my_self_cider([self_cider["res"][3]])
     assert len(one) == 1 and np.abs(one[0] - expected[3]).max() < 1e-12
     off = np.concatenate([e[~np.eye(5, dtype=bool)] for e in expected])
-    assert off.std() > 0.4 and off.max() > 4 and (off > 0).mean() > 0.8  # real spread between samples
+    assert (
+        off.std() > 0.4 and off.max() > 4 and (off > 0).mean() > 0.8
+    )  # real spread between samples
     with pytest.raises(MetricError, match="df='corpus' has no document frequencies for pairs"):
         cls(df="corpus").my_self_cider(self_cider["res"][:1])
     with pytest.raises(MetricError, match=r"res\[0\] must be a list of caption strings"):

@@ -34,8 +34,12 @@ def test_names_scripts_import_from_the_old_paths() -> None:
     from capmetrics.integrations import cider, pycocoevalcap
     from capmetrics.rewards import BleuReward, CiderDReward, decode, self_critical
 
-    assert (Cider, CiderD, df_path, read_df_pickle) == (cider.Cider, cider.CiderD, cider.df_path,
-                                                        cider.read_df_pickle)
+    assert (Cider, CiderD, df_path, read_df_pickle) == (
+        cider.Cider,
+        cider.CiderD,
+        cider.df_path,
+        cider.read_df_pickle,
+    )
     assert COCOEvalCap is pycocoevalcap.COCOEvalCap and PTBTokenizer is pycocoevalcap.PTBTokenizer
     assert spice_available is pycocoevalcap.spice_available
     assert all(callable(f) for f in (BleuReward, CiderDReward, decode, self_critical))

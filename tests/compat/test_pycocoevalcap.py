@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from capmetrics.integrations import pycocoevalcap as compat
 from capmetrics.errors import MetricError
+from capmetrics.integrations import pycocoevalcap as compat
 
 from tests.plugins.coco_reference import needs_coco, needs_flickr8k, raw
 
@@ -25,6 +25,7 @@ def _flickr8k_coco_files(folder: Path, n_images: int = 300) -> tuple[Path, Path]
     (benchmarks/bench_compat.py runs all 1,000 images.)"""
     cands, refs, _ = raw("expert")
     from capmetrics.data.flickr8k import load_expert
+
     from tests.plugins.coco_reference import FLICKR8K
 
     dataset, _ = load_expert(FLICKR8K)
@@ -33,10 +34,15 @@ def _flickr8k_coco_files(folder: Path, n_images: int = 300) -> tuple[Path, Path]
         first.setdefault(str(item.id).split("#")[0], n)
     images = list(first)[:n_images]
     annotations = {
-        "info": {}, "licenses": [], "type": "captions",
+        "info": {},
+        "licenses": [],
+        "type": "captions",
         "images": [{"id": i, "file_name": name} for i, name in enumerate(images)],
-        "annotations": [{"image_id": i, "id": 10 * i + j, "caption": r}
-                        for i, name in enumerate(images) for j, r in enumerate(refs[first[name]])],
+        "annotations": [
+            {"image_id": i, "id": 10 * i + j, "caption": r}
+            for i, name in enumerate(images)
+            for j, r in enumerate(refs[first[name]])
+        ],
     }
     results = [{"image_id": i, "caption": cands[first[name]]} for i, name in enumerate(images)]
     ann_file, res_file = folder / "captions_flickr8k.json", folder / "results_flickr8k.json"
@@ -74,7 +80,9 @@ def _same(ours: object, theirs: object, where: str) -> None:
             _same(ours[key], theirs[key], f"{where}[{key!r}]")
     elif isinstance(theirs, (float, np.floating)):
         assert type(ours) is type(theirs), f"{where}: {type(ours)} vs {type(theirs)}"
-        assert ours == theirs or (math.isnan(ours) and math.isnan(theirs)), f"{where}: {ours!r} != {theirs!r}"
+        assert ours == theirs or (math.isnan(ours) and math.isnan(theirs)), (
+            f"{where}: {ours!r} != {theirs!r}"
+        )
     else:
         assert ours == theirs, where
 
@@ -92,8 +100,12 @@ def both_ways(tmp_path_factory, request):  # type: ignore[no-untyped-def]
     patch.setattr(compat, "spice_available", lambda: False)
     try:
         theirs = _example_flow(reference.COCOEvalCap, *files)
-        with pytest.warns(UserWarning, match="SPICE is not set up here.*run `capmetrics setup spice`"):
-            ours = _example_flow(compat.COCOEvalCap, *files)  # not silently: pycocoevalcap has SPICE
+        with pytest.warns(
+            UserWarning, match="SPICE is not set up here.*run `capmetrics setup spice`"
+        ):
+            ours = _example_flow(
+                compat.COCOEvalCap, *files
+            )  # not silently: pycocoevalcap has SPICE
     finally:
         patch.undo()
     for table in (theirs.eval, *theirs.imgToEval.values()):
@@ -104,7 +116,15 @@ def both_ways(tmp_path_factory, request):  # type: ignore[no-untyped-def]
 def test_example_flow_gives_every_number_of_pycocoevalcap(both_ways) -> None:  # type: ignore[no-untyped-def]
     ours, theirs = both_ways
     assert len(theirs.imgToEval) == len(ours.imgToEval) == 300
-    assert set(theirs.eval) >= {"Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr"}
+    assert set(theirs.eval) >= {
+        "Bleu_1",
+        "Bleu_2",
+        "Bleu_3",
+        "Bleu_4",
+        "METEOR",
+        "ROUGE_L",
+        "CIDEr",
+    }
     _same(ours.eval, theirs.eval, "eval")
     _same(ours.imgToEval, theirs.imgToEval, "imgToEval")
     assert len(ours.evalImgs) == len(theirs.evalImgs)
@@ -116,8 +136,12 @@ def test_example_flow_gives_every_number_of_pycocoevalcap(both_ways) -> None:  #
 def test_plain_dicts_give_the_same_numbers(both_ways, tmp_path) -> None:  # type: ignore[no-untyped-def]
     ours, _ = both_ways
     ann_file, res_file = _flickr8k_coco_files(tmp_path)
-    again = compat.COCOEvalCap(json.loads(ann_file.read_text()), json.loads(res_file.read_text()), verbose=False,
-                               spice=False)
+    again = compat.COCOEvalCap(
+        json.loads(ann_file.read_text()),
+        json.loads(res_file.read_text()),
+        verbose=False,
+        spice=False,
+    )
     again.evaluate()
     _same(again.eval, ours.eval, "eval")
     _same(again.imgToEval, ours.imgToEval, "imgToEval")
@@ -139,7 +163,9 @@ def test_tokenizer_gives_pycocoevalcap_tokens() -> None:
     from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 
     cands, refs, _ = raw("expert")
-    data = {k: [{"caption": c}, *({"caption": r} for r in refs[k])] for k, c in enumerate(cands[:500])}
+    data = {
+        k: [{"caption": c}, *({"caption": r} for r in refs[k])] for k, c in enumerate(cands[:500])
+    }
     assert compat.PTBTokenizer().tokenize(data) == PTBTokenizer().tokenize(data)
 
 
@@ -150,8 +176,12 @@ def test_scorers_return_the_shapes_and_values_of_pycocoevalcap(name: str) -> Non
     import pycocoevalcap.meteor.meteor
     import pycocoevalcap.rouge.rouge
 
-    module = {"Bleu": pycocoevalcap.bleu.bleu, "Rouge": pycocoevalcap.rouge.rouge,
-              "Cider": pycocoevalcap.cider.cider, "Meteor": pycocoevalcap.meteor.meteor}[name]
+    module = {
+        "Bleu": pycocoevalcap.bleu.bleu,
+        "Rouge": pycocoevalcap.rouge.rouge,
+        "Cider": pycocoevalcap.cider.cider,
+        "Meteor": pycocoevalcap.meteor.meteor,
+    }[name]
     gts, res = _gts_res()
     reference = getattr(module, name)()
     theirs = reference.compute_score(gts, res)
@@ -185,7 +215,12 @@ def test_no_spice_warning_when_asked_to_leave_it_out(monkeypatch: pytest.MonkeyP
     import warnings
 
     monkeypatch.setattr(compat, "spice_available", lambda: False)
-    data = {"annotations": [{"image_id": 1, "caption": "a dog runs"}, {"image_id": 2, "caption": "a cat"}]}
+    data = {
+        "annotations": [
+            {"image_id": 1, "caption": "a dog runs"},
+            {"image_id": 2, "caption": "a cat"},
+        ]
+    }
     results = [{"image_id": 1, "caption": "a dog"}, {"image_id": 2, "caption": "a cat sits"}]
     with warnings.catch_warnings():
         warnings.simplefilter("error")

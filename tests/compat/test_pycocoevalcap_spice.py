@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from capmetrics.integrations import pycocoevalcap as compat
 from capmetrics.errors import MetricError
+from capmetrics.integrations import pycocoevalcap as compat
 
 from tests.compat.test_pycocoevalcap import _example_flow, _flickr8k_coco_files, _same
 from tests.plugins.coco_reference import needs_coco, needs_flickr8k
@@ -25,8 +25,14 @@ def _spice_problem() -> str | None:
     return "; ".join(map(str, problems)) or None
 
 
-pytestmark = [needs_coco, needs_flickr8k, pytest.mark.java,
-              pytest.mark.skipif(_spice_problem() is not None, reason=f"SPICE is not set up: {_spice_problem()}")]
+pytestmark = [
+    needs_coco,
+    needs_flickr8k,
+    pytest.mark.java,
+    pytest.mark.skipif(
+        _spice_problem() is not None, reason=f"SPICE is not set up: {_spice_problem()}"
+    ),
+]
 
 
 class _JarSpice:
@@ -38,8 +44,12 @@ class _JarSpice:
         from tests.plugins.spice_reference import coco_spice
 
         order = sorted(gts)
-        average, scores = coco_spice([res[i][0] for i in order], [gts[i] for i in order],
-                                     find_corenlp()[0].parent, find_js_engine()[0])
+        average, scores = coco_spice(
+            [res[i][0] for i in order],
+            [gts[i] for i in order],
+            find_corenlp()[0].parent,
+            find_js_engine()[0],
+        )
         return np.float64(average), scores  # pycocoevalcap's np.mean
 
     def method(self) -> str:

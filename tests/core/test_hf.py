@@ -11,6 +11,7 @@ pytest.importorskip("transformers")
 import capmetrics  # noqa: E402
 from capmetrics.errors import MetricError  # noqa: E402
 from capmetrics.hf import compute_metrics  # noqa: E402
+
 from tests.core.test_torchmetrics_ddp import flickr8k_items  # noqa: E402
 from tests.plugins.coco_reference import needs_flickr8k  # noqa: E402
 
@@ -35,7 +36,9 @@ def tokenizer(data: tuple[list[str], list[list[str]]]):  # type: ignore[no-untyp
     vocab = {w: i for i, w in enumerate(SPECIAL + words)}
     tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", eos_token="[EOS]")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", eos_token="[EOS]"
+    )
 
 
 def padded(tokenizer, texts: list[str], width: int, fill: int) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -50,15 +53,25 @@ def test_decodes_masked_labels_and_scores(tokenizer, data) -> None:  # type: ign
 
     cands, refs = data
     first_refs = [r[0] for r in refs]
-    preds, labels = padded(tokenizer, cands, 40, tokenizer.pad_token_id), padded(tokenizer, first_refs, 40, -100)
-    values = compute_metrics(tokenizer, ["bleu-4", "cider-d"])(EvalPrediction(predictions=preds, label_ids=labels))
-    expected = capmetrics.score(candidates=cands, references=[[r] for r in first_refs], metrics=["bleu-4", "cider-d"])
+    preds, labels = (
+        padded(tokenizer, cands, 40, tokenizer.pad_token_id),
+        padded(tokenizer, first_refs, 40, -100),
+    )
+    values = compute_metrics(tokenizer, ["bleu-4", "cider-d"])(
+        EvalPrediction(predictions=preds, label_ids=labels)
+    )
+    expected = capmetrics.score(
+        candidates=cands, references=[[r] for r in first_refs], metrics=["bleu-4", "cider-d"]
+    )
     assert values == {"bleu-4": expected["bleu-4"].corpus, "cider-d": expected["cider-d"].corpus}
     assert all(type(v) is float for v in values.values()) and values["bleu-4"] > 0.01
     # every item's reference list, and logits in place of ids (their argmax)
     logits = np.eye(len(tokenizer))[np.where(preds == -100, 0, preds)]
     values = compute_metrics(tokenizer, "cider-d", references=refs)((logits, labels))
-    assert values["cider-d"] == capmetrics.score(candidates=cands, references=refs, metrics="cider-d")["cider-d"].corpus
+    assert (
+        values["cider-d"]
+        == capmetrics.score(candidates=cands, references=refs, metrics="cider-d")["cider-d"].corpus
+    )
 
 
 def test_bad_input(tokenizer, data) -> None:  # type: ignore[no-untyped-def]
@@ -80,16 +93,23 @@ def test_in_a_trainer(tokenizer, data, tmp_path) -> None:  # type: ignore[no-unt
 
     torch.manual_seed(0)
     cands, refs = data
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), n_positions=48, n_embd=16, n_layer=1, n_head=2))
+    model = GPT2LMHeadModel(
+        GPT2Config(vocab_size=len(tokenizer), n_positions=48, n_embd=16, n_layer=1, n_head=2)
+    )
     ids = padded(tokenizer, [r[0] for r in refs], 24, tokenizer.pad_token_id)
-    dataset = [{"input_ids": torch.tensor(row), "labels": torch.tensor(np.where(row == 0, -100, row))} for row in ids]
+    dataset = [
+        {"input_ids": torch.tensor(row), "labels": torch.tensor(np.where(row == 0, -100, row))}
+        for row in ids
+    ]
     seen = {}
 
     def metric(eval_pred):  # type: ignore[no-untyped-def]
         seen["labels"] = eval_pred.label_ids
         return compute_metrics(tokenizer, ["bleu-1", "cider-d"])(eval_pred)
 
-    args = TrainingArguments(output_dir=str(tmp_path), per_device_eval_batch_size=16, report_to=[], use_cpu=True)
+    args = TrainingArguments(
+        output_dir=str(tmp_path), per_device_eval_batch_size=16, report_to=[], use_cpu=True
+    )
     out = Trainer(model=model, args=args, eval_dataset=dataset, compute_metrics=metric).evaluate()
     assert (seen["labels"] == -100).any()
     assert type(out["eval_bleu-1"]) is float and type(out["eval_cider-d"]) is float

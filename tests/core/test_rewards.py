@@ -8,12 +8,12 @@ from collections import defaultdict
 from functools import cache
 from pathlib import Path
 
+import capmetrics
 import numpy as np
 import pytest
-
-import capmetrics
 from capmetrics.errors import MetricError
 from capmetrics.rewards import BleuReward, CiderDReward, decode, self_critical
+
 from tests.plugins.coco_reference import FLICKR8K, coco, needs_flickr8k
 
 pytestmark = needs_flickr8k
@@ -37,7 +37,9 @@ def _flickr8k() -> tuple[list[list[str]], list[str], list[list[str]]]:
     return train, samples, test
 
 
-def _coco_cider_fixed_df(train: list[list[str]], samples: list[str], refs: list[list[str]]) -> np.ndarray:
+def _coco_cider_fixed_df(
+    train: list[list[str]], samples: list[str], refs: list[list[str]]
+) -> np.ndarray:
     """pycocoevalcap's CiderScorer with the document frequencies and image count of ``train``."""
     from pycocoevalcap.cider.cider_scorer import CiderScorer, cook_refs
 
@@ -99,7 +101,9 @@ def test_token_ids_with_a_vocabulary_and_torch(df_file: Path) -> None:
     np.testing.assert_array_equal(as_dict, strings)
     torch = pytest.importorskip("torch")
     tensor = CiderDReward(df_file, vocab=vocab)(torch.as_tensor(ids[:250]), test)
-    assert isinstance(tensor, torch.Tensor) and tensor.dtype == torch.float64  # the values as they are
+    assert (
+        isinstance(tensor, torch.Tensor) and tensor.dtype == torch.float64
+    )  # the values as they are
     np.testing.assert_array_equal(tensor.numpy(), strings)
     bleu = BleuReward(4, vocab=vocab)(torch.as_tensor(ids[:250]), test)
     assert bleu.dtype == torch.float64
@@ -116,7 +120,9 @@ def test_token_ids_are_scored_without_text_as_their_text_is(df_file: Path) -> No
     ids[3] = 0  # an empty candidate
     ids[7] = ids[6]
     texts = decode(ids, vocab)
-    assert texts[3] == "" and any(w not in vocab for refs in test[:8] for r in refs for w in r.split())
+    assert texts[3] == "" and any(
+        w not in vocab for refs in test[:8] for r in refs for w in r.split()
+    )
     for make in (lambda **kw: CiderDReward(df_file, **kw), lambda **kw: BleuReward(4, **kw)):
         by_ids = make(vocab=vocab)
         assert by_ids._reads_ids
@@ -125,7 +131,11 @@ def test_token_ids_are_scored_without_text_as_their_text_is(df_file: Path) -> No
     gap = dict(enumerate(vocab[:-1]))
     gap[len(vocab)] = vocab[-1]  # no word for id len(vocab) - 1
     two_words = vocab[:-1] + ["hot dog"]
-    for words, kwargs in ((gap, {}), (two_words, {}), (vocab, {"tokenizer": "whitespace(lowercase=true)"})):
+    for words, kwargs in (
+        (gap, {}),
+        (two_words, {}),
+        (vocab, {"tokenizer": "whitespace(lowercase=true)"}),
+    ):
         reward = CiderDReward(df_file, vocab=words, **kwargs)
         cut = np.where(ids < len(vocab) - 1, ids, 1)
         want = CiderDReward(df_file, **kwargs)(decode(cut, words), test[:8])
@@ -154,12 +164,17 @@ def test_self_critical_advantage(df_file: Path) -> None:
     by_ids = CiderDReward(df_file, vocab=vocab).self_critical(ids[:250], ids[:250:5, :-1], test)
     for got, want in zip(by_ids, (advantage, sampled, greedy)):
         np.testing.assert_array_equal(got, want)
-    as_torch = CiderDReward(df_file, vocab=vocab).self_critical(torch.as_tensor(ids[:250]), ids[:250:5], test)
+    as_torch = CiderDReward(df_file, vocab=vocab).self_critical(
+        torch.as_tensor(ids[:250]), ids[:250:5], test
+    )
     assert all(isinstance(t, torch.Tensor) and t.dtype == torch.float64 for t in as_torch)
     for got, want in zip(as_torch, (advantage, sampled, greedy)):
         np.testing.assert_array_equal(got.numpy(), want)
-    with pytest.raises(MetricError, match="250 samples and 50 baselines need k samples, one baseline and one "
-                                          "reference list per image; got 250 lists"):
+    with pytest.raises(
+        MetricError,
+        match="250 samples and 50 baselines need k samples, one baseline and one "
+        "reference list per image; got 250 lists",
+    ):
         reward.self_critical(samples, samples[::5], [test[i // 5] for i in range(250)])
 
 
@@ -184,7 +199,9 @@ def test_bad_input_is_one_clear_error(df_file: Path) -> None:
         CiderDReward(df_file.with_name("missing.json"))
     with pytest.raises(MetricError, match="token ids outside the vocabulary of 2 words"):
         decode([[1, 5]], ["<end>", "a"])
-    with pytest.raises(MetricError, match=r"reference list\(s\) \[1\] need to be non-empty lists of strings"):
+    with pytest.raises(
+        MetricError, match=r"reference list\(s\) \[1\] need to be non-empty lists of strings"
+    ):
         CiderDReward(df_file, vocab=["<end>", "a"])(np.ones((2, 2), dtype=int), [["a"], []])
 
 
@@ -192,10 +209,19 @@ def test_a_padded_batch_decodes_as_its_rows_do() -> None:
     vocab = {0: "<end>", 1: "a", 2: "dog", 3: "runs", 5: "far"}
     ids = np.array([[1, 2, 3, 0, 2], [2, 3, 5, 1, 2], [0, 0, 0, 0, 0], [3, 0, 9, 9, 9]])
     rows = [list(r) for r in ids]  # the row-by-row path
-    assert decode(ids, vocab) == decode(rows, vocab) == ["a dog runs", "dog runs far a dog", "", "runs"]
-    assert decode(ids[:3], vocab, end_id=None) == ["a dog runs <end> dog", "dog runs far a dog",
-                                                   "<end> <end> <end> <end> <end>"]
-    with pytest.raises(MetricError, match="sequence 1 has token ids outside the vocabulary of 6 words"):
+    assert (
+        decode(ids, vocab)
+        == decode(rows, vocab)
+        == ["a dog runs", "dog runs far a dog", "", "runs"]
+    )
+    assert decode(ids[:3], vocab, end_id=None) == [
+        "a dog runs <end> dog",
+        "dog runs far a dog",
+        "<end> <end> <end> <end> <end>",
+    ]
+    with pytest.raises(
+        MetricError, match="sequence 1 has token ids outside the vocabulary of 6 words"
+    ):
         decode(np.array([[1, 0, 7], [1, 7, 0]]), vocab)  # the 7 after an end is never read
     assert decode(np.zeros((2, 3), dtype=np.int64), []) == ["", ""]
 
@@ -214,8 +240,10 @@ def sc_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
 
     (tmp_path / "data").mkdir()
     for kind in ("idxs", "words"):
-        with gzip.open(SC_FIXTURES / f"{SC_NAME}-{kind}.p.gz") as f, \
-                open(tmp_path / "data" / f"{SC_NAME}-{kind}.p", "wb") as g:
+        with (
+            gzip.open(SC_FIXTURES / f"{SC_NAME}-{kind}.p.gz") as f,
+            open(tmp_path / "data" / f"{SC_NAME}-{kind}.p", "wb") as g,
+        ):
             shutil.copyfileobj(f, g)
     monkeypatch.chdir(tmp_path)
     batch = json.loads((SC_FIXTURES / "batch.json").read_text())
@@ -224,7 +252,11 @@ def sc_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
 
 
 def _sc_arrays(batch: dict) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
-    return np.array(batch["gen_result"]), np.array(batch["greedy_res"]), [np.array(g) for g in batch["gts"]]
+    return (
+        np.array(batch["gen_result"]),
+        np.array(batch["greedy_res"]),
+        [np.array(g) for g in batch["gts"]],
+    )
 
 
 @pytest.mark.parametrize("kind", ["idxs", "words"])
@@ -239,20 +271,30 @@ def test_keep_end_equals_self_critical_rewards(sc_data: dict, kind: str) -> None
     advantage, _, _ = reward.self_critical(gen, greedy, gts)
     expected = np.array(sc_data["rewards"]["cider"])
     assert np.abs(advantage - expected).max() < 1e-12 and expected.std() > 0.5
-    bleu, _, _ = BleuReward(4, vocab=sc_data["itow"] | {0: "<eos>"}, keep_end=True).self_critical(gen, greedy, gts)
+    bleu, _, _ = BleuReward(4, vocab=sc_data["itow"] | {0: "<eos>"}, keep_end=True).self_critical(
+        gen, greedy, gts
+    )
     assert np.abs(advantage + 0.5 * bleu - np.array(sc_data["rewards"]["cider+bleu"])).max() < 1e-12
     tensor = reward.self_critical(torch.from_numpy(gen), torch.from_numpy(greedy), gts)[0]
     assert tensor.dtype == torch.float64 and np.abs(tensor.numpy() - expected).max() < 1e-12
     np.testing.assert_array_equal(tensor.numpy(), advantage)  # torch in: the same float64 values
     # cutting at the end token instead (the capmetrics default) is not self-critical's number
-    cut = CiderDReward(f"{SC_NAME}-{kind}", vocab=vocab, end_id=0).self_critical(gen, greedy, gts)[0]
+    cut = CiderDReward(f"{SC_NAME}-{kind}", vocab=vocab, end_id=0).self_critical(gen, greedy, gts)[
+        0
+    ]
     assert np.abs(cut - expected).max() > 0.05
 
 
 def test_keep_end_decodes_the_end_token(sc_data: dict) -> None:
     words = ["<eos>", "a", "dog"]
-    assert decode([[1, 2, 0, 1, 0], [1, 2, 1]], words, 0, keep_end=True) == ["a dog <eos>", "a dog a"]
-    assert decode(np.array([[1, 2, 0, 1], [0, 0, 0, 0]]), words, 0, keep_end=True) == ["a dog <eos>", "<eos>"]
+    assert decode([[1, 2, 0, 1, 0], [1, 2, 1]], words, 0, keep_end=True) == [
+        "a dog <eos>",
+        "a dog a",
+    ]
+    assert decode(np.array([[1, 2, 0, 1], [0, 0, 0, 0]]), words, 0, keep_end=True) == [
+        "a dog <eos>",
+        "<eos>",
+    ]
     assert decode(np.array([[1, 2, 0, 1]]), words, 0) == ["a dog"]
 
 
@@ -281,9 +323,13 @@ def test_a_hostile_df_pickle_runs_nothing(sc_data: dict, tmp_path: Path) -> None
         def __reduce__(self):  # type: ignore[no-untyped-def]
             return (os.system, (f"touch {victim}",))
 
-    Path("data/evil.p").write_bytes(pickle.dumps({"document_frequency": {("a",): Payload()}, "ref_len": 3}))
+    Path("data/evil.p").write_bytes(
+        pickle.dumps({"document_frequency": {("a",): Payload()}, "ref_len": 3})
+    )
     for df in ("data/evil.p", "evil"):
-        with pytest.raises(DfPickleRefused, match=r"df pickle data/evil.p asks for (posix|nt)\.system"):
+        with pytest.raises(
+            DfPickleRefused, match=r"df pickle data/evil.p asks for (posix|nt)\.system"
+        ):
             CiderDReward(df, vocab=sc_data["itow"], keep_end=True)
     assert not victim.exists()
 

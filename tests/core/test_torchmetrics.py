@@ -10,13 +10,17 @@ import pytest
 
 pytest.importorskip("torchmetrics")
 
-import torch  # noqa: E402
-from torchmetrics import Metric  # noqa: E402
-
 import capmetrics  # noqa: E402
+import torch  # noqa: E402
 from capmetrics.errors import MetricError  # noqa: E402
 from capmetrics.integrations.torchmetrics import (  # noqa: E402
-    COCO_METRICS, BERTScoreMetric, CaptionMetric, CocoCaptionMetrics)
+    COCO_METRICS,
+    BERTScoreMetric,
+    CaptionMetric,
+    CocoCaptionMetrics,
+)
+from torchmetrics import Metric  # noqa: E402
+
 from tests.core.test_torchmetrics_ddp import flickr8k_items  # noqa: E402
 from tests.plugins.coco_reference import needs_flickr8k  # noqa: E402
 
@@ -33,7 +37,11 @@ def test_coco_set_equals_score(items: tuple[list[str], list[list[str]]]) -> None
     metric = CocoCaptionMetrics()
     assert isinstance(metric, Metric)
     for start in range(0, 60, 16):  # batches, with ids
-        metric.update(cands[start : start + 16], refs[start : start + 16], ids=torch.arange(start, min(start + 16, 60)))
+        metric.update(
+            cands[start : start + 16],
+            refs[start : start + 16],
+            ids=torch.arange(start, min(start + 16, 60)),
+        )
     metric.update(cands[:3], refs[:3], ids=[0, 1, 2])  # seen again: counted once
     values = metric.compute()
     expected = capmetrics.score(candidates=cands, references=refs, metrics=list(COCO_METRICS))
@@ -44,7 +52,9 @@ def test_coco_set_equals_score(items: tuple[list[str], list[list[str]]]) -> None
     batch = metric(cands[:10], refs[:10])  # forward accumulates (no ids: nothing is deduplicated)
     metric.update(cands[10:], refs[10:])
     assert float(metric.compute()["cider-d"]) == expected["cider-d"].corpus
-    first = capmetrics.score(candidates=cands[:10], references=refs[:10], metrics=list(COCO_METRICS))
+    first = capmetrics.score(
+        candidates=cands[:10], references=refs[:10], metrics=list(COCO_METRICS)
+    )
     assert {s: float(v) for s, v in batch.items()} == {s: first[s].corpus for s in COCO_METRICS}
 
 
@@ -55,30 +65,42 @@ def test_torchmetrics_conventions(items: tuple[list[str], list[list[str]]]) -> N
     cands, refs = items
     metric = CaptionMetric(["cider-d", "bleu-4"])
     whole = capmetrics.score(candidates=cands, references=refs, metrics=["cider-d", "bleu-4"])
-    half = capmetrics.score(candidates=cands[:30], references=refs[:30], metrics=["cider-d", "bleu-4"])
+    half = capmetrics.score(
+        candidates=cands[:30], references=refs[:30], metrics=["cider-d", "bleu-4"]
+    )
     value = metric(cands[:30], refs[:30], ids=list(range(30)))
     assert {s: float(v) for s, v in value.items()} == {s: half[s].corpus for s in half}
     assert {s: float(v) for s, v in metric.compute().items()} == {s: half[s].corpus for s in half}
     metric.update(cands[30:], refs[30:], ids=list(range(30, 60)))  # after compute: adds
     assert {s: float(v) for s, v in metric.compute().items()} == {s: whole[s].corpus for s in whole}
-    again = metric(cands[:3] + cands[:1], refs[:3] + refs[:1], ids=[0, 1, 2, 0])  # seen: counted once
-    three = capmetrics.score(candidates=cands[:3], references=refs[:3], metrics=["cider-d", "bleu-4"])
+    again = metric(
+        cands[:3] + cands[:1], refs[:3] + refs[:1], ids=[0, 1, 2, 0]
+    )  # seen: counted once
+    three = capmetrics.score(
+        candidates=cands[:3], references=refs[:3], metrics=["cider-d", "bleu-4"]
+    )
     assert {s: float(v) for s, v in again.items()} == {s: three[s].corpus for s in three}
     assert {s: float(v) for s, v in metric.compute().items()} == {s: whole[s].corpus for s in whole}
     one_ref = CaptionMetric("bleu-4")
     single = one_ref(cands[:20], [r[0] for r in refs[:20]])  # one reference string per item
-    listed = capmetrics.score(candidates=cands[:20], references=[[r[0]] for r in refs[:20]], metrics="bleu-4")
+    listed = capmetrics.score(
+        candidates=cands[:20], references=[[r[0]] for r in refs[:20]], metrics="bleu-4"
+    )
     assert float(single) == float(one_ref.compute()) == listed["bleu-4"].corpus
 
 
 def test_token_ids_and_a_vocabulary(items: tuple[list[str], list[list[str]]]) -> None:
     cands, refs = items
-    words = ["<end>"] + sorted({w for t in cands + [r for rs in refs for r in rs] for w in t.split()})
+    words = ["<end>"] + sorted(
+        {w for t in cands + [r for rs in refs for r in rs] for w in t.split()}
+    )
     index = {w: i for i, w in enumerate(words)}
     as_ids = lambda t: [index[w] for w in t.split()] + [0, 0]  # noqa: E731
     metric = CaptionMetric("cider-d", vocab=words, end_id=0)
     metric.update([np.array(as_ids(c)) for c in cands], [[as_ids(r) for r in rs] for rs in refs])
-    expected = capmetrics.score(candidates=cands, references=refs, metrics="cider-d")["cider-d"].corpus
+    expected = capmetrics.score(candidates=cands, references=refs, metrics="cider-d")[
+        "cider-d"
+    ].corpus
     assert float(metric.compute()) == expected
 
 
@@ -95,7 +117,9 @@ def test_bad_input(items: tuple[list[str], list[list[str]]]) -> None:
         CaptionMetric("meteor-jar")
     with pytest.raises(MetricError, match="'cider-d' is not a bertscore spec"):
         BERTScoreMetric("cider-d")
-    with pytest.raises(MetricError, match="floor=bert-score makes each value depend on the other pairs"):
+    with pytest.raises(
+        MetricError, match="floor=bert-score makes each value depend on the other pairs"
+    ):
         BERTScoreMetric("bertscore(floor=bert-score)")
     metric.update(cands[:2], refs[:2], ids=[0, 1])
     mixed = CaptionMetric("bleu-4")
@@ -114,6 +138,9 @@ def test_meteor_shards_sum_to_the_corpus_value(items: tuple[list[str], list[list
     cands, refs = items
     meteor = capmetrics.compose("meteor")
     whole = meteor.score(cands, refs)
-    (first, sums_a), (second, sums_b) = meteor.score_shard(cands[:25], refs[:25]), meteor.score_shard(cands[25:], refs[25:])
+    (first, sums_a), (second, sums_b) = (
+        meteor.score_shard(cands[:25], refs[:25]),
+        meteor.score_shard(cands[25:], refs[25:]),
+    )
     assert np.array_equal(np.concatenate([first.values, second.values]), whole.values)
     assert meteor.corpus_from_sums(sums_a + sums_b) == whole.corpus != float(np.mean(whole.values))

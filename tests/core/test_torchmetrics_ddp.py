@@ -14,12 +14,12 @@ import pytest
 
 pytest.importorskip("torchmetrics")
 
+import capmetrics  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
-
-import capmetrics  # noqa: E402
 from capmetrics.integrations.torchmetrics import COCO_METRICS  # noqa: E402
+
 from tests.plugins.coco_reference import FLICKR8K, needs_flickr8k  # noqa: E402
 
 N_ITEMS = 103  # uneven for 2 and 4 ranks
@@ -41,36 +41,53 @@ def _free_port() -> int:
 
 
 def _worker(rank: int, world: int, port: int, specs: list[str], mode: str, out: str) -> None:
-    from torch.utils.data import DistributedSampler
-
     from capmetrics.errors import MetricError
     from capmetrics.integrations.torchmetrics import BERTScoreMetric, CaptionMetric
+    from torch.utils.data import DistributedSampler
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world
+    )
     try:
         if mode.startswith("idle"):  # rank 1 never calls update; with ids or without
             cands, refs = flickr8k_items(20)
             metric = CaptionMetric(specs)
             if rank == 0:
-                metric.update(cands[:12], refs[:12], **({"ids": list(range(12))} if mode == "idle-ids" else {}))
-                metric.update(cands[12:], refs[12:], **({"ids": list(range(12, 20))} if mode == "idle-ids" else {}))
+                metric.update(
+                    cands[:12],
+                    refs[:12],
+                    **({"ids": list(range(12))} if mode == "idle-ids" else {}),
+                )
+                metric.update(
+                    cands[12:],
+                    refs[12:],
+                    **({"ids": list(range(12, 20))} if mode == "idle-ids" else {}),
+                )
             values = metric.compute()
-            Path(out, f"rank{rank}.json").write_text(json.dumps({s: float(v) for s, v in values.items()}))
+            Path(out, f"rank{rank}.json").write_text(
+                json.dumps({s: float(v) for s, v in values.items()})
+            )
             return
         cands, refs = flickr8k_items(25 if mode == "bertscore" else N_ITEMS + 1)
         extra = (cands.pop(), refs.pop()) if mode != "bertscore" else None  # added after a compute
-        indices = list(DistributedSampler(range(len(cands)), num_replicas=world, rank=rank, shuffle=False))
+        indices = list(
+            DistributedSampler(range(len(cands)), num_replicas=world, rank=rank, shuffle=False)
+        )
         if rank == 0:
             indices.append(indices[0])  # an item this rank sees twice
         if mode == "ids":  # the model's token ids and a vocabulary (end id 0)
-            words = ["<end>"] + sorted({w for t in cands + [r for rs in refs for r in rs] for w in t.split()})
+            words = ["<end>"] + sorted(
+                {w for t in cands + [r for rs in refs for r in rs] for w in t.split()}
+            )
             index = {w: i for i, w in enumerate(words)}
             metric = CaptionMetric(specs, vocab=words, end_id=0)
             for start in range(0, len(indices), 8):
                 batch = indices[start : start + 8]
                 ids = torch.zeros((len(batch), 40), dtype=torch.int64)
                 for row, k in enumerate(batch):
-                    ids[row, : len(cands[k].split())] = torch.tensor([index[w] for w in cands[k].split()])
+                    ids[row, : len(cands[k].split())] = torch.tensor(
+                        [index[w] for w in cands[k].split()]
+                    )
                 metric.update(ids, [refs[k] for k in batch], ids=torch.tensor(batch))
         elif mode == "bertscore":
             metric = BERTScoreMetric(specs[0]) if len(specs) == 1 else CaptionMetric(specs)
@@ -88,9 +105,13 @@ def _worker(rank: int, world: int, port: int, specs: list[str], mode: str, out: 
             values = {"error": str(err)}
         if not isinstance(values, dict):
             values = {specs[0]: values}
-        result: dict = {"values": {k: v if isinstance(v, str) else float(v) for k, v in values.items()},
-                        "bytes": metric.gathered_bytes}
-        if mode == "strings":  # update after compute adds (one rank a new item, the other one it had)
+        result: dict = {
+            "values": {k: v if isinstance(v, str) else float(v) for k, v in values.items()},
+            "bytes": metric.gathered_bytes,
+        }
+        if (
+            mode == "strings"
+        ):  # update after compute adds (one rank a new item, the other one it had)
             assert extra is not None
             if rank == world - 1:
                 metric.update([extra[0]], [extra[1]], ids=[N_ITEMS])
@@ -114,7 +135,9 @@ def _worker(rank: int, world: int, port: int, specs: list[str], mode: str, out: 
 
 
 def run_ddp(world: int, specs: list[str], mode: str, tmp_path: Path) -> list[dict]:
-    mp.spawn(_worker, args=(world, _free_port(), specs, mode, str(tmp_path)), nprocs=world, join=True)
+    mp.spawn(
+        _worker, args=(world, _free_port(), specs, mode, str(tmp_path)), nprocs=world, join=True
+    )
     return [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(world)]
 
 
@@ -126,22 +149,30 @@ def one_process() -> dict[str, float]:
 
 
 @needs_flickr8k
-def test_two_ranks_coco_set_equal_one_process(tmp_path: Path, one_process: dict[str, float]) -> None:
+def test_two_ranks_coco_set_equal_one_process(
+    tmp_path: Path, one_process: dict[str, float]
+) -> None:
     """Also: update after compute, and ranks with different specs, refused with one line."""
     ranks = run_ddp(2, list(COCO_METRICS), "strings", tmp_path)
     cands, refs = flickr8k_items(N_ITEMS + 1)
     more = capmetrics.score(candidates=cands, references=refs, metrics=list(COCO_METRICS))
     for r in ranks:
         assert r["values"] == one_process  # every rank, every metric, to the bit
-        assert r["after"] == {s: more[s].corpus for s in COCO_METRICS}  # update after compute: added
-        assert ("ranks have different metric specs: rank 0: ['cider-d', 'bleu-4']; rank 1: ['bleu-4', 'cider-d']"
-                in r["mismatch"])
+        assert r["after"] == {
+            s: more[s].corpus for s in COCO_METRICS
+        }  # update after compute: added
+        assert (
+            "ranks have different metric specs: rank 0: ['cider-d', 'bleu-4']; rank 1: ['bleu-4', 'cider-d']"
+            in r["mismatch"]
+        )
     # statistics, not strings: ids, values, word digests, the compressed df
     assert 0 < ranks[0]["bytes"] < 100_000
 
 
 @needs_flickr8k
-def test_four_ranks_token_ids_equal_one_process(tmp_path: Path, one_process: dict[str, float]) -> None:
+def test_four_ranks_token_ids_equal_one_process(
+    tmp_path: Path, one_process: dict[str, float]
+) -> None:
     """Also: 3 items on 4 ranks, the last rank holding only the sampler's padding (scoring nothing)."""
     specs = ["cider-d", "bleu-4", "rouge-l"]
     cands, refs = flickr8k_items(3)
@@ -163,7 +194,9 @@ def test_bertscore_embeds_each_rank_s_texts_and_sums_idf(tmp_path: Path) -> None
         for s in specs:
             assert abs(r["values"][s] - results[s].corpus) < 1e-6
     # without the summed idf each rank's own references would weigh the tokens: far from it
-    half = capmetrics.score(candidates=cands[::2], references=refs[::2], metrics=specs[1])[specs[1]].item_values
+    half = capmetrics.score(candidates=cands[::2], references=refs[::2], metrics=specs[1])[
+        specs[1]
+    ].item_values
     assert np.abs(half - results[specs[1]].item_values[::2]).max() > 1e-3
 
 
@@ -185,4 +218,6 @@ def test_gram_keys_are_stable_and_distinct() -> None:
     grams = ["a", "a dog", "dog a", "a dog runs", "ä dog", "a  dog"]
     keys = gram_keys(grams)
     assert keys.dtype == np.int64 and len(set(keys.tolist())) == len(grams)
-    assert gram_keys(["a dog"])[0] == np.int64(-4081912340589182210)  # the same in every process and run
+    assert gram_keys(["a dog"])[0] == np.int64(
+        -4081912340589182210
+    )  # the same in every process and run
