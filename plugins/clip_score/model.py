@@ -152,11 +152,22 @@ class ClipModel(ImageTextModel):
         return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
 
     def overlong(self, texts: Sequence[str]) -> list[int]:
+        context = self.context_length()
+        return [i for i, n in enumerate(self.token_counts(texts)) if n > context]
+
+    def context_length(self) -> int:
+        """The tokens the text tower takes, start and end tokens included: the rows of the
+        checkpoint's text position table (77 for CLIP, 248 for Long-CLIP)."""
+        return int(self._checkpoint().context)
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Each text's length in the checkpoint's own tokens, start and end tokens included,
+        before any truncation."""
         loaded = self._checkpoint()
         if loaded.tokenizer is None:
-            return [i for i, n in enumerate(_bpe().lengths(texts)) if n > loaded.context]
+            return _bpe().lengths(texts)
         full = loaded.tokenizer(list(texts), padding=False, truncation=False)["input_ids"]
-        return [i for i, ids in enumerate(full) if len(ids) > loaded.context]
+        return [len(ids) for ids in full]
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         return self._cached("text", list(texts), list(texts), self._encode_texts)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import warnings
 from pathlib import Path
 
@@ -171,10 +172,20 @@ def test_signature_carries_prompt_w_checksum_precision_and_truncation(checkpoint
 
 @pytest.mark.filterwarnings("ignore:1 empty candidate")
 def test_long_captions_warn_once_with_a_count_or_are_refused(checkpoints):
-    with pytest.warns(UserWarning, match=r"clip-score: 1 distinct caption\(s\) longer") as record:
+    from capmetrics.plugins.clip_score._bpe import ClipBPE
+
+    bpe = ClipBPE()
+    captions = {t for it in ITEMS for t in it["candidates"]}
+    counts = [len(bpe.encode(PROMPT + t)) + 2 for t in captions]  # start and end tokens
+    long = [n for n in counts if n > 77]
+    assert len(long) == 1  # the fixture's one long caption
+    expected = (f"clip-score: 1 of {len(captions)} distinct captions longer than 77 tokens were cut "
+                f"(up to {long[0]} tokens; {long[0] - 77} tokens dropped in all;")
+    with pytest.warns(UserWarning, match=re.escape(expected)) as record:
         capmetrics.score(dataset(), [f'clip-score(model="{checkpoints["clip"]}")'])
-    assert sum("longer than the text tower" in str(w.message) for w in record) == 1
-    with pytest.raises(MetricError, match="1 caption.* longer than the text tower.*A tabby cat"):
+    assert sum("longer than 77 tokens" in str(w.message) for w in record) == 1
+    with pytest.raises(MetricError, match=f"1 caption.* longer than the 77 tokens the text tower takes "
+                                          f".*up to {long[0]} tokens.*A tabby cat"):
         capmetrics.score(dataset(), [f'clip-score(model="{checkpoints["clip"]}", truncate=false)'])
 
 
