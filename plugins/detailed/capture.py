@@ -94,6 +94,12 @@ class Capture(Distance):
             return "capture"
         return f"{self.category}_{ {'f': 'f1', 'p': 'precision', 'r': 'recall'}[self.part]}"
 
+    def signature(self) -> dict[str, str]:
+        if self.soft_matching:
+            return super().signature()
+        # without soft matching the embedder plays no part (and is not loaded to be named)
+        return {"spec": self.portable_spec(), **self.signature_extra()}
+
     def signature_extra(self) -> dict[str, str]:
         # the parser of the last run's graphs (before a run: the graphs parameter)
         return {"parser": PARSERS.get(getattr(self, "_parser", ""), self.graphs), "wordnet": "3.0"}
