@@ -26,6 +26,7 @@ import numpy as np
 
 from capmetrics.component import Statistic, StatResult
 from capmetrics.errors import MetricError
+from capmetrics.identity import Identity
 
 #: How p-values are computed; ``none`` (written ``none`` in specs, read as None) skips them.
 PValueMethod = Literal["auto", "exact", "monte-carlo", "none"] | None
@@ -75,7 +76,8 @@ def _masks(chosen: np.ndarray, size: int) -> np.ndarray:
     return masks
 
 
-_CROSS_INDEX: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+#: Cross indices of read-only split masks, keyed by the very array (held with its entry).
+_CROSS_INDEX: dict[Identity, np.ndarray] = {}
 
 
 def cross_index(masks: np.ndarray, n: int) -> np.ndarray:
@@ -84,16 +86,16 @@ def cross_index(masks: np.ndarray, n: int) -> np.ndarray:
 
     Cached for the read-only, cached split arrays (the same array serves every item).
     """
-    hit = _CROSS_INDEX.get(id(masks))
-    if hit is not None and hit[0] is masks:
-        return hit[1]
+    hit = _CROSS_INDEX.get(Identity(masks))
+    if hit is not None:
+        return hit
     size = masks.shape[1]
     order = np.argsort(-masks, axis=1, kind="stable")
     index = order[:, :n, None] * size + order[:, None, n:]
     if not masks.flags.writeable:
         if len(_CROSS_INDEX) >= 8:
             _CROSS_INDEX.clear()
-        _CROSS_INDEX[id(masks)] = (masks, index)
+        _CROSS_INDEX[Identity(masks)] = index
     return index
 
 

@@ -20,6 +20,8 @@ import hashlib
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, TypeVar
 
+from capmetrics.identity import Identity
+
 T = TypeVar("T")
 
 _scopes: list[dict[Hashable, Any]] = []
@@ -59,20 +61,18 @@ def shared(key: Hashable, compute: Callable[[], T]) -> T:
 def shared_for(tag: Hashable, objects: tuple[object, ...], compute: Callable[[], T]) -> T:
     """``compute()`` once per ``tag`` and these very ``objects`` (by identity) within the current
     run scope: for data derived from lists every metric of a run receives, where hashing their
-    contents would cost as much as the work. The objects are kept with the value, so their ids
-    cannot be reused by other objects while the scope lives."""
+    contents would cost as much as the work. The key holds the objects (:class:`Identity`), so
+    an object made after one of them is collected can never match its entry."""
     if not _scopes:
         STATS["computed"] += 1
         return compute()
     cache = _scopes[-1]
-    key = ("by-identity", tag, *map(id, objects))
-    hit = cache.get(key)
-    if hit is not None and all(a is b for a, b in zip(hit[0], objects)):
+    key = ("by-identity", tag, *map(Identity, objects))
+    if key in cache:
         STATS["shared"] += 1
-        return hit[1]  # type: ignore[no-any-return]
+        return cache[key]  # type: ignore[no-any-return]
     STATS["computed"] += 1
-    value = compute()
-    cache[key] = (objects, value)
+    cache[key] = value = compute()
     return value
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from capmetrics.data.model import Dataset, Item, Problem
 from capmetrics.errors import DataError, MetricError
+from capmetrics.identity import Identity
 
 #: Suffixes tried for ``<images>/<id>.<suffix>`` (clipscore.py's convention).
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".JPG", ".JPEG", ".PNG", ".tiff", ".bmp", ".webp")
@@ -231,10 +232,11 @@ def _files_by_stem(root: Path) -> dict[str, str]:
 
 
 def image_key(image: Any) -> Hashable:
-    """What identifies an image within a run: its path, or the loaded object itself."""
+    """What identifies an image within a run: its path, or the loaded object itself (held by
+    the key and compared by identity, so a later image at a collected one's address differs)."""
     if isinstance(image, (str, os.PathLike)):
         return ("path", os.fspath(image))
-    return ("object", id(image))
+    return ("object", Identity(image))
 
 
 def open_image(image: Any, limits: ImageLimits | None = None) -> Any:

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 from capmetrics import Scores, Tokenizer
 from capmetrics.errors import MetricError
+from capmetrics.identity import Identity
 from capmetrics.plugins.ngram.counts import (
     PTB,
     Batch,
@@ -193,17 +194,19 @@ class IndexedDf(Mapping[str, int]):
         return (IndexedDf, (self.index,))
 
 
-_DF_INDEXES: dict[int, tuple[dict[str, int], DfIndex]] = {}
+#: Indexes of fixed df tables, keyed by the very table (held with its entry, compared by ``is``).
+_DF_INDEXES: dict[Identity, DfIndex] = {}
 
 
 def _df_index(df: dict[str, int]) -> DfIndex:
     """The index of a fixed df table, built once per table object."""
-    cached = _DF_INDEXES.get(id(df))
-    if cached is None or cached[0] is not df:
+    key = Identity(df)
+    cached = _DF_INDEXES.get(key)
+    if cached is None:
         if len(_DF_INDEXES) > 8:
             _DF_INDEXES.clear()
-        cached = _DF_INDEXES[id(df)] = (df, DfIndex(df))
-    return cached[1]
+        cached = _DF_INDEXES[key] = DfIndex(df)
+    return cached
 
 
 class CiderD(BatchDistance):
