@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from capmetrics import Aggregator, Component
-from capmetrics.errors import SpecError, did_you_mean
+from capmetrics.errors import PluginError, SpecError, did_you_mean
 from capmetrics.registry.spec import normalize_name
 
 if TYPE_CHECKING:
@@ -171,6 +171,9 @@ def register_tier(tier: type[Component] | str) -> None:
         tier: a :class:`TokenFilter` or :class:`SentenceScore` subclass, or an
             :class:`~capmetrics.Aggregator` subclass or registered aggregator name for tiers 3
             and 4 (the aggregator itself is registered with ``register_aggregators``).
+
+    Registering the same class again does nothing; another class under a name already taken
+    raises :class:`~capmetrics.errors.PluginError` naming both.
     """
     if isinstance(tier, type) and issubclass(tier, TokenFilter):
         table: dict = FILTERS
@@ -185,7 +188,14 @@ def register_tier(tier: type[Component] | str) -> None:
         raise SpecError(
             f"{tier!r} is not a pre-gen tier (TokenFilter, SentenceScore or Aggregator)"
         )
-    table[normalize_name(tier.name)] = tier
+    name = normalize_name(tier.name)
+    old = table.get(name)
+    if old is not None and old is not tier:
+        raise PluginError(
+            f"pre-gen tier name {name!r} is registered twice: "
+            f"{old.__module__}.{old.__qualname__} and {tier.__module__}.{tier.__qualname__}"
+        )
+    table[name] = tier
 
 
 for _cls in (

@@ -9,6 +9,7 @@ import capmetrics
 import numpy as np
 import pytest
 from capmetrics import DataError, MetricError, SpecError
+from capmetrics.errors import PluginError
 from capmetrics.plugins.pregen import tiers
 from capmetrics.plugins.pregen.compute import RaggedProbs, evaluate, group_reduce
 from capmetrics.plugins.pregen.tiers import Composition, SentenceScore, TokenFilter
@@ -281,6 +282,20 @@ def test_third_party_tiers_join_every_composition(extra_tiers, toy):
 def test_register_tier_refuses_other_objects():
     with pytest.raises(SpecError, match="not a pre-gen tier"):
         register_tier(int)
+
+
+def test_a_tier_name_registered_twice_is_a_named_error(extra_tiers):
+    class OtherLast(LastFilter):
+        """Another filter under the name ``last``."""
+
+    register_tier(LastFilter)  # the same class again: nothing changes
+    assert tiers.FILTERS["last"] is LastFilter
+    with pytest.raises(PluginError, match=r"tier name 'last' is registered twice: .*LastFilter "
+                                          r"and .*OtherLast"):
+        register_tier(OtherLast)
+    assert tiers.FILTERS["last"] is LastFilter
+    with pytest.raises(PluginError, match="'prob' is registered twice"):
+        register_tier(type("OtherProb", (MeanProb,), {"name": "prob"}))
 
 
 class TierPlugin:
