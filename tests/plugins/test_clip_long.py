@@ -310,3 +310,39 @@ def test_the_signature_names_the_mode_and_chunk_is_never_the_default(ckpts):
     )
     with pytest.raises(Exception, match="long"):
         capmetrics.score(data, [f'clip-score(model="{ckpts["clip"]}", long=whole)'])
+
+
+class _NoCounts(capmetrics.ImageTextModel):
+    """A model that says which texts it cuts (over 40 characters) but counts no tokens."""
+
+    name = "no-counts-toy"
+
+    def embed_images(self, images):
+        return np.ones((len(images), 3))
+
+    def embed_texts(self, texts):
+        return np.array([[len(t), t.count("a") + 1, 1.0] for t in texts], dtype=float).reshape(
+            len(texts), 3
+        )
+
+    def overlong(self, texts):
+        return [i for i, t in enumerate(texts) if len(t) > 40]
+
+
+def test_a_model_that_counts_no_tokens_gets_the_caption_count_only():
+    from capmetrics.plugins.clip_score.metrics import ClipScore
+
+    metric = ClipScore(_NoCounts())
+    cands = ["a cat", "a cat sitting on a very long and winding road", "a cat"]
+    with pytest.warns(UserWarning) as record:
+        metric.score_images(cands, [[]] * 3, [None] * 3)
+    messages = [str(w.message) for w in record]
+    assert messages[0].startswith(
+        "clip-score: 1 of 2 distinct captions longer than the text tower takes (with the prompt) were cut, "
+    )
+    # long=chunk splits sentences without a token count; the pieces' features are averaged
+    chunked = ClipScore(_NoCounts(), long="chunk")
+    assert chunked.chunks("A cat. A dog!") == [PROMPT + "A cat.", PROMPT + "A dog!"]
+    feats, _ = chunked.text_features(["A cat. A dog!"])
+    parts = _unit(_NoCounts().embed_texts([PROMPT + "A cat.", PROMPT + "A dog!"]))
+    np.testing.assert_allclose(feats[0], _unit(parts.mean(axis=0)), atol=1e-15)
