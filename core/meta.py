@@ -123,6 +123,11 @@ class Agreement:
     mean_score: float
     ceiling_mean: float | None = None
     ceiling_n: int = 0
+    #: Kendall tau-b between the metric's per-item score and the candidate's length in words, and
+    #: between the human rating points and their candidates' lengths (a metric that only rewards
+    #: length shows it here: docs/metrics/detailed-captions.md).
+    length_tau_b: float = float("nan")
+    human_length_tau_b: float = float("nan")
 
     def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"metric": self.metric, "n_items": self.n_items, "n_points": self.n_points}
@@ -133,7 +138,25 @@ class Agreement:
         out["mean_score"] = self.mean_score
         out["human_ceiling_mean"] = self.ceiling_mean
         out["human_ceiling_n"] = self.ceiling_n
+        out["length_tau_b"] = self.length_tau_b
+        out["human_length_tau_b"] = self.human_length_tau_b
         return out
+
+
+def candidate_lengths(dataset: Dataset) -> np.ndarray:
+    """Per item: its candidates' mean length in words (white-space separated)."""
+    return np.array([np.mean([len(c.split()) for c in item.candidates]) if item.candidates else 0.0
+                     for item in dataset.items], dtype=float)
+
+
+def length_bias(scores: np.ndarray, judgments: Judgments) -> tuple[float, float]:
+    """Kendall tau-b of per-item ``scores`` with candidate length, and of the rating points with
+    their candidates' length (NaN where either side is constant)."""
+    lengths = candidate_lengths(judgments.dataset)
+    with np.errstate(all="ignore"):
+        metric = correlations(np.asarray(scores, dtype=float), lengths)["kendall_b"]
+        human = correlations(judgments.point_rating, lengths[judgments.point_item])["kendall_b"]
+    return float(metric), float(human)
 
 
 def _item_offsets(judgments: Judgments) -> tuple[np.ndarray, np.ndarray]:
@@ -223,7 +246,8 @@ def agreement(metric: str | Component, judgments: Judgments, *, n_boot: int = 10
     name = metric if isinstance(metric, str) else component.spec
     return Agreement(name, len(judgments.dataset), judgments.n_points,
                      correlate(values, judgments, n_boot, seed, confidence), float(np.mean(values)),
-                     None if ceil is None else float(np.mean(ceil)), 0 if ceil is None else int(ceil.size))
+                     None if ceil is None else float(np.mean(ceil)), 0 if ceil is None else int(ceil.size),
+                     *length_bias(values, judgments))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ def _table(rows: list[dict[str, object]], primary: str, pairwise: bool) -> str:
     if pairwise:
         keys = [k for k in rows[0] if k != "metric"]
     else:
-        keys = [*COLUMNS, "mean_score", "human_ceiling_mean"]
+        keys = [*COLUMNS, "mean_score", "human_ceiling_mean", "length_tau_b"]
     table.add_column("metric")
     for k in keys:
         table.add_column(k + (" *" if k == primary else ""), justify="right")
@@ -68,6 +68,10 @@ def _table(rows: list[dict[str, object]], primary: str, pairwise: bool) -> str:
     buf = io.StringIO()
     Console(file=buf, width=200).print(table)
     note = "" if pairwise else "correlations x100 with bootstrap CI; * = the protocol's statistic\n"
+    human = rows[0].get("human_length_tau_b") if rows and not pairwise else None
+    if isinstance(human, float):  # the length bias: a metric that only rewards length shows it
+        note += (f"length_tau_b: Kendall tau-b of the metric's score with the caption's length in words "
+                 f"(the human ratings': {human:.4f})\n")
     return buf.getvalue() + note
 
 

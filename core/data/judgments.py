@@ -9,6 +9,9 @@ as the Flickr8k-Expert protocol counts every expert rating). ``image`` (optional
 ``id``) groups candidates for splits and bootstrap; ``references`` may be left out when a
 references dataset is given, which is then looked up by ``image``.
 
+DetailCaps' layout reads too: ``caption`` for ``candidate``, ``human_score`` or ``score`` for
+``rating``, and its ``GT_Caption_*`` fields (in name order) for ``references``.
+
 A pairwise record has ``"candidates": [a, b]`` and ``"preferred": 0 or 1`` (the index humans
 preferred) instead of ``candidate``/``rating``, and optionally a ``"category"`` (HC, HI, HM, MM
 in PASCAL-50S).
@@ -44,6 +47,13 @@ class NonNumericRatingError(JudgmentsError):
 
 class UnknownIdError(JudgmentsError):
     """A record names an image or item id that the references dataset does not have."""
+
+
+#: The rating's field: ``rating``, else (the DetailCaps layout) ``human_score`` or ``score``.
+RATING_KEYS = ("rating", "human_score", "score")
+#: DetailCaps' reference fields (``GT_Caption_GPT4O``, ``GT_Caption_GPT4V``, ...), read in name
+#: order where a record has no ``references``.
+DETAILCAPS_REFERENCES = "GT_Caption"
 
 
 @dataclass
@@ -167,6 +177,8 @@ class _Reader:
 
     def refs(self, record: dict[str, Any], image: str, rid: Any, line: int) -> tuple[str, ...]:
         refs = record.get("references")
+        if refs is None and any(k.startswith(DETAILCAPS_REFERENCES) for k in record):
+            refs = [record[k] for k in sorted(record) if k.startswith(DETAILCAPS_REFERENCES)]
         if refs is None and self.references is not None:
             if image not in self.references:
                 self.problem(rid, f"unknown image id {image!r}: not in the references dataset", line)
@@ -178,10 +190,11 @@ class _Reader:
         return tuple(refs)
 
     def ratings(self, record: dict[str, Any], rid: Any, line: int) -> list[float]:
-        if "rating" not in record or record["rating"] is None:
+        key = next((k for k in RATING_KEYS if record.get(k) is not None), None)
+        if key is None:
             self.problem(rid, "no rating", line)
             return []
-        raw = record["rating"]
+        raw = record[key]
         values = raw if isinstance(raw, list) else [raw]
         out = [_number(v) for v in values]
         if not values or any(v is None for v in out):
@@ -275,7 +288,7 @@ def _valid_records(records: list[tuple[int, Any]], reader: _Reader
 def _rated(records: list[tuple[int, Any]], reader: _Reader) -> Judgments:
     items, point_item, point_rating, groups = [], [], [], []
     for line, record, rid, image, refs in _valid_records(records, reader):
-        cand = record.get("candidate")
+        cand = record.get("candidate", record.get("caption"))
         if not isinstance(cand, str) or not cand.strip():
             reader.problem(rid, "candidate must be a non-empty string", line)
         ratings = reader.ratings(record, rid, line)

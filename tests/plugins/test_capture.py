@@ -182,3 +182,31 @@ def test_corenlp_graphs_sentence_by_sentence() -> None:
     assert s.details["parser"].startswith("corenlp") and c.signature()["parser"].startswith("corenlp")
     assert s.details["object_precision"][0] == pytest.approx(2 / (5 + 1e-6), abs=1e-12)
     assert s.details["object_recall"][0] == pytest.approx(2 / (2 + 1e-6), abs=1e-12)
+
+
+def test_meta_reads_the_detailcaps_layout_and_reports_length_bias(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """DetailCaps records (caption, GT_Caption_* references, a human score) load as judgments;
+    meta reports Kendall tau-b of each metric with caption length, and of the ratings."""
+    from scipy.stats import kendalltau
+
+    from capmetrics.data.judgments import load_judgments
+    from capmetrics.meta import agreement, candidate_lengths, metric_scores
+
+    refs = {"GT_Caption_GPT4O": "A man rides a red bicycle down a busy city street past tall buildings.",
+            "GT_Caption_GPT4V": "A cyclist on a red bike in a city street with cars and buildings."}
+    captions = ["A man rides a bike.", "A man rides a red bicycle on a street.",
+                "A man rides a red bicycle down a busy street with cars, people, dogs, trees and many shops.",
+                "A dog.", "A cyclist in a city street with tall buildings and cars."]
+    lines = [json.dumps({"id": k, "image": "img", "caption": c, "human_score": s, **refs})
+             for k, (c, s) in enumerate(zip(captions, [2, 4, 3, 0, 5]))]
+    path = tmp_path / "detailcaps.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    judgments = load_judgments(path)
+    assert judgments.dataset.items[0].references == (refs["GT_Caption_GPT4O"], refs["GT_Caption_GPT4V"])
+    result = agreement("bleu-1", judgments, n_boot=0, ceiling=False)
+    lengths = candidate_lengths(judgments.dataset)
+    assert lengths.tolist() == [len(c.split()) for c in captions]
+    scores = metric_scores("bleu-1", judgments.dataset)
+    assert result.length_tau_b == pytest.approx(kendalltau(scores, lengths).statistic, abs=1e-12)
+    assert result.human_length_tau_b == pytest.approx(kendalltau([2, 4, 3, 0, 5], lengths).statistic, abs=1e-12)
+    assert result.as_dict()["length_tau_b"] == result.length_tau_b
