@@ -17,12 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from capmetrics.component import Component, Distance, Statistic
+from capmetrics.component import METRIC_KINDS, Component, Distance, Statistic
 from capmetrics.data.model import Dataset, ItemId
 from capmetrics.errors import DataError, MetricError, component_errors
 from capmetrics.parallel import Executor, evaluate_statistic
-from capmetrics.registry.compose import METRIC_KINDS, compose
-from capmetrics.registry.spec import Spec
+from capmetrics.spec import Spec
 
 #: Elements (trials × items) drawn per vectorised batch of the tests.
 BATCH_ELEMENTS = 4_000_000
@@ -184,6 +183,9 @@ def compare_systems(system_a: Dataset, system_b: Dataset, metric: str | Componen
     left out and listed in ``dropped``. A system is named ``better`` only when the paired
     test's p-value is below ``alpha``.
     """
+    # the registry sits above core (it loads the plugins): names are resolved per call
+    from capmetrics.registry.compose import compose
+
     if not 0.0 < alpha < 1.0:
         raise MetricError(f"the significance level alpha must lie in (0, 1), got {alpha}")
     component = compose(metric, METRIC_KINDS, definitions=definitions)

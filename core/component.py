@@ -28,6 +28,8 @@ KINDS: tuple[str, ...] = (
     "pregen-metric",
     "image-text-model",
 )
+#: The kinds whose components score captions (what ``capmetrics score --metric`` accepts).
+METRIC_KINDS: tuple[str, ...] = ("distance", "statistic")
 
 
 class Component:
@@ -93,14 +95,14 @@ class Component:
     @property
     def spec(self) -> str:
         """The canonical spec: ``name(key=value, ...)`` with parameters at their default left out."""
-        from capmetrics.registry.spec import format_component
+        from capmetrics.spec import format_component
 
         return format_component(self)
 
     def portable_spec(self) -> str:
         """The spec with local file parameters (``path_params``) as ``<local>``: the same on
         every machine that has the same files."""
-        from capmetrics.registry.spec import format_component
+        from capmetrics.spec import format_component
 
         return format_component(self, portable=True)
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from capmetrics.data.model import Problem
 from capmetrics.errors import DataError
-from capmetrics.registry.spec import NAME_RE, Spec
+from capmetrics.spec import NAME_RE, Spec
 
 if sys.version_info >= (3, 11):
     import tomllib

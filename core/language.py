@@ -20,7 +20,7 @@ from typing import Any
 
 from capmetrics.component import KIND_BASES, Component
 from capmetrics.errors import MetricError, SpecError, UnknownComponentError, did_you_mean
-from capmetrics.registry.spec import Spec, normalize_name, parse
+from capmetrics.spec import Spec, normalize_name, parse
 
 
 @dataclass(frozen=True)

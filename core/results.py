@@ -539,7 +539,7 @@ def find_metric(metrics: list[MetricResult], key: str) -> MetricResult | None:
     """The metric that ``key`` names: its name or spec, case-insensitively and with ``_`` as
     ``-`` (``Bleu_4``), else a spec that builds the same component (an alias: ``CIDEr`` for
     ``cider-d``, ``trm(distance=cider)``); None if none does."""
-    from capmetrics.registry.spec import normalize_name
+    from capmetrics.spec import normalize_name
 
     wanted = normalize_name(key.strip())
     for m in metrics:

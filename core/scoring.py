@@ -11,16 +11,15 @@ from typing import Any, Union
 import numpy as np
 
 from capmetrics.collector import frozen
-from capmetrics.component import Component, Distance, Scores, Statistic
+from capmetrics.component import METRIC_KINDS, Component, Distance, Scores, Statistic
 from capmetrics.data.loaders import EMPTY_CANDIDATE_POLICIES, EmptyCandidates, from_gts_res, load_dataset
 from capmetrics.data.model import Dataset, ItemId, Problem
 from capmetrics.errors import DataError, MetricError, component_errors
 from capmetrics.parallel import Executor, evaluate_statistic
 from capmetrics.prepared import run_scope, shared_for
 from capmetrics.prestart import Prestart
-from capmetrics.registry.compose import METRIC_KINDS, compose
-from capmetrics.registry.spec import Spec
 from capmetrics.results import MetricResult, Results
+from capmetrics.spec import Spec
 
 #: coco-caption's metric set (SPICE needs user-supplied CoreNLP jars, so it is left out).
 DEFAULT_METRICS = ("bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "rouge-l", "cider-d")
@@ -290,6 +289,9 @@ def score(
         DataError: bad data, or empty candidates with ``empty_candidates="error"``.
         MetricError: empty candidates and a metric that does not score them.
     """
+    # the registry sits above core (it loads the plugins): names are resolved per call
+    from capmetrics.registry.compose import compose
+
     if empty_candidates not in EMPTY_CANDIDATE_POLICIES:
         raise MetricError(f"empty_candidates must be 'score' or 'error', got {empty_candidates!r}")
     if candidates is not None and data is not None:

@@ -22,16 +22,15 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from capmetrics.component import Component, Distance, Scores
+from capmetrics.component import METRIC_KINDS, Component, Distance, Scores
 from capmetrics.data.loaders import EMPTY_CANDIDATE_POLICIES, EmptyCandidates, OnError, iter_jsonl
 from capmetrics.data.model import Dataset, ItemId, Problem
 from capmetrics.errors import DataError, MetricError, component_errors
 from capmetrics.parallel import Executor, iter_stream, sized
 from capmetrics.prepared import run_scope
 from capmetrics.protocols import FitsInParts, ScoresInParts, fits_in_parts, supports_parts
-from capmetrics.registry.compose import METRIC_KINDS, compose
-from capmetrics.registry.spec import Spec
 from capmetrics.results import Results
+from capmetrics.spec import Spec
 
 #: JSONL inputs larger than this are streamed even without ``--chunk-size``.
 AUTO_STREAM_BYTES = 256 * 2**20
@@ -133,6 +132,8 @@ def score_file(
         DataError: problems in the file (all of them, before anything is scored).
         MetricError: a metric that cannot stream, or empty candidates it does not score.
     """
+    # the registry sits above core (it loads the plugins): names are resolved per call
+    from capmetrics.registry.compose import compose
     from capmetrics.scoring import _version, check_empty_candidates, signature_with, warn_empty_candidates
 
     if empty_candidates not in EMPTY_CANDIDATE_POLICIES:

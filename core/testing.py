@@ -33,14 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from capmetrics.component import Component
+from capmetrics.component import METRIC_KINDS, Component
 from capmetrics.data.model import Dataset, Item
 from capmetrics.errors import CapmetricsError, InternalError
 from capmetrics.results import Results
 from capmetrics.strict_json import loads_strict
 
 SAMPLE = Path(__file__).resolve().parent / "sample" / "flickr8k_expert_sample.jsonl"
-METRIC_KINDS = ("distance", "statistic")
 
 
 class CheckFailed(AssertionError):
@@ -168,13 +167,13 @@ def choice_parameters(cls: type[Component]) -> dict[str, tuple[Any, ...]]:
     import enum
     import typing
 
-    from capmetrics.registry.compose import _hints, _union_args
+    from capmetrics.registry.compose import init_hints, union_args
 
-    hints = _hints(cls)
+    hints = init_hints(cls)
     out: dict[str, tuple[Any, ...]] = {}
     for key in cls.constructor_parameters():
         allowed: list[Any] = []
-        for option in _union_args(hints.get(key, Any)):
+        for option in union_args(hints.get(key, Any)):
             if typing.get_origin(option) is typing.Literal:
                 allowed += typing.get_args(option)
             elif isinstance(option, type) and issubclass(option, enum.Enum):
@@ -194,7 +193,7 @@ def check_choice_parameters(spec: str, ctx: CheckContext) -> None:
 
     from capmetrics.errors import SpecError
     from capmetrics.registry.compose import compose
-    from capmetrics.registry.spec import Spec, parse
+    from capmetrics.spec import Spec, parse
 
     c = ctx.build(spec)
     try:

@@ -11,7 +11,7 @@ from capmetrics.registry.manager import (
     reset_registry,
     unregister_plugin,
 )
-from capmetrics.registry.spec import Spec, format_value, parse
+from capmetrics.spec import Spec, format_value, parse
 
 __all__ = [
     "METRIC_KINDS",

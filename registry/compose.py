@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Union
 
-from capmetrics.component import KIND_BASES, Component
+from capmetrics.component import KIND_BASES, METRIC_KINDS, Component
 from capmetrics.errors import SpecError, UnknownComponentError, did_you_mean
 from capmetrics.registry.manager import Registry, get_registry
-from capmetrics.registry.spec import MAX_DEPTH, Spec, format_value, normalize_name, parse
+from capmetrics.spec import MAX_DEPTH, Spec, format_value, normalize_name, parse
 
-#: Kinds that ``capmetrics score --metric`` accepts.
-METRIC_KINDS = ("distance", "statistic")
+__all__ = ["METRIC_KINDS", "Untrusted", "compose", "init_hints", "parameter_help", "union_args"]
 
 
 @dataclass(frozen=True)
@@ -135,7 +134,7 @@ def compose(
 
 def parameter_help(cls: type[Component]) -> str:
     """``name accepts: a (type, required), b (type, default x)``."""
-    hints = _hints(cls)
+    hints = init_hints(cls)
     parts = []
     for key, p in cls.constructor_parameters().items():
         typ = _type_name(hints.get(key, Any))
@@ -144,7 +143,9 @@ def parameter_help(cls: type[Component]) -> str:
     return f"{cls.name} accepts: " + (", ".join(parts) if parts else "no parameters")
 
 
-def _hints(cls: type[Component]) -> dict[str, Any]:
+def init_hints(cls: type[Component]) -> dict[str, Any]:
+    """The resolved annotations of ``cls.__init__`` (none where a forward reference does not
+    resolve: :func:`compose` reports that itself)."""
     try:
         return typing.get_type_hints(cls.__init__)
     except Exception:  # unresolvable forward references: fall back to no annotations
@@ -157,7 +158,8 @@ def _type_name(tp: Any) -> str:
     return str(tp).replace("typing.", "").replace("capmetrics.component.", "")
 
 
-def _union_args(tp: Any) -> tuple[Any, ...]:
+def union_args(tp: Any) -> tuple[Any, ...]:
+    """The members of a union annotation (``X | Y`` or ``Union[X, Y]``), else ``(tp,)``."""
     origin = typing.get_origin(tp)
     if origin is Union or origin is types.UnionType:
         return typing.get_args(tp)
@@ -201,7 +203,7 @@ class _Builder:
         entry = self.registry.lookup(spec.name, kinds, self.context)
         cls = entry.cls
         params = cls.constructor_parameters()
-        hints = _hints(cls)
+        hints = init_hints(cls)
         kwargs: dict[str, Any] = {}
         for key, value in spec.args:
             if key is None:
@@ -231,7 +233,7 @@ class _Builder:
 
     def convert(self, value: Any, tp: Any, cls: type[Component], key: str) -> Any:
         where = f"parameter {key!r} of {cls.name}(){self.context}"
-        options = _union_args(tp)
+        options = union_args(tp)
         if value is None:
             if type(None) in options or tp is Any:
                 return None

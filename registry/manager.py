@@ -27,7 +27,7 @@ import pluggy
 from capmetrics import hookspecs
 from capmetrics.component import KIND_BASES, KINDS, Component
 from capmetrics.errors import PluginError, UnknownComponentError
-from capmetrics.registry.spec import normalize_name
+from capmetrics.spec import normalize_name
 
 GROUP = hookspecs.PROJECT
 DISABLE_ENV = "CAPMETRICS_DISABLE_PLUGINS"

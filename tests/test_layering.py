@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 import importlib
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -46,3 +48,49 @@ def test_public_api_page_names_import():
         mod = importlib.import_module(module)
         for name in re.findall(r"`(\w+)`", names):
             assert not name.startswith("_") and hasattr(mod, name), f"{module}.{name}"
+
+
+def module_level_imports(tree: ast.Module) -> list[tuple[int, str]]:
+    """``(line, module)`` of every import that runs when the module is imported: outside function
+    bodies and ``if TYPE_CHECKING:`` blocks."""
+    found: list[tuple[int, str]] = []
+
+    def walk(nodes: list[ast.AST]) -> None:
+        for node in nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                walk(node.orelse)
+                continue
+            if isinstance(node, ast.Import):
+                found.extend((node.lineno, a.name) for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                found.append((node.lineno, node.module))
+            walk(list(ast.iter_child_nodes(node)))
+
+    walk(list(tree.body))
+    return found
+
+
+def test_module_level_imports_sees_only_what_runs_at_import() -> None:
+    tree = ast.parse("import a\nif TYPE_CHECKING:\n    import b\nelse:\n    import c\n"
+                     "def f():\n    import d\nclass K:\n    from e import x\n")
+    assert module_level_imports(tree) == [(1, "a"), (5, "c"), (9, "e")]
+
+
+def test_core_does_not_import_the_registry_at_module_level() -> None:
+    """core ← registry is one way: core resolves names through the registry only inside the
+    functions that compose (the registry loads plugins, which import core)."""
+    offenders = [f"{p.relative_to(ROOT)}:{line}: {name}" for p in sorted((ROOT / "core").rglob("*.py"))
+                 for line, name in module_level_imports(ast.parse(p.read_text(encoding="utf-8")))
+                 if name == "capmetrics.registry" or name.startswith("capmetrics.registry.")]
+    assert offenders == []
+
+
+@pytest.mark.parametrize("module", ["capmetrics.registry", "capmetrics", "capmetrics.scoring",
+                                    "capmetrics.spec", "capmetrics.registry.compose"])
+def test_each_layer_imports_alone_in_a_fresh_interpreter(module: str) -> None:
+    """No import order is needed: each of these is the first capmetrics import of a process."""
+    done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
