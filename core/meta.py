@@ -23,7 +23,6 @@ from capmetrics.component import Component, Distance
 from capmetrics.data.judgments import Judgments, PairJudgments
 from capmetrics.data.model import Dataset, Item
 from capmetrics.errors import DataError, MetricError, SpecError, component_errors
-from capmetrics.registry.compose import compose
 from capmetrics.scoring import evaluate
 from scipy import stats
 
@@ -204,6 +203,9 @@ def correlate(scores: np.ndarray, judgments: Judgments, n_boot: int = 1000, seed
 # ---------------------------------------------------------------------------------------------
 def build_metric(metric: str | Component) -> Distance:
     """Build a distance from a spec (only distances score single candidates)."""
+    # the registry sits above core (it loads the plugins): names are resolved per call
+    from capmetrics.registry.compose import compose
+
     component = compose(metric, "distance") if isinstance(metric, str) else metric
     if not isinstance(component, Distance):
         raise SpecError(f"{component.spec} is a {component.kind}; meta-evaluation needs a distance")
