@@ -26,14 +26,57 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SUBJECTS = ["a man", "a woman", "two children", "a brown dog", "a black cat", "a group of people", "a cyclist",
-            "an elderly couple", "a young girl", "a waiter", "a red car", "a white truck", "a city bus"]
-VERBS = ["is standing next to", "is walking along", "sits on", "is holding", "looks at", "is parked beside",
-         "rides past", "is leaning against", "waits near", "is crossing"]
-OBJECTS = ["a wooden bench", "a busy street", "a tall building", "a green tree", "a small table", "a blue umbrella",
-           "a parked bicycle", "the sidewalk", "a shop window", "a traffic light", "a large fountain", "a stone wall"]
-EXTRAS = ["under a clear blue sky", "in the afternoon sun", "in the background", "on the left side of the image",
-          "while it is raining", "near the entrance", "with a smile", ""]
+SUBJECTS = [
+    "a man",
+    "a woman",
+    "two children",
+    "a brown dog",
+    "a black cat",
+    "a group of people",
+    "a cyclist",
+    "an elderly couple",
+    "a young girl",
+    "a waiter",
+    "a red car",
+    "a white truck",
+    "a city bus",
+]
+VERBS = [
+    "is standing next to",
+    "is walking along",
+    "sits on",
+    "is holding",
+    "looks at",
+    "is parked beside",
+    "rides past",
+    "is leaning against",
+    "waits near",
+    "is crossing",
+]
+OBJECTS = [
+    "a wooden bench",
+    "a busy street",
+    "a tall building",
+    "a green tree",
+    "a small table",
+    "a blue umbrella",
+    "a parked bicycle",
+    "the sidewalk",
+    "a shop window",
+    "a traffic light",
+    "a large fountain",
+    "a stone wall",
+]
+EXTRAS = [
+    "under a clear blue sky",
+    "in the afternoon sun",
+    "in the background",
+    "on the left side of the image",
+    "while it is raining",
+    "near the entrance",
+    "with a smile",
+    "",
+]
 
 
 def caption(rng: random.Random) -> str:
@@ -94,10 +137,21 @@ def main() -> None:
         plain, graphs = Path(tmp) / "detailed.jsonl", Path(tmp) / "graphs.jsonl"
         plain.write_text("".join(json.dumps(r) + "\n" for r in items(args.items)))
         graphs.write_text("".join(json.dumps(r) + "\n" for r in graph_items(args.items)))
-        env = dict(os.environ, CAPMETRICS_CACHE_DIR=str(Path(tmp) / "cache"), CAPMETRICS_CORENLP_DIR=corenlp)
+        env = dict(
+            os.environ,
+            CAPMETRICS_CACHE_DIR=str(Path(tmp) / "cache"),
+            CAPMETRICS_CORENLP_DIR=corenlp,
+        )
         results = []
         for phase, data in (("cold", plain), ("warm", plain), ("given", graphs)):
-            cmd = [sys.executable, __file__, "--worker", phase, str(data), *(["--soft"] if args.soft else [])]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--worker",
+                phase,
+                str(data),
+                *(["--soft"] if args.soft else []),
+            ]
             start = time.perf_counter()
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
             row = json.loads(done.stdout.strip().splitlines()[-1])
@@ -105,13 +159,19 @@ def main() -> None:
             results.append(row)
     cold, warm = results[0], results[1]
     per_sentence = (cold["parse_s"] - warm["parse_s"]) / max(cold["sentences"], 1)
-    print(f"capture on {args.items} detailed captions (+ {args.items} references), soft matching "
-          f"{'on' if args.soft else 'off'}; wall seconds per fresh process (load, parse, score):")
+    print(
+        f"capture on {args.items} detailed captions (+ {args.items} references), soft matching "
+        f"{'on' if args.soft else 'off'}; wall seconds per fresh process (load, parse, score):"
+    )
     for r in results:
         parse = f", parse {r['parse_s']:.2f} s" if "parse_s" in r else ""
-        print(f"  {r['phase']:5}: {r['process_s']:7.2f} s{parse}, score {r['score_s']:.2f} s, corpus {r['corpus']:.4f}")
-    print(f"  parse cost: {per_sentence * 1000:.1f} ms per distinct sentence ({cold['sentences']} sentences, "
-          "cold minus warm parse time, JVM start included)")
+        print(
+            f"  {r['phase']:5}: {r['process_s']:7.2f} s{parse}, score {r['score_s']:.2f} s, corpus {r['corpus']:.4f}"
+        )
+    print(
+        f"  parse cost: {per_sentence * 1000:.1f} ms per distinct sentence ({cold['sentences']} sentences, "
+        "cold minus warm parse time, JVM start included)"
+    )
 
 
 if __name__ == "__main__":

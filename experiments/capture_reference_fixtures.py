@@ -46,7 +46,9 @@ CONFIGS = {
     "exact_no_stop_words": dict(synonym_matching=False, soft_matching=False, stop_words=False),
     "synonyms": dict(synonym_matching=True, soft_matching=False, stop_words=True),
     "synonyms_soft": dict(synonym_matching=True, soft_matching=True, stop_words=True),
-    "soft_weights": dict(synonym_matching=False, soft_matching=True, stop_words=True, alpha=0.3, beta=0.7, gamma=0.5),
+    "soft_weights": dict(
+        synonym_matching=False, soft_matching=True, stop_words=True, alpha=0.3, beta=0.7, gamma=0.5
+    ),
 }
 
 
@@ -60,22 +62,103 @@ def bigram_vectors(texts: list[str]) -> np.ndarray:
     return out
 
 
-OBJECTS = ["car", "cars", "automobile", "truck", "man", "men", "person", "woman", "dog", "puppy", "tree",
-           "trees", "building", "buildings", "edifice", "sky", "street", "road", "clock tower", "traffic light",
-           "bicycle", "bike", "background", "scene", "table", "chair", "Car", "people", "shirt", "glasses",
-           "bus", "buses", "city life", "scar", "foreground"]
-ATTRIBUTES = ["red", "white", "green", "blue", "clear", "tall", "taller", "busy", "modern", "wooden", "large",
-              "big", "small", "little", "bright", "dark", "full of people", "made of wood", "parked", "two"]
-RELATIONS = ["on", "in", "near", "next to", "under", "in front of", "stand under", "surrounded by",
-             "walking on", "sitting on", "holding", "wear", "wearing", "beside", "above", "over"]
+OBJECTS = [
+    "car",
+    "cars",
+    "automobile",
+    "truck",
+    "man",
+    "men",
+    "person",
+    "woman",
+    "dog",
+    "puppy",
+    "tree",
+    "trees",
+    "building",
+    "buildings",
+    "edifice",
+    "sky",
+    "street",
+    "road",
+    "clock tower",
+    "traffic light",
+    "bicycle",
+    "bike",
+    "background",
+    "scene",
+    "table",
+    "chair",
+    "Car",
+    "people",
+    "shirt",
+    "glasses",
+    "bus",
+    "buses",
+    "city life",
+    "scar",
+    "foreground",
+]
+ATTRIBUTES = [
+    "red",
+    "white",
+    "green",
+    "blue",
+    "clear",
+    "tall",
+    "taller",
+    "busy",
+    "modern",
+    "wooden",
+    "large",
+    "big",
+    "small",
+    "little",
+    "bright",
+    "dark",
+    "full of people",
+    "made of wood",
+    "parked",
+    "two",
+]
+RELATIONS = [
+    "on",
+    "in",
+    "near",
+    "next to",
+    "under",
+    "in front of",
+    "stand under",
+    "surrounded by",
+    "walking on",
+    "sitting on",
+    "holding",
+    "wear",
+    "wearing",
+    "beside",
+    "above",
+    "over",
+]
 
 
 def _graph(rng: random.Random, pool: list[str]) -> dict:
     heads = [rng.choice(pool) for _ in range(rng.randint(1, 5))]
-    entities = [{"head": h, "quantity": rng.choice(["", "", "2"]),
-                 "attributes": rng.sample(ATTRIBUTES, rng.choice([0, 0, 1, 1, 2]))} for h in heads]
-    relations = [{"subject": rng.randrange(len(heads)), "relation": rng.choice(RELATIONS),
-                  "object": rng.randrange(len(heads))} for _ in range(rng.choice([0, 1, 1, 2, 3]))]
+    entities = [
+        {
+            "head": h,
+            "quantity": rng.choice(["", "", "2"]),
+            "attributes": rng.sample(ATTRIBUTES, rng.choice([0, 0, 1, 1, 2])),
+        }
+        for h in heads
+    ]
+    relations = [
+        {
+            "subject": rng.randrange(len(heads)),
+            "relation": rng.choice(RELATIONS),
+            "object": rng.randrange(len(heads)),
+        }
+        for _ in range(rng.choice([0, 1, 1, 2, 3]))
+    ]
     return {"entities": entities, "relations": relations}
 
 
@@ -101,42 +184,80 @@ def make_items(n: int = 60, seed: int = 37) -> list[dict]:
 
         cand = caption_graph()
         refs = [caption_graph() for _ in range(rng.randint(1, 3))]
-        as_list = lambda g: g if isinstance(g, list) else [g]  # noqa: E731
-        items.append({"id": f"synthetic-{k}", "candidates": [_caption(as_list(cand))],
-                      "references": [_caption(as_list(r)) for r in refs],
-                      "candidate_graph": cand, "reference_graphs": refs})
-    ref = {"entities": [{"head": "street", "quantity": "", "attributes": ["busy", "city"]},
-                        {"head": "cars", "quantity": "", "attributes": ["running"]},
-                        {"head": "car", "quantity": "", "attributes": ["red"]},
-                        {"head": "truck", "quantity": "", "attributes": ["white"]},
-                        {"head": "trees", "quantity": "", "attributes": ["green"]},
-                        {"head": "edifices", "quantity": "", "attributes": ["modern"]},
-                        {"head": "clock tower", "quantity": "", "attributes": []},
-                        {"head": "sky", "quantity": "", "attributes": ["blue", "clear"]},
-                        {"head": "foreground", "quantity": "", "attributes": []}],
-           "relations": [{"subject": 0, "relation": "surrounded by", "object": 4},
-                         {"subject": 1, "relation": "in", "object": 8},
-                         {"subject": 5, "relation": "stand under", "object": 7},
-                         {"subject": 6, "relation": "stand under", "object": 7}]}
-    cand = [{"entities": [{"head": "car", "quantity": "", "attributes": ["red"]},
-                          {"head": "truck", "quantity": "", "attributes": ["white"]},
-                          {"head": "automobiles", "quantity": "", "attributes": ["other"]},
-                          {"head": "road", "quantity": "", "attributes": ["city"]}],
-             "relations": [{"subject": 0, "relation": "running on", "object": 3},
-                           {"subject": 2, "relation": "running on", "object": 3}]},
-            {"entities": [{"head": "Pedestrians", "quantity": "", "attributes": []},
-                          {"head": "side", "quantity": "", "attributes": []}],
-             "relations": [{"subject": 0, "relation": "walking on", "object": 1}]},
-            {"entities": [{"head": "buildings", "quantity": "", "attributes": ["tall"]},
-                          {"head": "sky", "quantity": "", "attributes": ["blue", "clear"]}],
-             "relations": [{"subject": 0, "relation": "under", "object": 1}]}]
-    items.append({"id": "readme-example",
-                  "candidates": ["The image shows a red car, a white truck and other automobiles running on a city "
-                                 "road. Pedestrians are walking on the side. Tall buildings can be seen under a "
-                                 "clear blue sky."],
-                  "references": ["The image depicts a busy city street with cars running in the foreground, "
-                                 "including a red car and a white truck. ..."] * 2,
-                  "candidate_graph": cand, "reference_graphs": [ref, ref]})
+        as_list = lambda g: g if isinstance(g, list) else [g]
+        items.append(
+            {
+                "id": f"synthetic-{k}",
+                "candidates": [_caption(as_list(cand))],
+                "references": [_caption(as_list(r)) for r in refs],
+                "candidate_graph": cand,
+                "reference_graphs": refs,
+            }
+        )
+    ref = {
+        "entities": [
+            {"head": "street", "quantity": "", "attributes": ["busy", "city"]},
+            {"head": "cars", "quantity": "", "attributes": ["running"]},
+            {"head": "car", "quantity": "", "attributes": ["red"]},
+            {"head": "truck", "quantity": "", "attributes": ["white"]},
+            {"head": "trees", "quantity": "", "attributes": ["green"]},
+            {"head": "edifices", "quantity": "", "attributes": ["modern"]},
+            {"head": "clock tower", "quantity": "", "attributes": []},
+            {"head": "sky", "quantity": "", "attributes": ["blue", "clear"]},
+            {"head": "foreground", "quantity": "", "attributes": []},
+        ],
+        "relations": [
+            {"subject": 0, "relation": "surrounded by", "object": 4},
+            {"subject": 1, "relation": "in", "object": 8},
+            {"subject": 5, "relation": "stand under", "object": 7},
+            {"subject": 6, "relation": "stand under", "object": 7},
+        ],
+    }
+    cand = [
+        {
+            "entities": [
+                {"head": "car", "quantity": "", "attributes": ["red"]},
+                {"head": "truck", "quantity": "", "attributes": ["white"]},
+                {"head": "automobiles", "quantity": "", "attributes": ["other"]},
+                {"head": "road", "quantity": "", "attributes": ["city"]},
+            ],
+            "relations": [
+                {"subject": 0, "relation": "running on", "object": 3},
+                {"subject": 2, "relation": "running on", "object": 3},
+            ],
+        },
+        {
+            "entities": [
+                {"head": "Pedestrians", "quantity": "", "attributes": []},
+                {"head": "side", "quantity": "", "attributes": []},
+            ],
+            "relations": [{"subject": 0, "relation": "walking on", "object": 1}],
+        },
+        {
+            "entities": [
+                {"head": "buildings", "quantity": "", "attributes": ["tall"]},
+                {"head": "sky", "quantity": "", "attributes": ["blue", "clear"]},
+            ],
+            "relations": [{"subject": 0, "relation": "under", "object": 1}],
+        },
+    ]
+    items.append(
+        {
+            "id": "readme-example",
+            "candidates": [
+                "The image shows a red car, a white truck and other automobiles running on a city "
+                "road. Pedestrians are walking on the side. Tall buildings can be seen under a "
+                "clear blue sky."
+            ],
+            "references": [
+                "The image depicts a busy city street with cars running in the foreground, "
+                "including a red car and a white truck. ..."
+            ]
+            * 2,
+            "candidate_graph": cand,
+            "reference_graphs": [ref, ref],
+        }
+    )
     return items
 
 
@@ -170,12 +291,12 @@ def worker(capture_dir: str, factual_dir: str, items_file: str, out_file: str) -
     class Parser:
         current = None
 
-        def parse(self, sentences, **kwargs):  # noqa: ANN001
+        def parse(self, sentences, **kwargs):
             g = self.current
             return g if isinstance(g, list) else [g]
 
     class Encoder:
-        def encode(self, texts, batch_size=32):  # noqa: ANN001
+        def encode(self, texts, batch_size=32):
             return bigram_vectors(list(texts))
 
     cap.sent_tokenize = lambda text: [text]
@@ -190,7 +311,11 @@ def worker(capture_dir: str, factual_dir: str, items_file: str, out_file: str) -
             # the graphs of each text of this item (the same text may carry other graphs elsewhere)
             def parsed(text: str, graph: object, key: str) -> tuple:
                 evaluator.parser.current = graph
-                heads = [e["head"] for g in (graph if isinstance(graph, list) else [graph]) for e in g["entities"]]
+                heads = [
+                    e["head"]
+                    for g in (graph if isinstance(graph, list) else [graph])
+                    for e in g["entities"]
+                ]
                 nouns = set()
                 for h in heads:
                     lemma = evaluator.text_processor.normalize_word(h, cap.wordnet.NOUN)
@@ -206,11 +331,21 @@ def worker(capture_dir: str, factual_dir: str, items_file: str, out_file: str) -
             import contextlib
             import io
 
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                rows = [evaluator.compute_f_score(g, cand_parsed[it["id"]][0]) for g in gt_parsed[it["id"]]]
+            with (
+                contextlib.redirect_stdout(io.StringIO()),
+                contextlib.redirect_stderr(io.StringIO()),
+            ):
+                rows = [
+                    evaluator.compute_f_score(g, cand_parsed[it["id"]][0])
+                    for g in gt_parsed[it["id"]]
+                ]
                 try:
-                    _, scores = evaluator.compute_score({it["id"]: it["references"]}, {it["id"]: it["candidates"]},
-                                                        prev_gt_parsed=gt_parsed, prev_cand_parsed=cand_parsed)
+                    _, scores = evaluator.compute_score(
+                        {it["id"]: it["references"]},
+                        {it["id"]: it["candidates"]},
+                        prev_gt_parsed=gt_parsed,
+                        prev_cand_parsed=cand_parsed,
+                    )
                     via = "compute_score"
                 except TypeError:
                     # numpy 2: soft matches are float32 scalars, and compute_score's rounded detail
@@ -242,20 +377,41 @@ def main() -> None:
         for seed in SEEDS:
             out = Path(tmp) / f"seed{seed}.json"
             env = dict(os.environ, PYTHONHASHSEED=str(seed), NLTK_DATA=str(Path(tmp) / "nltk_data"))
-            subprocess.run([sys.executable, __file__, "--capture", args.capture, "--factual", args.factual,
-                            "--worker", str(items_file), str(out)], check=True, env=env)
+            subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--capture",
+                    args.capture,
+                    "--factual",
+                    args.factual,
+                    "--worker",
+                    str(items_file),
+                    str(out),
+                ],
+                check=True,
+                env=env,
+            )
             runs[seed] = json.loads(out.read_text())
     import importlib.metadata as md
 
-    fixture = {"reference": "capture-metric 0.1.13 capture.py (= CAPTURE git 52eeb27), FactualSceneGraph 0.7.3, "
-                            f"nltk {md.version('nltk')}, numpy {np.__version__}, WordNet 3.0 (Debian wordnet-base)",
-               "seeds": list(SEEDS), "configs": {name: {"params": params, "items": {}} for name, params in CONFIGS.items()}}
+    fixture = {
+        "reference": "capture-metric 0.1.13 capture.py (= CAPTURE git 52eeb27), FactualSceneGraph 0.7.3, "
+        f"nltk {md.version('nltk')}, numpy {np.__version__}, WordNet 3.0 (Debian wordnet-base)",
+        "seeds": list(SEEDS),
+        "configs": {name: {"params": params, "items": {}} for name, params in CONFIGS.items()},
+    }
     for name in CONFIGS:
         for it in items:
             fixture["configs"][name]["items"][it["id"]] = [runs[s][name][it["id"]] for s in SEEDS]
     (OUT / "reference_scores.json").write_text(json.dumps(fixture, indent=1) + "\n")
-    varying = {name: sum(len({json.dumps(v) for v in per}) > 1 for per in fixture["configs"][name]["items"].values())
-               for name in CONFIGS}
+    varying = {
+        name: sum(
+            len({json.dumps(v) for v in per}) > 1
+            for per in fixture["configs"][name]["items"].values()
+        )
+        for name in CONFIGS
+    }
     print(f"{len(items)} items; items whose reference values depend on the hash seed: {varying}")
 
 

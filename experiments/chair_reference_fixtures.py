@@ -57,35 +57,86 @@ dining table, table, desk
 cup, mug, glass
 """
 
-CATEGORIES = ["person", "bicycle", "car", "motorcycle", "airplane", "train", "bird", "cat", "dog", "bear",
-              "toilet", "chair", "tie", "wine glass", "hot dog", "teddy bear", "traffic light", "dining table", "cup"]
+CATEGORIES = [
+    "person",
+    "bicycle",
+    "car",
+    "motorcycle",
+    "airplane",
+    "train",
+    "bird",
+    "cat",
+    "dog",
+    "bear",
+    "toilet",
+    "chair",
+    "tie",
+    "wine glass",
+    "hot dog",
+    "teddy bear",
+    "traffic light",
+    "dining table",
+    "cup",
+]
 
 #: image id -> (annotated categories, reference captions, candidate caption)
 IMAGES = {
-    101: (["person", "dog"], ["A man walks his dog in the park.", "A guy with a puppy on a leash."],
-          "A man is walking two dogs in a park. A red car is parked nearby, and a bird sits on a bench."),
-    102: (["toilet"], ["A white toilet in a small bathroom."],
-          "The image shows a bathroom with a toilet. The toilet seat is up, and there is a mug on the sink."),
-    103: (["hot dog", "person"], ["A boy eating a hot dog.", "Kid holding a hotdog."],
-          "A child holds a hot dog with mustard. Behind him, people sit at tables with wine glasses and cups."),
-    104: (["airplane"], ["A passenger jet on the runway."],
-          "A large passenger jet is taxiing on the runway. Several baby birds fly overhead near the traffic lights."),
-    105: (["bear", "person"], ["A baby bear next to a woman."],
-          "A brown baby bear stands near a woman who wears a bow tie. A teddy bear lies on the chair."),
-    106: (["motorcycle", "person"], ["A man rides a motor bike down the street."],
-          "A man rides a motor bike, followed by a scooter and two bicycles. No cats or dogs are visible."),
-    107: ([], ["An empty road at night."],
-          "An empty road at night with traffic signals glowing red."),
-    108: (["cat", "dining table"], ["A kitten sleeping on a desk."],
-          "Two kittens sleep on a wooden desk next to a cup of coffee and a laptop."),
-    109: (["train", "person"], ["People waiting for a train.", "A locomotive arriving at a station."],
-          "A passenger train arrives at the platform while riders wait. A pigeon walks between them."),
-    110: (["person", "tie"], ["A man in a suit and necktie."],
-          "A gentleman in a dark suit wears a striped tie. He sits on a stool beside a dining table."),
-    111: (["dog"], ["A dog lying on a couch."],
-          ""),
-    112: (["car"], ["Cars driving on a highway."],
-          "Several cars and a taxi drive on the highway; an adult dog watches from a van."),
+    101: (
+        ["person", "dog"],
+        ["A man walks his dog in the park.", "A guy with a puppy on a leash."],
+        "A man is walking two dogs in a park. A red car is parked nearby, and a bird sits on a bench.",
+    ),
+    102: (
+        ["toilet"],
+        ["A white toilet in a small bathroom."],
+        "The image shows a bathroom with a toilet. The toilet seat is up, and there is a mug on the sink.",
+    ),
+    103: (
+        ["hot dog", "person"],
+        ["A boy eating a hot dog.", "Kid holding a hotdog."],
+        "A child holds a hot dog with mustard. Behind him, people sit at tables with wine glasses and cups.",
+    ),
+    104: (
+        ["airplane"],
+        ["A passenger jet on the runway."],
+        "A large passenger jet is taxiing on the runway. Several baby birds fly overhead near the traffic lights.",
+    ),
+    105: (
+        ["bear", "person"],
+        ["A baby bear next to a woman."],
+        "A brown baby bear stands near a woman who wears a bow tie. A teddy bear lies on the chair.",
+    ),
+    106: (
+        ["motorcycle", "person"],
+        ["A man rides a motor bike down the street."],
+        "A man rides a motor bike, followed by a scooter and two bicycles. No cats or dogs are visible.",
+    ),
+    107: (
+        [],
+        ["An empty road at night."],
+        "An empty road at night with traffic signals glowing red.",
+    ),
+    108: (
+        ["cat", "dining table"],
+        ["A kitten sleeping on a desk."],
+        "Two kittens sleep on a wooden desk next to a cup of coffee and a laptop.",
+    ),
+    109: (
+        ["train", "person"],
+        ["People waiting for a train.", "A locomotive arriving at a station."],
+        "A passenger train arrives at the platform while riders wait. A pigeon walks between them.",
+    ),
+    110: (
+        ["person", "tie"],
+        ["A man in a suit and necktie."],
+        "A gentleman in a dark suit wears a striped tie. He sits on a stool beside a dining table.",
+    ),
+    111: (["dog"], ["A dog lying on a couch."], ""),
+    112: (
+        ["car"],
+        ["Cars driving on a highway."],
+        "Several cars and a taxi drive on the highway; an adult dog watches from a van.",
+    ),
 }
 
 
@@ -93,14 +144,26 @@ def write_fixture() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "synonyms.txt").write_text(SYNONYMS)
     cat_id = {name: k + 1 for k, name in enumerate(CATEGORIES)}
-    annotations = [{"id": n, "image_id": image, "category_id": cat_id[name], "bbox": [0, 0, 1, 1], "area": 1}
-                   for n, (image, name) in enumerate(((i, c) for i, (cs, _, _) in IMAGES.items() for c in cs), start=1)]
-    instances = {"info": {}, "licenses": [], "images": [{"id": i, "file_name": f"{i}.jpg"} for i in IMAGES],
-                 "categories": [{"id": cat_id[n], "name": n, "supercategory": ""} for n in CATEGORIES],
-                 "annotations": annotations}
+    annotations = [
+        {"id": n, "image_id": image, "category_id": cat_id[name], "bbox": [0, 0, 1, 1], "area": 1}
+        for n, (image, name) in enumerate(
+            ((i, c) for i, (cs, _, _) in IMAGES.items() for c in cs), start=1
+        )
+    ]
+    instances = {
+        "info": {},
+        "licenses": [],
+        "images": [{"id": i, "file_name": f"{i}.jpg"} for i in IMAGES],
+        "categories": [{"id": cat_id[n], "name": n, "supercategory": ""} for n in CATEGORIES],
+        "annotations": annotations,
+    }
     (OUT / "instances.json").write_text(json.dumps(instances, indent=1) + "\n")
-    (OUT / "items.jsonl").write_text("".join(json.dumps({"id": i, "references": refs, "candidates": [cand]}) + "\n"
-                                             for i, (_, refs, cand) in IMAGES.items()))
+    (OUT / "items.jsonl").write_text(
+        "".join(
+            json.dumps({"id": i, "references": refs, "candidates": [cand]}) + "\n"
+            for i, (_, refs, cand) in IMAGES.items()
+        )
+    )
 
 
 def run_chair(repo: Path, nltk_data: Path, with_instances: bool) -> dict:
@@ -118,12 +181,15 @@ def run_chair(repo: Path, nltk_data: Path, with_instances: bool) -> dict:
     sys.modules.update({"pattern": pattern, "pattern.en": pattern_en})
     punkt, words = PunktSentenceTokenizer(), NLTKWordTokenizer()
     nltk.word_tokenize = lambda text: [t for s in punkt.tokenize(text) for t in words.tokenize(s)]
-    source = subprocess.run(["git", "show", "HEAD:utils/chair.py"], cwd=repo, check=True, capture_output=True,
-                            text=True).stdout
-    source = re.sub(r"^(\s*)print (.+)$", r"\1print(\2)", source, flags=re.M)
+    source = subprocess.run(
+        ["git", "show", "HEAD:utils/chair.py"], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout
+    source = re.sub(r"^(\s*)print (.+)$", r"\1print(\2)", source, flags=re.MULTILINE)
     source = source.replace("from misc import *", "import os")
     module = types.ModuleType("chair_py")
-    exec(compile(source, "chair.py", "exec"), module.__dict__)  # the reference, run once to make fixtures
+    exec(
+        compile(source, "chair.py", "exec"), module.__dict__
+    )  # the reference, run once to make fixtures
 
     instances = json.loads((OUT / "instances.json").read_text())
     if not with_instances:
@@ -137,16 +203,32 @@ def run_chair(repo: Path, nltk_data: Path, with_instances: bool) -> dict:
         empty = {**instances, "annotations": [], "images": []}
         (ann / "instances_val2014.json").write_text(json.dumps(instances))
         (ann / "instances_train2014.json").write_text(json.dumps(empty))
-        caps = [{"image_id": i, "id": 1000 * i + k, "caption": r} for i, (_, refs, _) in IMAGES.items()
-                for k, r in enumerate(refs)]
-        (ann / "captions_val2014.json").write_text(json.dumps({"info": {}, "licenses": [], "images": [],
-                                                               "annotations": caps}))
-        (ann / "captions_train2014.json").write_text(json.dumps({"info": {}, "licenses": [], "images": [],
-                                                                 "annotations": []}))
-        zero = dict.fromkeys(["Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "CIDEr", "SPICE", "ROUGE_L"], 0.0)
+        caps = [
+            {"image_id": i, "id": 1000 * i + k, "caption": r}
+            for i, (_, refs, _) in IMAGES.items()
+            for k, r in enumerate(refs)
+        ]
+        (ann / "captions_val2014.json").write_text(
+            json.dumps({"info": {}, "licenses": [], "images": [], "annotations": caps})
+        )
+        (ann / "captions_train2014.json").write_text(
+            json.dumps({"info": {}, "licenses": [], "images": [], "annotations": []})
+        )
+        zero = dict.fromkeys(
+            ["Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "CIDEr", "SPICE", "ROUGE_L"], 0.0
+        )
         cap_file = root / "captions.json"
-        cap_file.write_text(json.dumps({"overall": zero, "imgToEval": {
-            str(i): {"image_id": i, "caption": cand, **zero} for i, (_, _, cand) in IMAGES.items()}}))
+        cap_file.write_text(
+            json.dumps(
+                {
+                    "overall": zero,
+                    "imgToEval": {
+                        str(i): {"image_id": i, "caption": cand, **zero}
+                        for i, (_, _, cand) in IMAGES.items()
+                    },
+                }
+            )
+        )
         cwd = os.getcwd()
         os.chdir(root)
         try:
@@ -155,18 +237,27 @@ def run_chair(repo: Path, nltk_data: Path, with_instances: bool) -> dict:
             out = evaluator.compute_chair(str(cap_file))
         finally:
             os.chdir(cwd)
-    return {"overall": {k: out["overall_metrics"][k] for k in ("CHAIRs", "CHAIRi")},
-            "sentences": {str(s["image_id"]): {"CHAIRs": s["metrics"]["CHAIRs"], "CHAIRi": s["metrics"]["CHAIRi"],
-                                               "hallucinated": s["mscoco_hallucinated_words"],
-                                               "generated": s["mscoco_generated_words"],
-                                               "gt": sorted(s["mscoco_gt_words"]),
-                                               "hallucination_idxs": s["hallucination_idxs"]}
-                          for s in out["sentences"]}}
+    return {
+        "overall": {k: out["overall_metrics"][k] for k in ("CHAIRs", "CHAIRi")},
+        "sentences": {
+            str(s["image_id"]): {
+                "CHAIRs": s["metrics"]["CHAIRs"],
+                "CHAIRi": s["metrics"]["CHAIRi"],
+                "hallucinated": s["mscoco_hallucinated_words"],
+                "generated": s["mscoco_generated_words"],
+                "gt": sorted(s["mscoco_gt_words"]),
+                "hallucination_idxs": s["hallucination_idxs"],
+            }
+            for s in out["sentences"]
+        },
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repo", required=True, type=Path, help="a checkout or mirror of LisaAnne/Hallucination")
+    parser.add_argument(
+        "--repo", required=True, type=Path, help="a checkout or mirror of LisaAnne/Hallucination"
+    )
     args = parser.parse_args()
     write_fixture()
     from capmetrics.plugins.detailed._wordnet import LEXNAMES
@@ -177,9 +268,11 @@ def main() -> None:
         for f in Path("/usr/share/wordnet").iterdir():
             (target / f.name).write_bytes(f.read_bytes())
         (target / "lexnames").write_text(LEXNAMES)
-        results = {"reference": "LisaAnne/Hallucination utils/chair.py @6e4d33c (adapted as this script says)",
-                   "instances_and_captions": run_chair(args.repo, Path(tmp), True),
-                   "captions_only": run_chair(args.repo, Path(tmp), False)}
+        results = {
+            "reference": "LisaAnne/Hallucination utils/chair.py @6e4d33c (adapted as this script says)",
+            "instances_and_captions": run_chair(args.repo, Path(tmp), True),
+            "captions_only": run_chair(args.repo, Path(tmp), False),
+        }
     (OUT / "reference.json").write_text(json.dumps(results, indent=1) + "\n")
     for key in ("instances_and_captions", "captions_only"):
         print(key, results[key]["overall"])

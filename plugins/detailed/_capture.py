@@ -18,12 +18,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-
 from capmetrics.plugins.detailed._graphs import Parsed
 
 #: The values of one (candidate, reference) comparison, in CAPTURE's ``compute_f_score`` order.
-VALUES = ("capture", "object_precision", "object_recall", "object_f1", "attribute_precision",
-          "attribute_recall", "attribute_f1", "relation_precision", "relation_recall", "relation_f1")
+VALUES = (
+    "capture",
+    "object_precision",
+    "object_recall",
+    "object_f1",
+    "attribute_precision",
+    "attribute_recall",
+    "attribute_f1",
+    "relation_precision",
+    "relation_recall",
+    "relation_f1",
+)
 CATEGORIES = ("object", "attribute", "relation")
 
 
@@ -38,8 +47,13 @@ class Match:
     left_references: list[str] = field(default_factory=list)
 
 
-def _greedy(cands: Sequence[object], refs: Sequence[object], same: Callable[[object, object], bool],
-            taken_c: set[int], taken_r: set[int]) -> int:
+def _greedy(
+    cands: Sequence[object],
+    refs: Sequence[object],
+    same: Callable[[object, object], bool],
+    taken_c: set[int],
+    taken_r: set[int],
+) -> int:
     """Each unmatched candidate takes the first unmatched reference ``same`` accepts."""
     found = 0
     for i, c in enumerate(cands):
@@ -54,26 +68,37 @@ def _greedy(cands: Sequence[object], refs: Sequence[object], same: Callable[[obj
     return found
 
 
-def match(cands: Sequence[object], refs: Sequence[object], synonym: Callable[[object, object], bool] | None,
-          phrase: Callable[[object], str]) -> Match:
+def match(
+    cands: Sequence[object],
+    refs: Sequence[object],
+    synonym: Callable[[object, object], bool] | None,
+    phrase: Callable[[object], str],
+) -> Match:
     """Exact, then (with ``synonym``) synonym matching; what is left, as phrases."""
     taken_c: set[int] = set()
     taken_r: set[int] = set()
     found = _greedy(cands, refs, lambda c, r: c == r, taken_c, taken_r)
     if synonym is not None:
         found += _greedy(cands, refs, synonym, taken_c, taken_r)
-    return Match(len(cands), len(refs), found, [phrase(c) for i, c in enumerate(cands) if i not in taken_c],
-                 [phrase(r) for j, r in enumerate(refs) if j not in taken_r])
+    return Match(
+        len(cands),
+        len(refs),
+        found,
+        [phrase(c) for i, c in enumerate(cands) if i not in taken_c],
+        [phrase(r) for j, r in enumerate(refs) if j not in taken_r],
+    )
 
 
 def word_synonyms(synonyms: Callable[[str], frozenset[str]]) -> Callable[[object, object], bool]:
     """CAPTURE's synonym test of two words or phrases: one contains the other, or their
     WordNet lemma names (spaces as ``_``) intersect."""
+
     def same(a: object, b: object) -> bool:
         x, y = str(a), str(b)
         if x in y or y in x:
             return True
         return not synonyms("_".join(x.split())).isdisjoint(synonyms("_".join(y.split())))
+
     return same
 
 
@@ -82,12 +107,16 @@ def relation_synonyms(word: Callable[[object, object], bool]) -> Callable[[objec
     return lambda a, b: all(word(x, y) for x, y in zip(a, b))  # type: ignore[call-overload]
 
 
-def matches(cand: Parsed, ref: Parsed, synonym: Callable[[object, object], bool] | None) -> tuple[Match, ...]:
+def matches(
+    cand: Parsed, ref: Parsed, synonym: Callable[[object, object], bool] | None
+) -> tuple[Match, ...]:
     """The object, attribute and relation matches of a candidate against one reference."""
     relation = relation_synonyms(synonym) if synonym is not None else None
-    return (match(cand.objects, ref.objects, synonym, str),
-            match(cand.attributes, ref.attributes, synonym, str),
-            match(cand.relations, ref.relations, relation, " ".join))  # type: ignore[arg-type]
+    return (
+        match(cand.objects, ref.objects, synonym, str),
+        match(cand.attributes, ref.attributes, synonym, str),
+        match(cand.relations, ref.relations, relation, " ".join),
+    )  # type: ignore[arg-type]
 
 
 def soft_gain(m: Match, vectors: Callable[[list[str]], np.ndarray]) -> tuple[float, float]:
@@ -99,8 +128,14 @@ def soft_gain(m: Match, vectors: Callable[[list[str]], np.ndarray]) -> tuple[flo
     return float(np.sum(np.max(sim, axis=1))), float(np.sum(np.max(sim, axis=0)))
 
 
-def f_scores(ms: Sequence[Match], gains: Sequence[tuple[float, float]], alpha: float, beta: float,
-             gamma: float, eps: float) -> list[float]:
+def f_scores(
+    ms: Sequence[Match],
+    gains: Sequence[tuple[float, float]],
+    alpha: float,
+    beta: float,
+    gamma: float,
+    eps: float,
+) -> list[float]:
     """CAPTURE and the nine per-category values (``VALUES``) of one comparison."""
     out: list[float] = []
     f1s = []
@@ -117,4 +152,4 @@ def f_scores(ms: Sequence[Match], gains: Sequence[tuple[float, float]], alpha: f
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """Rows divided by their L2 norms, as CAPTURE's phrase encoder normalises them."""
-    return vectors / np.sqrt(np.sum(vectors ** 2, axis=1, keepdims=True))
+    return vectors / np.sqrt(np.sum(vectors**2, axis=1, keepdims=True))

@@ -26,12 +26,49 @@ from capmetrics.errors import MetricError
 
 #: Two-word COCO objects that count as one word (chair.py's list).
 TWO_WORD_OBJECTS = (
-    "motor bike", "motor cycle", "air plane", "traffic light", "street light", "traffic signal", "stop light",
-    "fire hydrant", "stop sign", "parking meter", "suit case", "sports ball", "baseball bat", "baseball glove",
-    "tennis racket", "wine glass", "hot dog", "cell phone", "mobile phone", "teddy bear", "hair drier",
-    "potted plant", "bow tie", "laptop computer", "stove top oven", "home plate", "train track")
+    "motor bike",
+    "motor cycle",
+    "air plane",
+    "traffic light",
+    "street light",
+    "traffic signal",
+    "stop light",
+    "fire hydrant",
+    "stop sign",
+    "parking meter",
+    "suit case",
+    "sports ball",
+    "baseball bat",
+    "baseball glove",
+    "tennis racket",
+    "wine glass",
+    "hot dog",
+    "cell phone",
+    "mobile phone",
+    "teddy bear",
+    "hair drier",
+    "potted plant",
+    "bow tie",
+    "laptop computer",
+    "stove top oven",
+    "home plate",
+    "train track",
+)
 #: "baby <animal>" and "adult <animal>" name the animal, not a person.
-ANIMALS = ("bird", "cat", "dog", "horse", "sheep", "cow", "elephant", "bear", "zebra", "giraffe", "animal", "cub")
+ANIMALS = (
+    "bird",
+    "cat",
+    "dog",
+    "horse",
+    "sheep",
+    "cow",
+    "elephant",
+    "bear",
+    "zebra",
+    "giraffe",
+    "animal",
+    "cub",
+)
 #: "passenger <vehicle>" names the vehicle.
 VEHICLES = ("jet", "train")
 
@@ -61,7 +98,9 @@ class Vocabulary:
         object_of: dict[str, str] = {}
         for n, row in enumerate(rows, start=1):
             if not row or not row[0]:
-                raise MetricError(f"chair: {source}:{n}: an empty line (one COCO object and its synonyms a line)")
+                raise MetricError(
+                    f"chair: {source}:{n}: an empty line (one COCO object and its synonyms a line)"
+                )
             for word in row:
                 object_of[word] = row[0]
         return cls(frozenset(object_of), object_of)
@@ -99,8 +138,9 @@ class Mentions:
     positions: tuple[int, ...]
 
 
-def mentions(caption: str, vocabulary: Vocabulary, singular: Callable[[str], str],
-             pairs: dict[str, str]) -> Mentions:
+def mentions(
+    caption: str, vocabulary: Vocabulary, singular: Callable[[str], str], pairs: dict[str, str]
+) -> Mentions:
     """chair.py's ``caption_to_words``: the COCO words of ``caption`` and their objects."""
     tokens = [singular(t) for t in tokenize(caption.lower())]
     merged: list[str] = []
@@ -108,7 +148,7 @@ def mentions(caption: str, vocabulary: Vocabulary, singular: Callable[[str], str
     i = 0
     while i < len(tokens):
         starts.append(i)
-        pair = " ".join(tokens[i:i + 2])
+        pair = " ".join(tokens[i : i + 2])
         if pair in pairs:
             merged.append(pairs[pair])
             i += 2
@@ -119,11 +159,18 @@ def mentions(caption: str, vocabulary: Vocabulary, singular: Callable[[str], str
         merged = [w for w in merged if w != "seat"]
     keep = [k for k, w in enumerate(merged) if w in vocabulary.words]
     # chair.py takes positions from the list before the "seat" removal, by index in the list after it
-    return Mentions(tuple(merged[k] for k in keep), tuple(vocabulary.object_of[merged[k]] for k in keep),
-                    tuple(starts[k] for k in keep))
+    return Mentions(
+        tuple(merged[k] for k in keep),
+        tuple(vocabulary.object_of[merged[k]] for k in keep),
+        tuple(starts[k] for k in keep),
+    )
 
 
-def objects_of(captions: Sequence[str], vocabulary: Vocabulary, singular: Callable[[str], str],
-               pairs: dict[str, str]) -> set[str]:
+def objects_of(
+    captions: Sequence[str],
+    vocabulary: Vocabulary,
+    singular: Callable[[str], str],
+    pairs: dict[str, str],
+) -> set[str]:
     """The COCO objects that reference captions name."""
     return {o for c in captions for o in mentions(c, vocabulary, singular, pairs).objects}

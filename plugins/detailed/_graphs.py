@@ -37,7 +37,9 @@ class Parsed:
 @lru_cache(maxsize=1)
 def stop_words() -> frozenset[str]:
     """CAPTURE's stop-word list of objects (``capture_stop_words.txt``)."""
-    lines = Path(__file__).with_name("capture_stop_words.txt").read_text(encoding="utf-8").splitlines()
+    lines = (
+        Path(__file__).with_name("capture_stop_words.txt").read_text(encoding="utf-8").splitlines()
+    )
     return frozenset(w for w in lines if w and not w.startswith("#"))
 
 
@@ -66,9 +68,15 @@ def check_factual(graph: Any, where: str) -> list[Mapping[str, Any]]:
                 raise MetricError(f"{at}: relation {k} needs a string 'relation'")
             for end in ("subject", "object"):
                 index = r.get(end)
-                if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(entities):
-                    raise MetricError(f"{at}: relation {k}: '{end}' must be an entity index "
-                                      f"(0-{len(entities) - 1}), got {index!r}")
+                if (
+                    isinstance(index, bool)
+                    or not isinstance(index, int)
+                    or not 0 <= index < len(entities)
+                ):
+                    raise MetricError(
+                        f"{at}: relation {k}: '{end}' must be an entity index "
+                        f"(0-{len(entities) - 1}), got {index!r}"
+                    )
     return graphs
 
 
@@ -95,7 +103,9 @@ def from_tuples(tuples: Sequence[Sequence[str]]) -> dict[str, Any]:
             if t[1] not in attributes:
                 attributes.append(t[1])
         elif len(t) == 3:
-            relations.append({"subject": entity(t[0]), "relation": relation_word(t[2]), "object": entity(t[1])})
+            relations.append(
+                {"subject": entity(t[0]), "relation": relation_word(t[2]), "object": entity(t[1])}
+            )
     return {"entities": entities, "relations": relations}
 
 
@@ -118,5 +128,8 @@ def merge(graphs: Sequence[Mapping[str, Any]], wordnet: WordNet, use_stop_words:
             subject, obj = entities[r["subject"]]["head"], entities[r["object"]]["head"]
             relations[(lemma(subject, "n"), r["relation"], lemma(obj, "n"))] = None
     stop = stop_words() if use_stop_words else frozenset()
-    return Parsed(tuple(o for o in objects if o not in stop),
-                  tuple(a for words in attributes.values() for a in words), tuple(relations))
+    return Parsed(
+        tuple(o for o in objects if o not in stop),
+        tuple(a for words in attributes.values() for a in words),
+        tuple(relations),
+    )

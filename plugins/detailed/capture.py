@@ -22,7 +22,12 @@ from capmetrics.plugins.detailed._wordnet import wordnet as load_wordnet
 from capmetrics.plugins.embeddings.sentence import SentenceTransformerEmbedder
 
 #: Which parser made the graphs, as the signature names it.
-PARSERS = {"given": "given (FACTUAL format)", "corenlp": "corenlp-3.6.0 (spice-1.0 parser, per sentence)"}
+PARSERS = {
+    "given": "given (FACTUAL format)",
+    "corenlp": "corenlp-3.6.0 (spice-1.0 parser, per sentence)",
+}
+#: The default soft-matching embedder: all-MiniLM-L6-v2, bundled.
+BERT = SentenceTransformerEmbedder()
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -62,17 +67,31 @@ class Capture(Distance):
     needs_items = True
     path_params = ("wordnet",)
 
-    def __init__(self, alpha: float = 0.5, beta: float = 0.5, gamma: float = 0.2,
-                 synonym_matching: bool = True, soft_matching: bool = True, stop_words: bool = True,
-                 eps: float = 1e-6, embedder: Embedder = SentenceTransformerEmbedder(),
-                 graphs: Literal["auto", "given", "corenlp"] = "auto", wordnet: str | None = None,
-                 category: str = "all", part: Literal["f", "p", "r"] = "f") -> None:
+    def __init__(
+        self,
+        alpha: float = 0.5,
+        beta: float = 0.5,
+        gamma: float = 0.2,
+        synonym_matching: bool = True,
+        soft_matching: bool = True,
+        stop_words: bool = True,
+        eps: float = 1e-6,
+        embedder: Embedder = BERT,
+        graphs: Literal["auto", "given", "corenlp"] = "auto",
+        wordnet: str | None = None,
+        category: str = "all",
+        part: Literal["f", "p", "r"] = "f",
+    ) -> None:
         if alpha + beta != 1.0:
-            raise MetricError(f"capture: alpha + beta must be 1 (CAPTURE asserts it), got {alpha} + {beta}")
+            raise MetricError(
+                f"capture: alpha + beta must be 1 (CAPTURE asserts it), got {alpha} + {beta}"
+            )
         if graphs not in ("auto", "given", "corenlp"):
             raise MetricError(f"capture: graphs must be auto, given or corenlp, got {graphs!r}")
         if category not in ("all", *_capture.CATEGORIES):
-            raise MetricError(f"capture: unknown category {category!r}; one of all, object, attribute, relation")
+            raise MetricError(
+                f"capture: unknown category {category!r}; one of all, object, attribute, relation"
+            )
         if part not in ("f", "p", "r") or (category == "all" and part != "f"):
             raise MetricError(f"capture: part must be f, p or r (f for category=all), got {part!r}")
         self.alpha = alpha
@@ -92,7 +111,7 @@ class Capture(Distance):
         """The ``details`` entry that gives the values."""
         if self.category == "all":
             return "capture"
-        return f"{self.category}_{ {'f': 'f1', 'p': 'precision', 'r': 'recall'}[self.part]}"
+        return f"{self.category}_{ {'f': 'f1', 'p': 'precision', 'r': 'recall'}[self.part] }"
 
     def signature(self) -> dict[str, str]:
         if self.soft_matching:
@@ -108,10 +127,13 @@ class Capture(Distance):
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
         return self.score_items(candidates, references, [None] * len(candidates))
 
-    def score_items(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
-                    items: Sequence[Any]) -> Scores:
+    def score_items(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]], items: Sequence[Any]
+    ) -> Scores:
         if len(candidates) != len(references) or len(items) != len(candidates):
-            raise MetricError(f"capture: {len(candidates)} candidates, {len(references)} reference lists")
+            raise MetricError(
+                f"capture: {len(candidates)} candidates, {len(references)} reference lists"
+            )
         net = load_wordnet(self.wordnet)
         pairs = self._graph_pairs(candidates, references, items)
         parse = {}  # caption graphs merged once per distinct graph
@@ -127,45 +149,75 @@ class Capture(Distance):
             results = []
             for ms in per_ref:
                 gains = [_capture.soft_gain(m, vectors) if vectors else (0.0, 0.0) for m in ms]
-                results.append(_capture.f_scores(ms, gains, self.alpha, self.beta, self.gamma, self.eps))
+                results.append(
+                    _capture.f_scores(ms, gains, self.alpha, self.beta, self.gamma, self.eps)
+                )
             for k in range(len(_capture.VALUES)):
                 rows[i, k] = sum(r[k] for r in results) / len(results)
-        details: dict[str, Any] = {name: rows[:, k].copy() for k, name in enumerate(_capture.VALUES)}
+        details: dict[str, Any] = {
+            name: rows[:, k].copy() for k, name in enumerate(_capture.VALUES)
+        }
         details["parser"] = PARSERS[self._parser]
         values = details[self.value_name()].copy()
         return Scores(values, float(values.mean()) if len(values) else float("nan"), details)
 
-    def _graph_pairs(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
-                     items: Sequence[Any]) -> list[tuple[Any, list[Any]]]:
+    def _graph_pairs(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]], items: Sequence[Any]
+    ) -> list[tuple[Any, list[Any]]]:
         """Per candidate: its graph and its references' graphs (given, or CoreNLP's tuples)."""
-        carried = [it is not None and it.candidate_graphs is not None and it.reference_graphs is not None
-                   for it in items]
+        carried = [
+            it is not None and it.candidate_graphs is not None and it.reference_graphs is not None
+            for it in items
+        ]
         use_given = self.graphs == "given" or (self.graphs == "auto" and carried and all(carried))
         if self.graphs == "auto" and any(carried) and not all(carried):
-            missing = sorted({items[i].id if items[i] is not None else i for i, c in enumerate(carried) if not c},
-                             key=str)
-            raise MetricError(f"capture: some items carry scene graphs and item(s) {missing[:10]} do not; give "
-                              "candidate_graph and reference_graphs for every item, or use capture(graphs=corenlp)")
+            missing = sorted(
+                {
+                    items[i].id if items[i] is not None else i
+                    for i, c in enumerate(carried)
+                    if not c
+                },
+                key=str,
+            )
+            raise MetricError(
+                f"capture: some items carry scene graphs and item(s) {missing[:10]} do not; give "
+                "candidate_graph and reference_graphs for every item, or use capture(graphs=corenlp)"
+            )
         if use_given:
             self._parser = "given"
             return self._given(candidates, items, carried)
         self._parser = "corenlp"
         parsed = corenlp_graphs([*candidates, *(r for rs in references for r in rs)])
-        return [(("corenlp", parsed[c]), [("corenlp", parsed[r]) for r in rs]) for c, rs in zip(candidates, references)]
+        return [
+            (("corenlp", parsed[c]), [("corenlp", parsed[r]) for r in rs])
+            for c, rs in zip(candidates, references)
+        ]
 
-    def _given(self, candidates: Sequence[str], items: Sequence[Any], carried: list[bool]) -> list[tuple[Any, list[Any]]]:
+    def _given(
+        self, candidates: Sequence[str], items: Sequence[Any], carried: list[bool]
+    ) -> list[tuple[Any, list[Any]]]:
         if not all(carried):
             first = next(i for i, c in enumerate(carried) if not c)
             name = items[first].id if items[first] is not None else first
-            raise MetricError(f"capture(graphs=given): item {name!r} carries no candidate_graph and reference_graphs")
+            raise MetricError(
+                f"capture(graphs=given): item {name!r} carries no candidate_graph and reference_graphs"
+            )
         out = []
         j = 0
         for i, item in enumerate(items):
             j = j + 1 if i and items[i - 1] is item else 0
             where = f"capture: item {item.id!r}"
-            cand = ("given", id(item), "c", j, check_factual(item.candidate_graphs[j], f"{where}, candidate {j} graph"))
-            refs = [("given", id(item), "r", k, check_factual(g, f"{where}, reference {k} graph"))
-                    for k, g in enumerate(item.reference_graphs)]
+            cand = (
+                "given",
+                id(item),
+                "c",
+                j,
+                check_factual(item.candidate_graphs[j], f"{where}, candidate {j} graph"),
+            )
+            refs = [
+                ("given", id(item), "r", k, check_factual(g, f"{where}, reference {k} graph"))
+                for k, g in enumerate(item.reference_graphs)
+            ]
             out.append((cand, refs))
         return out
 
@@ -214,5 +266,9 @@ def corenlp_graphs(texts: Sequence[str]) -> dict[str, tuple[tuple[tuple[str, ...
         entries = {**entries, **spice.parse_new(todo, store, todo, [()] * len(todo))}
     out = {}
     for t in distinct:
-        out[t] = tuple(tuple(tuple(x) for x in entries[tokens[s]]["tuples"]) for s in split[t] if tokens[s].strip())
+        out[t] = tuple(
+            tuple(tuple(x) for x in entries[tokens[s]]["tuples"])
+            for s in split[t]
+            if tokens[s].strip()
+        )
     return out

@@ -45,9 +45,14 @@ def read_instances(path: str) -> tuple[dict[str, str], dict[Any, list[str]], fro
         data = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as err:
         raise MetricError(f"chair: cannot read COCO instances file {path}: {err}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("categories"), list) \
-            or not isinstance(data.get("annotations"), list):
-        raise MetricError(f"chair: {path} is not a COCO instances file (needs 'categories' and 'annotations')")
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("categories"), list)
+        or not isinstance(data.get("annotations"), list)
+    ):
+        raise MetricError(
+            f"chair: {path} is not a COCO instances file (needs 'categories' and 'annotations')"
+        )
     names = {}
     for k, cat in enumerate(data["categories"]):
         if not isinstance(cat, dict) or "id" not in cat or not isinstance(cat.get("name"), str):
@@ -55,11 +60,21 @@ def read_instances(path: str) -> tuple[dict[str, str], dict[Any, list[str]], fro
         names[cat["id"]] = cat["name"]
     objects: dict[Any, list[str]] = {}
     for k, ann in enumerate(data["annotations"]):
-        if not isinstance(ann, dict) or ann.get("category_id") not in names or "image_id" not in ann:
-            raise MetricError(f"chair: {path}: annotation {k} needs an 'image_id' and a known 'category_id'")
+        if (
+            not isinstance(ann, dict)
+            or ann.get("category_id") not in names
+            or "image_id" not in ann
+        ):
+            raise MetricError(
+                f"chair: {path}: annotation {k} needs an 'image_id' and a known 'category_id'"
+            )
         objects.setdefault(ann["image_id"], []).append(names[ann["category_id"]])
     images = data.get("images")
-    ids = frozenset(img.get("id") for img in images if isinstance(img, dict)) if isinstance(images, list) else None
+    ids = (
+        frozenset(img.get("id") for img in images if isinstance(img, dict))
+        if isinstance(images, list)
+        else None
+    )
     return names, objects, ids
 
 
@@ -84,8 +99,13 @@ class Chair(Distance):
     needs_items = True
     path_params = ("instances", "synonyms", "wordnet")
 
-    def __init__(self, instances: str | None = None, synonyms: str | None = None,
-                 measure: Literal["s", "i"] = "s", wordnet: str | None = None) -> None:
+    def __init__(
+        self,
+        instances: str | None = None,
+        synonyms: str | None = None,
+        measure: Literal["s", "i"] = "s",
+        wordnet: str | None = None,
+    ) -> None:
         if measure not in MEASURES:
             raise MetricError(f"chair: measure must be s or i, got {measure!r}")
         self.instances = instances
@@ -95,9 +115,13 @@ class Chair(Distance):
 
     def signature_extra(self) -> dict[str, str]:
         table = Path(self.synonyms).expanduser() if self.synonyms else DEFAULT_SYNONYMS
-        extra = {"objects": "instances+references" if self.instances else "references",
-                 "synonyms": ("capmetrics-coco-wordnet:" if not self.synonyms else "file:") + _sha256(table),
-                 "wordnet": "3.0", "tokenizer": "nltk-word-tokenize(untrained-punkt)"}
+        extra = {
+            "objects": "instances+references" if self.instances else "references",
+            "synonyms": ("capmetrics-coco-wordnet:" if not self.synonyms else "file:")
+            + _sha256(table),
+            "wordnet": "3.0",
+            "tokenizer": "nltk-word-tokenize(untrained-punkt)",
+        }
         if self.instances:
             extra["instances"] = _sha256(Path(self.instances).expanduser())
         return extra
@@ -110,11 +134,12 @@ class Chair(Distance):
             raise MetricError("chair(instances=...) needs the items' image ids: score a dataset")
         return self.score_items(candidates, references, [None] * len(candidates))
 
-    def score_items(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
-                    items: Sequence[Any]) -> Scores:
+    def score_items(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]], items: Sequence[Any]
+    ) -> Scores:
         vocabulary = self.vocabulary()
         net = load_wordnet(self.wordnet)
-        singular = lambda w: net.lemmatize(w, "n")  # noqa: E731
+        singular = lambda w: net.lemmatize(w, "n")
         pairs = _chair.two_word_table()
         truth = self._image_objects(references, items, vocabulary, singular, pairs)
         n = len(candidates)
@@ -136,9 +161,16 @@ class Chair(Distance):
         chair_s = (counts[:, 1] > 0).astype(float)
         chair_i = np.where(counts[:, 0] > 0, counts[:, 1] / np.maximum(counts[:, 0], 1), 0.0)
         details: dict[str, Any] = {
-            "chair_s": chair_s, "chair_i": chair_i, "coverage": coverage, "mentions": counts[:, 0],
-            "hallucinations": counts[:, 1], "hallucinated": hallucinated, "covered": covered,
-            "mentioned": named, "image_objects": [sorted(t) for t in truth]}
+            "chair_s": chair_s,
+            "chair_i": chair_i,
+            "coverage": coverage,
+            "mentions": counts[:, 0],
+            "hallucinations": counts[:, 1],
+            "hallucinated": hallucinated,
+            "covered": covered,
+            "mentioned": named,
+            "image_objects": [sorted(t) for t in truth],
+        }
         if self.measure == "s":
             values, corpus = chair_s, float(chair_s.mean()) if n else float("nan")
         else:
@@ -146,8 +178,14 @@ class Chair(Distance):
             values, corpus = chair_i, (int(counts[:, 1].sum()) / total if total else float("nan"))
         return Scores(values.copy(), corpus, details)
 
-    def _image_objects(self, references: Sequence[Sequence[str]], items: Sequence[Any],
-                       vocabulary: _chair.Vocabulary, singular: Any, pairs: dict[str, str]) -> list[set[str]]:
+    def _image_objects(
+        self,
+        references: Sequence[Sequence[str]],
+        items: Sequence[Any],
+        vocabulary: _chair.Vocabulary,
+        singular: Any,
+        pairs: dict[str, str],
+    ) -> list[set[str]]:
         """Per candidate: its image's objects (instances, then what its references name)."""
         by_refs: dict[tuple[str, ...], set[str]] = {}
         out = []
@@ -155,9 +193,13 @@ class Chair(Distance):
         ids = None
         if self.instances:
             _, annotated, ids = read_instances(str(self.instances))
-            unknown = sorted({str(it.id) for it in items if _image_key(it.id, annotated, ids) is None}, key=str)
+            unknown = sorted(
+                {str(it.id) for it in items if _image_key(it.id, annotated, ids) is None}, key=str
+            )
             if unknown:
-                raise MetricError(f"chair: item id(s) {unknown[:10]} are not image ids of {Path(self.instances).name}")
+                raise MetricError(
+                    f"chair: item id(s) {unknown[:10]} are not image ids of {Path(self.instances).name}"
+                )
         for refs, item in zip(references, items):
             key = tuple(refs)
             if key not in by_refs:
@@ -166,7 +208,9 @@ class Chair(Distance):
             if self.instances:
                 for name in annotated.get(_image_key(item.id, annotated, ids), ()):
                     if name not in vocabulary.object_of:
-                        raise MetricError(f"chair: the COCO category {name!r} is not in the synonym table")
+                        raise MetricError(
+                            f"chair: the COCO category {name!r} is not in the synonym table"
+                        )
                     objects.add(vocabulary.object_of[name])
             out.append(objects)
         return out

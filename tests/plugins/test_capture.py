@@ -6,18 +6,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import capmetrics
 import numpy as np
 import pytest
-
-import capmetrics
 from capmetrics import Embedder
 from capmetrics.data.loaders import load_dataset
 from capmetrics.errors import CapmetricsError, DataError, MetricError
 
 pytest.importorskip("nltk")
-from capmetrics.plugins.detailed import _wordnet  # noqa: E402
-from capmetrics.plugins.detailed._capture import VALUES  # noqa: E402
-from capmetrics.plugins.detailed.capture import Capture, sentences  # noqa: E402
+from capmetrics.plugins.detailed import _wordnet
+from capmetrics.plugins.detailed._capture import VALUES
+from capmetrics.plugins.detailed.capture import Capture, sentences
 
 try:
     _wordnet.find_wordnet()
@@ -26,8 +25,13 @@ except MetricError as err:  # pragma: no cover - CI installs wordnet-base
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "capture"
 FIXTURE = json.loads((DATA / "reference_scores.json").read_text())
-TOLERANCE = {"exact": 1e-9, "exact_no_stop_words": 1e-9, "synonyms": 1e-6, "synonyms_soft": 1e-6,
-             "soft_weights": 1e-6}
+TOLERANCE = {
+    "exact": 1e-9,
+    "exact_no_stop_words": 1e-9,
+    "synonyms": 1e-6,
+    "synonyms_soft": 1e-6,
+    "soft_weights": 1e-6,
+}
 
 
 class Bigram(Embedder):
@@ -64,9 +68,13 @@ def test_given_graphs_equal_capture_py(dataset, config) -> None:  # type: ignore
     assert scores.details["parser"].startswith("given")
     for i, item in enumerate(dataset.items):
         runs = cfg["items"][item.id]
-        assert min(np.max(np.abs(mine[i] - np.array(r["values"]))) for r in runs) <= TOLERANCE[config], item.id
+        assert (
+            min(np.max(np.abs(mine[i] - np.array(r["values"]))) for r in runs) <= TOLERANCE[config]
+        ), item.id
         assert max(abs(scores.values[i] - r["score"]) for r in runs) <= TOLERANCE[config], item.id
-    assert scores.corpus == pytest.approx(np.mean([r[0]["score"] for r in cfg["items"].values()]), abs=1e-6)
+    assert scores.corpus == pytest.approx(
+        np.mean([r[0]["score"] for r in cfg["items"].values()]), abs=1e-6
+    )
 
 
 def test_the_fixture_exercises_each_stage() -> None:
@@ -74,7 +82,10 @@ def test_the_fixture_exercises_each_stage() -> None:
     items = FIXTURE["configs"]
 
     def differ(a: str, b: str) -> int:
-        return sum(items[a]["items"][k][0]["score"] != items[b]["items"][k][0]["score"] for k in items[a]["items"])
+        return sum(
+            items[a]["items"][k][0]["score"] != items[b]["items"][k][0]["score"]
+            for k in items[a]["items"]
+        )
 
     assert differ("exact", "synonyms") >= 20
     assert differ("exact", "exact_no_stop_words") >= 10
@@ -84,10 +95,21 @@ def test_the_fixture_exercises_each_stage() -> None:
 def test_by_hand_exact_matching() -> None:
     """Objects {dog, cat} against {dog}: P = 1/(2+eps), R = 1/(1+eps); no attributes or relations."""
     eps = 1e-6
-    item = capmetrics.data.Item("x", ("r",), ("c",), candidate_graphs=(
-        {"entities": [{"head": "dogs", "attributes": ["brown"]}, {"head": "cat", "attributes": []}],
-         "relations": [{"subject": 0, "relation": "near", "object": 1}]},),
-        reference_graphs=({"entities": [{"head": "dog", "attributes": []}], "relations": []},))
+    item = capmetrics.data.Item(
+        "x",
+        ("r",),
+        ("c",),
+        candidate_graphs=(
+            {
+                "entities": [
+                    {"head": "dogs", "attributes": ["brown"]},
+                    {"head": "cat", "attributes": []},
+                ],
+                "relations": [{"subject": 0, "relation": "near", "object": 1}],
+            },
+        ),
+        reference_graphs=({"entities": [{"head": "dog", "attributes": []}], "relations": []},),
+    )
     s = Capture(synonym_matching=False, soft_matching=False).score_items(["c"], [["r"]], [item])
     p, r = 1 / (2 + eps), 1 / (1 + eps)
     f = 2 * p * r / (p + r + eps)
@@ -98,29 +120,48 @@ def test_by_hand_exact_matching() -> None:
 
 def test_synonyms_and_substrings_match() -> None:
     """car ~ automobile (WordNet), tower ~ clock tower (substring); relations need all three."""
+
     def graph(*heads: str, rel: str | None = None) -> dict:
         relations = [{"subject": 0, "relation": rel, "object": 1}] if rel else []
         return {"entities": [{"head": h, "attributes": []} for h in heads], "relations": relations}
 
-    item = capmetrics.data.Item("x", ("r",), ("c",), candidate_graphs=(graph("automobile", "tower", rel="near"),),
-                                reference_graphs=(graph("car", "clock tower", rel="close"),))
+    item = capmetrics.data.Item(
+        "x",
+        ("r",),
+        ("c",),
+        candidate_graphs=(graph("automobile", "tower", rel="near"),),
+        reference_graphs=(graph("car", "clock tower", rel="close"),),
+    )
     on = Capture(soft_matching=False).score_items(["c"], [["r"]], [item])
     off = Capture(soft_matching=False, synonym_matching=False).score_items(["c"], [["r"]], [item])
     assert on.details["object_recall"][0] == pytest.approx(2 / (2 + 1e-6), abs=1e-15)
     assert off.details["object_recall"][0] == 0.0
-    assert on.details["relation_recall"][0] == pytest.approx(1 / (1 + 1e-6), abs=1e-15)  # near ~ close (WordNet)
+    assert on.details["relation_recall"][0] == pytest.approx(
+        1 / (1 + 1e-6), abs=1e-15
+    )  # near ~ close (WordNet)
 
 
 def test_sub_metrics_and_signature(dataset) -> None:  # type: ignore[no-untyped-def]
-    results = capmetrics.score(dataset, ["capture(soft_matching=false)",
-                                         "capture(soft_matching=false, category=object, part=p)",
-                                         "capture(soft_matching=false, category=relation, part=r)"])
+    results = capmetrics.score(
+        dataset,
+        [
+            "capture(soft_matching=false)",
+            "capture(soft_matching=false, category=object, part=p)",
+            "capture(soft_matching=false, category=relation, part=r)",
+        ],
+    )
     full = results["capture(soft_matching=false)"]
-    assert full.signature["parser"] == "given (FACTUAL format)" and full.signature["wordnet"] == "3.0"
-    np.testing.assert_array_equal(results["capture(soft_matching=false, category=object, part=p)"].item_values,
-                                  full.details["object_precision"])
-    np.testing.assert_array_equal(results["capture(soft_matching=false, category=relation, part=r)"].item_values,
-                                  full.details["relation_recall"])
+    assert (
+        full.signature["parser"] == "given (FACTUAL format)" and full.signature["wordnet"] == "3.0"
+    )
+    np.testing.assert_array_equal(
+        results["capture(soft_matching=false, category=object, part=p)"].item_values,
+        full.details["object_precision"],
+    )
+    np.testing.assert_array_equal(
+        results["capture(soft_matching=false, category=relation, part=r)"].item_values,
+        full.details["relation_recall"],
+    )
     expected = [FIXTURE["configs"]["synonyms"]["items"][i][0]["score"] for i in full.item_ids]
     np.testing.assert_allclose(full.item_values, expected, rtol=0, atol=1e-12)
 
@@ -132,24 +173,52 @@ def test_parameters_are_checked() -> None:
         Capture(category="objects")
     with pytest.raises(MetricError, match="f for category=all"):
         Capture(part="p")
-    assert capmetrics.compose("capture(category=attribute, part=r)").value_name() == "attribute_recall"
+    assert (
+        capmetrics.compose("capture(category=attribute, part=r)").value_name() == "attribute_recall"
+    )
 
 
 def test_bad_graphs_name_the_item(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    bad = {"entities": [{"head": "dog"}], "relations": [{"subject": 0, "relation": "on", "object": 3}]}
-    item = capmetrics.data.Item("img-7", ("r",), ("c",), candidate_graphs=(bad,),
-                                reference_graphs=({"entities": [], "relations": []},))
-    with pytest.raises(MetricError, match=r"item 'img-7', candidate 0 graph: relation 0: 'object' must be an entity"):
+    bad = {
+        "entities": [{"head": "dog"}],
+        "relations": [{"subject": 0, "relation": "on", "object": 3}],
+    }
+    item = capmetrics.data.Item(
+        "img-7",
+        ("r",),
+        ("c",),
+        candidate_graphs=(bad,),
+        reference_graphs=({"entities": [], "relations": []},),
+    )
+    with pytest.raises(
+        MetricError,
+        match=r"item 'img-7', candidate 0 graph: relation 0: 'object' must be an entity",
+    ):
         Capture(soft_matching=False).score_items(["c"], [["r"]], [item])
     path = tmp_path / "g.jsonl"
-    path.write_text(json.dumps({"id": 1, "candidates": ["c"], "references": ["a", "b"], "candidate_graph": bad,
-                                "reference_graphs": [bad]}) + "\n")
-    with pytest.raises(DataError, match="'reference_graphs' must be a list of one scene graph per reference \\(2\\)"):
+    path.write_text(
+        json.dumps(
+            {
+                "id": 1,
+                "candidates": ["c"],
+                "references": ["a", "b"],
+                "candidate_graph": bad,
+                "reference_graphs": [bad],
+            }
+        )
+        + "\n"
+    )
+    with pytest.raises(
+        DataError,
+        match="'reference_graphs' must be a list of one scene graph per reference \\(2\\)",
+    ):
         load_dataset(path)
 
 
 def test_items_with_and_without_graphs_are_refused(dataset) -> None:  # type: ignore[no-untyped-def]
-    mixed = capmetrics.data.Dataset([*dataset.items[:2], capmetrics.data.Item("plain", ("a dog",), ("a cat",))])
+    mixed = capmetrics.data.Dataset(
+        [*dataset.items[:2], capmetrics.data.Item("plain", ("a dog",), ("a cat",))]
+    )
     with pytest.raises(CapmetricsError, match=r"item\(s\) \['plain'\] do not"):
         capmetrics.score(mixed, ["capture(soft_matching=false)"])
     with pytest.raises(MetricError, match="item 'plain' carries no candidate_graph"):
@@ -157,7 +226,12 @@ def test_items_with_and_without_graphs_are_refused(dataset) -> None:  # type: ig
 
 
 def test_sentences() -> None:
-    assert sentences("A dog. It runs!  Is it fast? yes") == ["A dog.", "It runs!", "Is it fast?", "yes"]
+    assert sentences("A dog. It runs!  Is it fast? yes") == [
+        "A dog.",
+        "It runs!",
+        "Is it fast?",
+        "yes",
+    ]
     assert sentences("   ") == []
 
 
@@ -172,14 +246,20 @@ def _corenlp_ready() -> bool:
 
 
 @pytest.mark.java
-@pytest.mark.skipif(not _corenlp_ready(), reason="needs `capmetrics setup spice` (CoreNLP 3.6.0) and Java")
+@pytest.mark.skipif(
+    not _corenlp_ready(), reason="needs `capmetrics setup spice` (CoreNLP 3.6.0) and Java"
+)
 def test_corenlp_graphs_sentence_by_sentence() -> None:
     """Without given graphs each sentence is parsed by SPICE's parser; by hand: candidate objects
     {street, car, man, building, shirt}, reference {car, street}."""
-    cand = "A red car is parked on the busy street. Two men in white shirts walk past a tall building!"
+    cand = (
+        "A red car is parked on the busy street. Two men in white shirts walk past a tall building!"
+    )
     c = Capture(soft_matching=False)
     s = c.score([cand], [["a car on a street"]])
-    assert s.details["parser"].startswith("corenlp") and c.signature()["parser"].startswith("corenlp")
+    assert s.details["parser"].startswith("corenlp") and c.signature()["parser"].startswith(
+        "corenlp"
+    )
     assert s.details["object_precision"][0] == pytest.approx(2 / (5 + 1e-6), abs=1e-12)
     assert s.details["object_recall"][0] == pytest.approx(2 / (2 + 1e-6), abs=1e-12)
 
@@ -187,26 +267,38 @@ def test_corenlp_graphs_sentence_by_sentence() -> None:
 def test_meta_reads_the_detailcaps_layout_and_reports_length_bias(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """DetailCaps records (caption, GT_Caption_* references, a human score) load as judgments;
     meta reports Kendall tau-b of each metric with caption length, and of the ratings."""
-    from scipy.stats import kendalltau
-
     from capmetrics.data.judgments import load_judgments
     from capmetrics.meta import agreement, candidate_lengths, metric_scores
+    from scipy.stats import kendalltau
 
-    refs = {"GT_Caption_GPT4O": "A man rides a red bicycle down a busy city street past tall buildings.",
-            "GT_Caption_GPT4V": "A cyclist on a red bike in a city street with cars and buildings."}
-    captions = ["A man rides a bike.", "A man rides a red bicycle on a street.",
-                "A man rides a red bicycle down a busy street with cars, people, dogs, trees and many shops.",
-                "A dog.", "A cyclist in a city street with tall buildings and cars."]
-    lines = [json.dumps({"id": k, "image": "img", "caption": c, "human_score": s, **refs})
-             for k, (c, s) in enumerate(zip(captions, [2, 4, 3, 0, 5]))]
+    refs = {
+        "GT_Caption_GPT4O": "A man rides a red bicycle down a busy city street past tall buildings.",
+        "GT_Caption_GPT4V": "A cyclist on a red bike in a city street with cars and buildings.",
+    }
+    captions = [
+        "A man rides a bike.",
+        "A man rides a red bicycle on a street.",
+        "A man rides a red bicycle down a busy street with cars, people, dogs, trees and many shops.",
+        "A dog.",
+        "A cyclist in a city street with tall buildings and cars.",
+    ]
+    lines = [
+        json.dumps({"id": k, "image": "img", "caption": c, "human_score": s, **refs})
+        for k, (c, s) in enumerate(zip(captions, [2, 4, 3, 0, 5]))
+    ]
     path = tmp_path / "detailcaps.jsonl"
     path.write_text("\n".join(lines) + "\n")
     judgments = load_judgments(path)
-    assert judgments.dataset.items[0].references == (refs["GT_Caption_GPT4O"], refs["GT_Caption_GPT4V"])
+    assert judgments.dataset.items[0].references == (
+        refs["GT_Caption_GPT4O"],
+        refs["GT_Caption_GPT4V"],
+    )
     result = agreement("bleu-1", judgments, n_boot=0, ceiling=False)
     lengths = candidate_lengths(judgments.dataset)
     assert lengths.tolist() == [len(c.split()) for c in captions]
     scores = metric_scores("bleu-1", judgments.dataset)
     assert result.length_tau_b == pytest.approx(kendalltau(scores, lengths).statistic, abs=1e-12)
-    assert result.human_length_tau_b == pytest.approx(kendalltau([2, 4, 3, 0, 5], lengths).statistic, abs=1e-12)
+    assert result.human_length_tau_b == pytest.approx(
+        kendalltau([2, 4, 3, 0, 5], lengths).statistic, abs=1e-12
+    )
     assert result.as_dict()["length_tau_b"] == result.length_tau_b

@@ -8,18 +8,25 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import capmetrics
 import numpy as np
 import pytest
-
-import capmetrics
 from capmetrics.errors import MetricError
 from capmetrics.plugins import spice
 from capmetrics.plugins.spice import _resources
 
-FIXTURE = json.loads((Path(__file__).resolve().parents[1] / "data" / "spice" / "expert40.json").read_text())
+FIXTURE = json.loads(
+    (Path(__file__).resolve().parents[1] / "data" / "spice" / "expert40.json").read_text()
+)
 #: spec category -> the jar's category name
-JAR = {"object": "Object", "attribute": "Attribute", "relation": "Relation", "color": "Color",
-       "count": "Cardinality", "size": "Size"}
+JAR = {
+    "object": "Object",
+    "attribute": "Attribute",
+    "relation": "Relation",
+    "color": "Color",
+    "count": "Cardinality",
+    "size": "Size",
+}
 
 
 def _ready() -> str | None:
@@ -31,8 +38,13 @@ def _ready() -> str | None:
 
 
 def test_count_is_the_jars_cardinality() -> None:
-    assert capmetrics.compose("spice(category=count)") == capmetrics.compose("spice(category=cardinality)")
-    assert capmetrics.compose("spice(category=Count, part=r)").spec == "spice(category=cardinality, part=r)"
+    assert capmetrics.compose("spice(category=count)") == capmetrics.compose(
+        "spice(category=cardinality)"
+    )
+    assert (
+        capmetrics.compose("spice(category=Count, part=r)").spec
+        == "spice(category=cardinality, part=r)"
+    )
     with pytest.raises(MetricError, match="unknown category 'colour'"):
         spice.Spice(category="colour")
 
@@ -44,15 +56,32 @@ def test_category_sub_metrics_equal_the_jar() -> None:
     """One run, every category as its own metric: per-item F (and P, R for objects) as the jar's
     output gives them (None there = no tuples of that category = NaN here)."""
     items = FIXTURE["items"]
-    specs = [f"spice(category={c})" for c in JAR] + ["spice(category=object, part=p)", "spice(category=object, part=r)"]
-    results = capmetrics.score(candidates=[it["candidate"] for it in items],
-                               references=[it["references"] for it in items], metrics=specs)
+    specs = [f"spice(category={c})" for c in JAR] + [
+        "spice(category=object, part=p)",
+        "spice(category=object, part=r)",
+    ]
+    results = capmetrics.score(
+        candidates=[it["candidate"] for it in items],
+        references=[it["references"] for it in items],
+        metrics=specs,
+    )
     for spec in specs:
         category = spec.split("category=")[1].split(",")[0].rstrip(")")
-        field = {"p": "pr", "r": "re"}.get(spec.split("part=")[1][0], "f") if "part=" in spec else "f"
-        expected = np.array([np.nan if it["scores"][JAR[category]][field] is None else it["scores"][JAR[category]][field]
-                             for it in items], dtype=float)
-        np.testing.assert_allclose(results[spec].item_values, expected, rtol=0, atol=1e-12, err_msg=spec)
+        field = (
+            {"p": "pr", "r": "re"}.get(spec.split("part=")[1][0], "f") if "part=" in spec else "f"
+        )
+        expected = np.array(
+            [
+                np.nan
+                if it["scores"][JAR[category]][field] is None
+                else it["scores"][JAR[category]][field]
+                for it in items
+            ],
+            dtype=float,
+        )
+        np.testing.assert_allclose(
+            results[spec].item_values, expected, rtol=0, atol=1e-12, err_msg=spec
+        )
         known = expected[~np.isnan(expected)]
         assert results[spec].corpus == pytest.approx(known.mean(), abs=1e-12), spec
     # the categories are not all empty on this data: objects, attributes and relations are matched
