@@ -86,7 +86,8 @@ class ClipScore(Distance):
         prompt: put before every caption (a space is added if it does not end with one).
         truncate: ``true`` cuts captions longer than the text tower takes (77 tokens for CLIP, the
             checkpoint's context, e.g. 248 for Long-CLIP), as the papers' code does, with one
-            warning that counts the captions and the tokens cut; ``false`` refuses them.
+            warning that counts the captions and the tokens cut; ``false`` refuses them (with
+            ``long=chunk``: a single word longer than a piece).
         long: ``truncate`` (the papers' way; the default) or ``chunk``: each caption is split into
             sentences (a sentence over the context into word pieces that fit), each piece is
             embedded with the prompt, and the caption's feature is the mean of the pieces' unit
@@ -175,11 +176,19 @@ class ClipScore(Distance):
         if self.long == "chunk":
             pieces = [self.chunks(t) for t in texts]
             flat = [piece for ps in pieces for piece in ps]
+            cut = self._cut(flat, "caption pieces")
+            if cut.over and not self.truncate:  # a single word longer than a piece
+                shown = "; ".join(repr(t[:60] + "...") for t in sorted(cut.over)[:3])
+                raise MetricError(
+                    f"{self.name}: {len(cut.over)} piece(s) of a sentence are longer than the "
+                    f"text tower takes though split at words (with the prompt): {shown}; "
+                    "truncate=true cuts them"
+                )
             unit = _unit(model.embed_texts(flat))
             starts = np.cumsum([0, *(len(ps) for ps in pieces)])
             means = [unit[a:b].mean(axis=0) for a, b in pairwise(starts)]
             feats = _unit(np.stack(means)) if means else unit[:0]
-            return feats, self._cut(flat, "caption pieces")
+            return feats, cut
         prefix = self._prefix()
         prompted = [prefix + t for t in texts]
         cut = self._cut(prompted, "captions")
@@ -246,15 +255,15 @@ class ClipScore(Distance):
             return
         if cut.context is None:
             what = (
-                f"{len(cut.over)} of {len(cut.texts)} distinct {cut.unit} longer than the text tower "
-                "takes (with the prompt) were cut"
+                f"{len(cut.over)} of {len(cut.texts)} distinct {cut.unit} longer than the text "
+                "tower takes (with the prompt) were cut"
             )
         else:
             dropped = sum(n - cut.context for n in cut.lengths)
             what = (
-                f"{len(cut.over)} of {len(cut.texts)} distinct {cut.unit} longer than {cut.context} "
-                f"tokens were cut (up to {max(cut.lengths)} tokens; {dropped} tokens dropped in all; "
-                "prompt, start and end tokens counted)"
+                f"{len(cut.over)} of {len(cut.texts)} distinct {cut.unit} longer than "
+                f"{cut.context} tokens were cut (up to {max(cut.lengths)} tokens; {dropped} tokens "
+                "dropped in all; prompt, start and end tokens counted)"
             )
         how = (
             "; truncate=false refuses them, long=chunk embeds them sentence by sentence"

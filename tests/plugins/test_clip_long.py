@@ -346,3 +346,20 @@ def test_a_model_that_counts_no_tokens_gets_the_caption_count_only():
     feats, _ = chunked.text_features(["A cat. A dog!"])
     parts = _unit(_NoCounts().embed_texts([PROMPT + "A cat.", PROMPT + "A dog!"]))
     np.testing.assert_allclose(feats[0], _unit(parts.mean(axis=0)), atol=1e-15)
+
+
+def test_chunk_mode_cuts_a_word_longer_than_a_piece_with_the_warning_or_refuses_it(ckpts):
+    word = "x" * 400  # one "word" of CLIP's BPE far over 77 tokens
+    n = _tokens(word)
+    assert n > 77
+    data = _dataset([("a", "images/astronaut.jpg", [f"A dog. {word}"], ["x"])])
+    _, messages = _score(data, f'clip-score(model="{ckpts["clip"]}", long=chunk)')
+    expected = (
+        f"clip-score: 1 of 2 distinct caption pieces longer than 77 tokens were cut (up to {n} tokens; "
+        f"{n - 77} tokens dropped in all;"
+    )
+    assert sum(m.startswith(expected) for m in messages) == 1, messages
+    with pytest.raises(
+        MetricError, match=r"1 piece\(s\) of a sentence are longer than the text tower"
+    ):
+        capmetrics.score(data, [f'clip-score(model="{ckpts["clip"]}", long=chunk, truncate=false)'])
