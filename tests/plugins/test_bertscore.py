@@ -20,6 +20,12 @@ needs_flickr8k = pytest.mark.skipif(not (FLICKR8K / "Flickr8k.token.txt").is_fil
 ITEMS = 20
 
 
+@pytest.fixture(autouse=True)
+def _no_disk_cache(monkeypatch):
+    """These tests count the model's work: the disk cache (tests/core/test_embedding_cache.py) is off."""
+    monkeypatch.setenv("CAPMETRICS_EMBEDDING_CACHE", "0")
+
+
 @pytest.fixture(scope="module")
 def expert():
     from capmetrics.data.flickr8k import load_expert
@@ -259,8 +265,9 @@ def test_bert_embedder_pools_bertscore_token_embeddings_as_sentence_transformers
     assert np.abs(ours - reference).max() <= 1e-6
     np.testing.assert_allclose(np.linalg.norm(normalised, axis=1), 1.0, atol=1e-6)
     ran.clear()
-    embedder.embed_texts(texts[:3])  # outside a run nothing is shared: sentence-transformers runs
-    assert ran == texts[:3]
+    alone = capmetrics.compose("bert", "embedder")  # outside a run: the model's own token encoder pools
+    monkeypatch.setattr(alone, "_run_model", lambda t, normalize=None: ran.extend(t) or run(t, normalize))
+    assert np.array_equal(alone.embed_texts(texts[:3]), ours[:3]) and ran == []
 
 
 def test_mean_pooling_layout_reads_the_sentence_transformers_config(tmp_path, model_path):
@@ -302,5 +309,6 @@ def test_bertscore_trm_and_mmd_embed_each_distinct_sentence_once(expert, monkeyp
     results = capmetrics.score(data, ["bertscore", "trm(distance=bertscore)", "mmd(embedder=bert)"])
     enc = _encoder.shared_encoder(None, None)
     assert enc.texts_embedded == len(distinct)
-    assert enc.forward_passes == 1  # 3 * 6 + 30 texts < one batch of 64
+    # one pass per token length (each fewer than 64 texts): batch invariant
+    assert enc.forward_passes == len({len(ids) for ids in enc.token_ids(sorted(distinct))})
     assert len(results.metrics) == 3 and all(np.isfinite(m.item_values).all() for m in results.metrics)
