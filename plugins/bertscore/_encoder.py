@@ -187,12 +187,14 @@ class TokenEncoder:
         return exactly what the model would compute)."""
         import torch
 
+        from capmetrics.progress import work
+
         ids = self.token_ids(texts)
         fresh: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         by_length: dict[int, list[int]] = {}
         for k, row in enumerate(ids):
             by_length.setdefault(len(row), []).append(k)
-        with torch.inference_mode():
+        with torch.inference_mode(), work(len(texts), "sentences") as advance:  # a run's bar moves per pass
             for length in sorted(by_length, reverse=True):
                 members = by_length[length]
                 for start in range(0, len(members), BATCH_SIZE):
@@ -204,6 +206,7 @@ class TokenEncoder:
                     out = self.encoder(tokens, attention_mask=mask)[0][: len(chunk)]
                     self.forward_passes += 1
                     self.texts_embedded += len(chunk)
+                    advance(len(chunk))
                     weights = mask[: len(chunk)].unsqueeze(-1).to(out.dtype)
                     means = ((out * weights).sum(1) / weights.sum(1).clamp(min=1e-9)).float().cpu().numpy()
                     out = (out / out.norm(dim=-1, keepdim=True)).float().cpu().numpy()

@@ -5,9 +5,16 @@ rows and COCOEvalCap without SPICE are tested next to their code.)"""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
+import os
+import pty
+import re
+import struct
+import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +23,7 @@ import pytest
 import capmetrics
 from capmetrics.strict_json import dumps, loads_strict
 from tests.conftest import SAMPLE
-from tests.core.test_first_contact import run_cli
+from tests.core.test_first_contact import CLI, run_cli
 
 CANDIDATES = ["a dog runs on the grass", "a man rides a bike"]
 REFERENCES = [["a dog is running on the grass", "a brown dog runs"],
@@ -195,3 +202,111 @@ def test_nneval_train_caches_features_under_the_cache_root(monkeypatch, tmp_path
     assert result.exit_code == 2 and "stop" in result.output
     root = tmp_path / "root" if variable == "CAPMETRICS_CACHE_DIR" else tmp_path / "root" / "capmetrics"
     assert seen["cache_dir"] == str(root / "nneval")
+
+
+# -- progress fed by every slow component; one console for bars and messages ---------------------
+COLOR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def run_on_terminal(*args: object, env: dict[str, str] | None = None, columns: int = 120,
+                    timeout: float = 900) -> tuple[str, int]:
+    """``capmetrics ARGS`` on a pseudo-terminal; the raw text it wrote (colours removed, cursor
+    movements and line erasures kept: they tell a line of its own from one written onto a bar)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "CAPMETRICS_QUIET")}
+    environ.update({"TERM": "xterm-256color", **(env or {})})
+    proc = subprocess.Popen([*CLI, *map(str, args)], stdin=slave, stdout=slave, stderr=slave, env=environ,
+                            close_fds=True)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    code = proc.wait(timeout=timeout)
+    return COLOR.sub("", b"".join(chunks).decode("utf-8", "replace")), code
+
+
+def shown(raw: str) -> list[str]:
+    """What each bar redraw and each printed line showed (split at carriage returns, line feeds
+    and line erasures)."""
+    return [part for part in re.split(r"\r|\n|\x1b\[2K|\x1b\[\d*A|\x1b\[\?25[hl]", raw) if part.strip()]
+
+
+def counts(raw: str, unit: str) -> set[tuple[int, int]]:
+    return {(int(a), int(b)) for a, b in re.findall(rf"(\d+)/(\d+) {unit}\b", raw)}
+
+
+def test_bertscore_and_nneval_move_the_bar_while_they_embed_and_compute_features(tmp_path: Path) -> None:
+    data = tmp_path / "six.jsonl"  # six items of the sample: 30 references, 30-odd candidates
+    data.write_text("".join(SAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)[:6]), encoding="utf-8")
+    raw, code = run_on_terminal("score", data, "-m", "bertscore", "-m", "nneval(model=flickr8k-embeddings)",
+                                env={"CAPMETRICS_CACHE_DIR": str(tmp_path / "cache")})  # nothing embedded yet
+    assert code == 0, raw[-3000:]
+    sentences = counts(raw, "sentences")
+    assert any(0 < done < total for done, total in sentences), sentences  # not 0 then done
+    features = counts(raw, "features")
+    assert {total for _, total in features} == {15} and len(features) >= 8, features
+    assert "nneval(model=flickr8k-embeddings) (2/2)" in raw and "bertscore (1/2)" in raw
+
+
+def test_a_warning_during_a_run_prints_above_the_bar_not_onto_it(clipscore_files) -> None:
+    folder, model = clipscore_files["folder"], clipscore_files["model"]
+    raw, code = run_on_terminal("score", folder / "cands.json", "--images", CLIP_DATA / "images",
+                                "-m", f'clip-score(model="{model}")')
+    assert code == 0, raw[-3000:]
+    lines = shown(raw)
+    warned = [line for line in lines if "Warning:" in line]
+    assert warned and all(line.startswith("Warning: clip-score: ") for line in warned), warned
+    assert any("clip-score" in line and "items" in line for line in lines)  # the bar was up meanwhile
+
+
+def test_notices_and_warnings_go_through_the_live_bar_and_the_hook_is_restored(monkeypatch) -> None:
+    import threading
+    import warnings
+
+    import rich.progress
+
+    from capmetrics import notices, progress
+
+    master, slave = pty.openpty()
+    terminal = os.fdopen(slave, "w", encoding="utf-8")
+    printed: list[str] = []
+    bars: list[object] = []
+    real_progress = rich.progress.Progress
+    monkeypatch.setattr(rich.progress, "Progress", lambda *a, **k: bars.append(1) or real_progress(*a, **k))
+    monkeypatch.delenv("CAPMETRICS_QUIET", raising=False)
+    monkeypatch.setattr(notices.sys, "stderr", terminal)  # the notice sees a terminal
+
+    def default_hook(message, category, filename, lineno, file=None, line=None):  # the stdlib's, not pytest's
+        (file or sys.stderr).write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    monkeypatch.setattr(warnings, "showwarning", default_hook)
+    with progress.RunProgress(terminal, items=3) as run, progress.reporting(run):
+        monkeypatch.setattr(run.bar.console, "print",
+                            lambda text, **kw: printed.append(text) if isinstance(text, str) else None)
+        assert progress.bar_is_live() and len(bars) == 1
+
+        def first_use() -> None:  # a one-time step in another thread (a background preparation)
+            with notices.one_time_step("building a cache", "a second", total=10) as advance:
+                advance(10)
+
+        worker = threading.Thread(target=first_use)
+        worker.start()
+        worker.join()
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn("a wembsim warning", UserWarning)
+    assert len(bars) == 1  # no second bar beside the run's
+    assert printed[0] == "capmetrics: building a cache (once; usually a second)..."
+    assert printed[1].startswith("capmetrics: building a cache: done in ")
+    assert any("UserWarning: a wembsim warning" in text for text in printed[2:])
+    assert warnings.showwarning is default_hook and not progress.bar_is_live()  # restored
+    terminal.close()
+    os.close(master)
