@@ -219,6 +219,10 @@ class Distance(Component):
     #: Metrics that read more of an item than its texts (its id, the scene graphs it carries):
     #: :func:`capmetrics.score` calls :meth:`score_items` instead of :meth:`score`.
     needs_items: ClassVar[bool] = False
+    #: Cheap, model-free distances (the n-gram ones): a statistic over one lets each worker
+    #: process build its items' pairwise matrices. ``False`` (anything holding a model): the
+    #: matrices are built in the parent process and the workers get them.
+    pairwise_on_workers: ClassVar[bool] = False
 
     def fit(self, references: Sequence[Sequence[str]]) -> Distance:
         """Learn corpus statistics (e.g. CIDEr's document frequencies); a no-op by default."""
@@ -254,6 +258,11 @@ class Distance(Component):
         refs = [[y] for _ in a for y in b]
         values = self.pairwise_scores(cands, refs)
         return self.to_distance(np.asarray(values, dtype=float)).reshape(len(a), len(b))
+
+    def pairwise_many(self, pools: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """``pairwise(pool, pool)`` of every pool (what TRM calls, for many items at once);
+        metrics that batch the work across pools (BERTScore, the n-gram ones) override it."""
+        return [self.pairwise(pool, pool) for pool in pools]
 
     def pairwise_scores(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:
         """Per-pair scores used by :meth:`pairwise`; metrics whose corpus statistics must stay

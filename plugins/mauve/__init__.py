@@ -27,10 +27,10 @@ from capmetrics.permutation import (
 )
 from capmetrics.plugins.mauve._divergence import histograms, mauve_scores
 from capmetrics.plugins.mauve._quantise import SplitQuantiser
-from capmetrics.plugins.multicandidate.kernels import _EmbeddingStatistic
+from capmetrics.plugins.multicandidate import EmbeddingStatistic
 
 
-class MAUVE(_EmbeddingStatistic):
+class MAUVE(EmbeddingStatistic):
     """MAUVE between the candidate and reference embeddings of an item (higher = closer).
 
     Args:

@@ -131,8 +131,10 @@ def frechet_of_splits(z: np.ndarray, n: int) -> SplitStatistic:
     return stat
 
 
-class _EmbeddingStatistic(PermutationStatistic):
-    """A statistic over the pooled embeddings of an item's candidates and references."""
+class EmbeddingStatistic(PermutationStatistic):
+    """A statistic over the pooled embeddings of an item's candidates and references: the
+    ``embedder`` parameter (default: the bundled sentence-transformer), its signature, fitting
+    and device; subclasses implement ``pooled``/``split_statistic`` (MMD, Fréchet, MAUVE)."""
 
     accepts_empty_candidates = True  # an empty text has the embedder's vector for ""
 
@@ -159,7 +161,7 @@ class _EmbeddingStatistic(PermutationStatistic):
         """The embedder a run uses (the default one when none is given), for readiness checks."""
         return [self.resolved_embedder()]
 
-    def for_workers(self) -> _EmbeddingStatistic:
+    def for_workers(self) -> EmbeddingStatistic:
         """A copy without the embedder: workers get embeddings, never a model."""
         return self.without("embedder")  # type: ignore[return-value]
 
@@ -175,7 +177,7 @@ class _EmbeddingStatistic(PermutationStatistic):
         embedder = self.resolved_embedder()
         return getattr(embedder, "_device", None) or resolve_device(getattr(embedder, "device", None))
 
-    def fit(self, references: Sequence[Sequence[str]]) -> _EmbeddingStatistic:
+    def fit(self, references: Sequence[Sequence[str]]) -> EmbeddingStatistic:
         embedder = self.resolved_embedder()
         if hasattr(embedder, "fit"):
             embedder.fit(references)
@@ -199,7 +201,7 @@ class _EmbeddingStatistic(PermutationStatistic):
         return out
 
 
-class MMD(_EmbeddingStatistic):
+class MMD(EmbeddingStatistic):
     """Maximum mean discrepancy (MMD²) with an RBF kernel over sentence embeddings.
 
     Args:
@@ -257,7 +259,7 @@ def rbf_kernel(z: np.ndarray, estimator: str = "unbiased", bandwidth: str | floa
     return kernel
 
 
-class Frechet(_EmbeddingStatistic):
+class Frechet(EmbeddingStatistic):
     """Fréchet distance between Gaussians fitted to the candidate and reference embeddings.
 
     Uses the exact nuclear-norm form of tr((Σ₁Σ₂)^½), stable for few samples in many dimensions.

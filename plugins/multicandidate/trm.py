@@ -26,7 +26,6 @@ import numpy as np
 
 from capmetrics import Distance, MetricError
 from capmetrics.plugins.multicandidate.fitting import FitsDistance
-from capmetrics.plugins.ngram.counts import BatchDistance
 from capmetrics.permutation import (
     PermutationStatistic,
     PValueMethod,
@@ -34,8 +33,6 @@ from capmetrics.permutation import (
     require_finite,
 )
 
-#: Items whose distance matrices are computed in one batched call.
-BATCH_ITEMS = 256
 #: Distances equal to this many significant digits (of the item's largest distance) tie.
 TIE_DIGITS = 12
 
@@ -120,9 +117,10 @@ class TRM(FitsDistance, PermutationStatistic):
 
     @property
     def pooled_in_parent(self) -> bool:  # type: ignore[override]
-        """n-gram distances are cheap and model-free: each worker builds its own matrices
-        (that is most of TRM-CIDEr-D's time); any other distance runs in the parent."""
-        return not isinstance(self.distance, BatchDistance)
+        """Cheap, model-free distances (``pairwise_on_workers``: the n-gram ones) let each
+        worker build its own matrices (that is most of TRM-CIDEr-D's time); any other distance
+        runs in the parent."""
+        return self.distance is None or not self.distance.pairwise_on_workers
 
     def for_workers(self) -> TRM:
         clone = self.without("distance")
@@ -139,18 +137,10 @@ class TRM(FitsDistance, PermutationStatistic):
         return np.asarray(self.distance.pairwise(pool, pool), dtype=float)
 
     def pooled_many(self, items: Sequence[tuple[list[str], list[str]]]) -> list[np.ndarray]:
-        """Distance matrices of many items; one batched call for n-gram distances and for
-        distances with a ``pairwise_many(pools)`` method (BERTScore: one embedding pass)."""
-        many = getattr(self.distance, "pairwise_many", None)
-        if many is not None:
-            return [np.asarray(d, dtype=float) for d in many([c + r for c, r in items])]
-        if not isinstance(self.distance, BatchDistance):
-            return super().pooled_many(items)
-        out: list[np.ndarray] = []
-        for start in range(0, len(items), BATCH_ITEMS):
-            pools = [c + r for c, r in items[start : start + BATCH_ITEMS]]
-            out.extend(batched_pairwise(self.distance, pools))
-        return out
+        """Distance matrices of many items, from the distance's ``pairwise_many`` (batched by
+        the n-gram distances and BERTScore: one embedding pass)."""
+        pools = [c + r for c, r in items]
+        return [np.asarray(d, dtype=float) for d in self.distance.pairwise_many(pools)]
 
     def split_statistic(self, pooled: np.ndarray, n: int) -> SplitStatistic:
         size = len(pooled)
@@ -162,16 +152,3 @@ class TRM(FitsDistance, PermutationStatistic):
         require_finite(off, lambda: f"the {self.distance_name()} distance matrix")
         counts = split_counts(round_ties(pooled))
         return lambda masks: q_statistic(counts(masks))
-
-
-def batched_pairwise(distance: BatchDistance, pools: Sequence[list[str]]) -> list[np.ndarray]:
-    """``distance.pairwise(pool, pool)`` for every pool, from one n-gram batch: each pooled
-    text is a candidate whose reference slots are its own pool."""
-    flat = [text for pool in pools for text in pool]
-    slots = [pool for pool in pools for _ in pool]
-    values = distance.to_distance(distance.slot_scores(distance.batch(flat, slots)))
-    out, row = [], 0
-    for pool in pools:
-        out.append(values[row : row + len(pool), : len(pool)])
-        row += len(pool)
-    return out

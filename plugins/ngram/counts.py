@@ -434,6 +434,10 @@ def set_frequencies(batch: Batch, matches: Matches, n_grams: int) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # the base of the n-gram metrics
 # ---------------------------------------------------------------------------------------------
+#: Pools of :meth:`BatchDistance.pairwise_many` tokenised in one batch.
+POOLS_PER_BATCH = 256
+
+
 class BatchDistance(Distance):
     """A distance computed on a :class:`Batch`: per-item values for :meth:`score`, per-slot
     values for :meth:`pairwise`. Subclasses implement :meth:`score_batch` and
@@ -441,6 +445,7 @@ class BatchDistance(Distance):
 
     higher_is_better = True
     accepts_empty_candidates = True  # no n-gram: BLEU, ROUGE-L and CIDEr-D give 0, as coco-caption
+    pairwise_on_workers = True  # cheap and model-free
     tokenizer: Tokenizer
 
     @staticmethod
@@ -466,6 +471,22 @@ class BatchDistance(Distance):
         if len(candidates) == 0 and len(references) == 0:
             return Scores(np.zeros(0), float("nan"))
         return self.score_batch(self.batch(candidates, references))
+
+    def pairwise_many(self, pools: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """``pairwise(pool, pool)`` for every pool, from one n-gram batch per
+        :data:`POOLS_PER_BATCH` pools: each pooled text is a candidate whose reference slots are
+        its own pool."""
+        out: list[np.ndarray] = []
+        for start in range(0, len(pools), POOLS_PER_BATCH):
+            chunk = [list(pool) for pool in pools[start : start + POOLS_PER_BATCH]]
+            flat = [text for pool in chunk for text in pool]
+            slots = [pool for pool in chunk for _ in pool]
+            values = self.to_distance(self.slot_scores(self.batch(flat, slots)))
+            row = 0
+            for pool in chunk:
+                out.append(values[row : row + len(pool), : len(pool)])
+                row += len(pool)
+        return out
 
     def score_grouped(
         self, candidates: Sequence[str], references: Sequence[Sequence[str]], refset: np.ndarray
