@@ -72,7 +72,7 @@ def _not_ready(spec: str) -> str:
         component = compose(spec, "distance")  # "nneval" is a learner too
     except SpecError:
         component = compose(spec)
-    return readiness(type(component), set(setup_commands(get_app())))
+    return readiness(type(component), set(setup_commands(get_app())), component)
 
 
 def _setup_missing(message: str) -> bool:

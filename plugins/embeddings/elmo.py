@@ -176,7 +176,7 @@ class ElmoEmbedder(Embedder):
                 options = json.loads(options_path.read_text())
                 with h5py.File(weight_path, "r") as weights:  # type: ignore[attr-defined]
                     self._model = ElmoModel(options, weights)
-            except (KeyError, ValueError, OSError) as err:
+            except (KeyError, ValueError, OSError, RecursionError) as err:  # RecursionError: hostile JSON nesting
                 raise corrupt(weight_path if isinstance(err, (KeyError, OSError)) else options_path,
                               f"not a readable ELMo model: {err}") from None
         return self._model

@@ -218,7 +218,7 @@ def _read_layout(path: str) -> tuple[int, bool] | None:
         try:
             with open(os.path.join(path, name), encoding="utf-8") as f:
                 return json.load(f)  # type: ignore[no-any-return]
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # RecursionError: hostile JSON nesting
             return None
 
     modules = read("modules.json")
