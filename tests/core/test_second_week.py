@@ -263,7 +263,8 @@ def test_a_warning_during_a_run_prints_above_the_bar_not_onto_it(clipscore_files
     assert code == 0, raw[-3000:]
     lines = shown(raw)
     warned = [line for line in lines if "Warning:" in line]
-    assert warned and all(line.startswith("Warning: clip-score: ") for line in warned), warned
+    assert all(line.startswith("Warning: ") for line in warned), warned  # each on a line of its own
+    assert any(line.startswith("Warning: clip-score: ") for line in warned), warned
     assert any("clip-score" in line and "items" in line for line in lines)  # the bar was up meanwhile
 
 
@@ -310,3 +311,61 @@ def test_notices_and_warnings_go_through_the_live_bar_and_the_hook_is_restored(m
     assert warnings.showwarning is default_hook and not progress.bar_is_live()  # restored
     terminal.close()
     os.close(master)
+
+
+# -- issue 36: results lookups let real errors through; the CLI leaves typer as it found it ------
+def test_looking_up_a_metric_lets_a_broken_component_raise(results, add_plugin) -> None:
+    from capmetrics import hookimpl
+    from tests.registry.test_registry import Overlap
+
+    class Broken(Overlap):
+        name = "broken-overlap"
+
+        def __init__(self) -> None:
+            raise RuntimeError("a bug in the plugin")
+
+    class BrokenPlugin:
+        @hookimpl
+        def register_distances(self, register):  # type: ignore[no-untyped-def]
+            register(Broken)
+
+    add_plugin(BrokenPlugin(), "broken-test")
+    assert "no-such-metric" not in results and "bleu(" not in results  # unknown or malformed: not found
+    with pytest.raises(KeyError, match="no metric 'rouge-l' in these results"):
+        results["rouge-l"]
+    with pytest.raises(RuntimeError, match="a bug in the plugin"):  # not "not found"
+        results["broken-overlap"]
+
+
+def test_the_cli_leaves_a_hosts_typer_app_as_it_found_it() -> None:
+    code = ("import typer\nfrom typer.testing import CliRunner\nimport capmetrics.cli\n"
+            "capmetrics.cli.get_app()\n"
+            "host = typer.Typer()\n@host.command()\ndef go(name: str = 'x', n: int = 1) -> None: pass\n"
+            "print(CliRunner().invoke(host, ['--help'], env={'COLUMNS': '200'}).output)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "<str>" in proc.stdout and "<int>" in proc.stdout  # typer's own display, untouched
+    ours = run_cli("score", "--help", env={"COLUMNS": "200"}).stdout
+    assert "PATH" in ours and "INTEGER" in ours
+    assert not re.search(r"<(bool|str|int|float|path|Path|list\[[^>]*\])>", ours)
+
+
+# -- docs ------------------------------------------------------------------------------------------
+def test_docs_blocks_inside_lists_are_collected_and_the_package_docstring_is_right() -> None:
+    import doctest
+
+    from tests.test_doc_examples import ROOT as DOCS_ROOT
+    from tests.test_doc_examples import blocks
+
+    index = blocks(DOCS_ROOT / "docs" / "index.md")  # "Getting started" is inside a list item
+    assert [lang for lang, *_ in index[:2]] == ["python", "console"]
+    assert index[0][1].startswith("import capmetrics\n")  # dedented: it runs as written
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    test = doctest.DocTestParser().get_doctest(capmetrics.__doc__, {}, "capmetrics", None, 0)
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+    from pycocoevalcap.bleu.bleu import Bleu  # the reference: bleu-1 of the docstring's example
+
+    value = Bleu(1).compute_score({0: ["a dog is running on the grass", "a dog runs"]},
+                                  {0: ["a dog runs on the grass"]}, verbose=0)[0][0]
+    assert f"{value!r}" in capmetrics.__doc__
