@@ -63,3 +63,31 @@ def test_cli_page_is_up_to_date():
     """docs/usage/cli.md documents every command and option; regenerate it with
     ``python docs/generate_cli.py``."""
     assert (ROOT / "docs" / "usage" / "cli.md").read_text(encoding="utf-8") == _generator("generate_cli").render()
+
+
+def test_architecture_page_lists_every_family_with_the_components_it_registers():
+    """docs/plugins/architecture.md has one row per plugin family package (the bundled entry
+    points and ``java``), naming in backticks exactly the components that family registers."""
+    import tomllib
+
+    from capmetrics import KINDS
+    from capmetrics.registry import get_registry
+
+    page = (ROOT / "docs" / "plugins" / "architecture.md").read_text(encoding="utf-8")
+    section = page.split("\n## The families\n", 1)[1].split("\n## ", 1)[0]
+    table = dict(re.findall(r"^\| `(\w+)` \| (.+?) \| .+ \|$", section, re.MULTILINE))
+    packages = {p.parent.name for p in (ROOT / "plugins").glob("*/__init__.py")}
+    assert sorted(table) == sorted(packages)
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    entry_points = pyproject["project"]["entry-points"]["capmetrics"]
+    assert {name: f"capmetrics.plugins.{name}" for name in entry_points} == entry_points
+    assert set(entry_points) <= packages
+    registered: dict[str, set[str]] = {}
+    for kind in KINDS:
+        for entry in get_registry().components(kind):
+            registered.setdefault(entry.plugin.name, set()).add(entry.name)
+    for family, cell in table.items():
+        named = {n for n in re.findall(r"`([^`]+)`", cell) if not n.startswith("capmetrics ")}
+        assert sorted(named) == sorted(registered.get(family, set())), f"the {family} row"
+        if family not in entry_points:
+            assert cell.startswith("(none"), f"the {family} row: no entry point, no components"
