@@ -62,7 +62,9 @@ def _captions(value: Any, argument: str, item: object) -> list[str]:
         return [value]
     if isinstance(value, (list, tuple)):
         return list(value)
-    raise TypeError(f"{argument}[{item!r}] must be a caption or a list of captions; got {_what(value)}")
+    from capmetrics.data.loaders import _short_repr  # a 5000-digit id has no repr
+
+    raise TypeError(f"{argument}[{_short_repr(item)}] must be a caption or a list of captions; got {_what(value)}")
 
 
 def as_dataset(data: Data, references: Sequence[Any] | Mapping[Any, Any] | None = None,

@@ -142,6 +142,8 @@ def test_a_huge_dict_key_is_refused_before_scoring() -> None:
         capmetrics.score(candidates={10**5000: ["a dog"]}, references={10**5000: ["a dog runs"]},
                          metrics=["bleu-1"])
     assert len(err.value.problems) == 1
+    with pytest.raises(TypeError, match=r"candidates\[an integer of more than 1000 digits\] must be a caption"):
+        capmetrics.score(candidates={10**5000: 5}, references={10**5000: ["a dog"]}, metrics=["bleu-1"])
     big = 10**999  # 1000 digits: a sane (if odd) id, written to every output
     res = capmetrics.score(candidates={big: ["a dog"]}, references={big: ["a dog runs"]}, metrics=["bleu-1"])
     assert str(big) in res.render("csv")
