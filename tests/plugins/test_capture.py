@@ -302,3 +302,31 @@ def test_meta_reads_the_detailcaps_layout_and_reports_length_bias(tmp_path) -> N
         kendalltau([2, 4, 3, 0, 5], lengths).statistic, abs=1e-12
     )
     assert result.as_dict()["length_tau_b"] == result.length_tau_b
+
+
+def test_each_candidate_reads_its_own_graph(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``candidate_graphs`` gives one graph per candidate; each scores as if it were alone."""
+    rows = [json.loads(line) for line in (DATA / "items.jsonl").read_text().splitlines()[:2]]
+    both = {
+        **rows[0],
+        "candidates": ["first", "second"],
+        "candidate_graphs": [rows[0]["candidate_graph"], rows[1]["candidate_graph"]],
+    }
+    del both["candidate_graph"]
+    alone = {
+        **rows[0],
+        "id": "alone",
+        "candidates": ["second"],
+        "candidate_graph": rows[1]["candidate_graph"],
+    }
+    path = tmp_path / "two.jsonl"
+    path.write_text(json.dumps(both) + "\n" + json.dumps(alone) + "\n")
+    spec = "capture(soft_matching=false)"
+    result = capmetrics.score(str(path), [spec])[spec]
+    first = FIXTURE["configs"]["synonyms"]["items"][rows[0]["id"]][0]["score"]
+    assert result.candidate_values[0][0] == pytest.approx(first, abs=1e-12)
+    assert (
+        result.candidate_values[0][1]
+        == result.candidate_values[1][0]
+        != result.candidate_values[0][0]
+    )

@@ -116,3 +116,14 @@ def test_errors_name_the_problem(tmp_path) -> None:  # type: ignore[no-untyped-d
 def test_empty_caption_scores_zero() -> None:
     s = Chair().score(["", "a cat"], [["a dog"], ["a dog"]])
     np.testing.assert_array_equal(s.values, [0.0, 1.0])
+
+
+def test_string_ids_find_integer_image_ids(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """An item id "101" is COCO image 101; the annotated dog then is no hallucination."""
+    path = tmp_path / "items.jsonl"
+    path.write_text(
+        json.dumps({"id": "101", "references": ["A street."], "candidates": ["A dog."]}) + "\n"
+    )
+    spec = f'chair(instances="{DATA / "instances.json"}", synonyms="{DATA / "synonyms.txt"}")'
+    result = capmetrics.score(str(path), [spec])[spec]
+    assert result.details["image_objects"][0] == ["dog", "person"] and result.corpus == 0.0
