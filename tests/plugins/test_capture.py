@@ -3,6 +3,7 @@ and by hand; graphs given on the items, and SPICE's CoreNLP parse where it is se
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -43,7 +44,7 @@ class Bigram(Embedder):
         out = np.zeros((len(texts), 64), dtype=np.float32)
         for i, text in enumerate(texts):
             padded = f" {text} "
-            for a, b in zip(padded, padded[1:]):
+            for a, b in itertools.pairwise(padded):
                 out[i, (ord(a) * 31 + ord(b)) % 64] += 1.0
         return out
 
