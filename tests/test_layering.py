@@ -97,7 +97,7 @@ def test_each_layer_imports_alone_in_a_fresh_interpreter(module: str) -> None:
 
 
 #: Private cross-family imports other work is removing (bertscore/embeddings share an encoder;
-#: the embeddings' CLIP goes through clip_score; detailed reads SPICE graphs). Add none.
+#: the embeddings' CLIP goes through clip_score). Add none.
 PENDING = {
     ("bertscore", "capmetrics.plugins.embeddings.sentence._model_identity"),
     ("embeddings", "capmetrics.plugins.bertscore._encoder.loaded_encoder"),

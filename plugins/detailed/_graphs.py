@@ -80,11 +80,14 @@ def check_factual(graph: Any, where: str) -> list[Mapping[str, Any]]:
     return graphs
 
 
+def relation_word(relation: str) -> str:
+    """A SPICE relation as its scene graph names it: without a leading ``be`` (``be on`` -> ``on``)."""
+    return relation[3:] if relation.startswith("be ") else relation
+
+
 def from_tuples(tuples: Sequence[Sequence[str]]) -> dict[str, Any]:
     """SPICE's tuples of one sentence as a FACTUAL-format graph (SPICE's relation words lose a
     leading ``be``, as its scene graphs do)."""
-    from capmetrics.plugins.spice._graph import relation_word
-
     entities: list[dict[str, Any]] = []
     index: dict[str, int] = {}
     relations = []
