@@ -107,10 +107,14 @@ class Vocabulary:
 
 
 @lru_cache(maxsize=8)
-def read_vocabulary(path: str) -> Vocabulary:
+def read_vocabulary(path: str, size: int = -1, mtime: int = -1) -> Vocabulary:
+    """The synonym table of ``path`` (``size`` and ``mtime`` key the cache to its version)."""
+    from capmetrics.errors import DataError
+    from capmetrics.strict_json import read_bytes
+
     try:
-        text = Path(path).expanduser().read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
+        text = read_bytes(Path(path).expanduser(), "a synonyms file").decode("utf-8")
+    except (DataError, UnicodeDecodeError) as err:
         raise MetricError(f"chair: cannot read synonyms file {path}: {err}") from None
     return Vocabulary.from_text(text, path)
 

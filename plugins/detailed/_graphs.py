@@ -82,7 +82,7 @@ def check_factual(graph: Any, where: str) -> list[Mapping[str, Any]]:
 
 def relation_word(relation: str) -> str:
     """A SPICE relation as its scene graph names it: without a leading ``be`` (``be on`` -> ``on``)."""
-    return relation[3:] if relation.startswith("be ") else relation
+    return relation.removeprefix("be ")
 
 
 def from_tuples(tuples: Sequence[Sequence[str]]) -> dict[str, Any]:

@@ -15,7 +15,6 @@ a caption names (NaN for an image without objects).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -37,14 +36,29 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
-@lru_cache(maxsize=4)
 def read_instances(path: str) -> tuple[dict[str, str], dict[Any, list[str]], frozenset[Any] | None]:
     """A COCO instances file: category id -> name, image id -> category names of its
-    annotations, and the image ids it lists (None without an ``images`` list)."""
+    annotations, and the image ids it lists (None without an ``images`` list); read once per
+    version of the file (its path, size and modification time)."""
+    return _read_instances(path, *_version(path))
+
+
+def _version(path: str) -> tuple[int, int]:
     try:
-        data = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise MetricError(f"chair: cannot read COCO instances file {path}: {err}") from None
+        st = Path(path).expanduser().stat()
+    except OSError:
+        return (-1, -1)  # read_json names the problem
+    return (st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=4)
+def _read_instances(
+    path: str, size: int, mtime: int
+) -> tuple[dict[str, str], dict[Any, list[str]], frozenset[Any] | None]:
+    from capmetrics.strict_json import read_json
+
+    # bounded as every JSON a user gives: regular file, size limit, nesting (one-line DataError)
+    data = read_json(Path(path).expanduser(), "a COCO instances file")
     if (
         not isinstance(data, dict)
         or not isinstance(data.get("categories"), list)
@@ -127,7 +141,8 @@ class Chair(Distance):
         return extra
 
     def vocabulary(self) -> _chair.Vocabulary:
-        return _chair.read_vocabulary(str(self.synonyms or DEFAULT_SYNONYMS))
+        path = str(self.synonyms or DEFAULT_SYNONYMS)
+        return _chair.read_vocabulary(path, *_version(path))
 
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
         if self.instances:
