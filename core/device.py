@@ -14,7 +14,7 @@ import re
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -73,7 +73,7 @@ def resolve_device(device: str | None = None) -> str:
     device = check_device(run_device() if device is None else device)
     if device == "cpu":
         return "cpu"
-    torch = sys.modules.get("torch")
+    torch: Any = sys.modules.get("torch")
     if torch is None:
         try:
             import torch
@@ -117,7 +117,7 @@ def in_halving_batches(run: Callable[[Sequence[T], int], np.ndarray], items: Seq
     from capmetrics.progress import listening, work
 
     size = max(1, batch_size)
-    block_size = max(size, LISTENED_BLOCK) if listening() else PROGRESS_BLOCK
+    block_size = min(PROGRESS_BLOCK, max(size, LISTENED_BLOCK)) if listening() else PROGRESS_BLOCK
     if len(items) <= block_size:
         with work(len(items), "sentences") as advance:
             out = _halving(run, items, [size], what)
