@@ -19,7 +19,7 @@ import io
 import json
 import math
 import numbers
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -323,7 +323,7 @@ class Results(Mapping[str, MetricResult]):
         except ImportError as err:
             raise ImportError("Results.to_pandas needs pandas: pip install pandas") from err
         if form == "long":
-            rows = []
+            rows: list[tuple[Any, ...]] = []
             for m in self.metrics:
                 rows.append((m.name, "corpus", None, None, _float(m.corpus), np.nan))
                 for i, item_id in enumerate(m.item_ids):
@@ -341,10 +341,10 @@ class Results(Mapping[str, MetricResult]):
             columns = {m.name: pd.Series(np.asarray(m.item_values, dtype=float), index=pd.Index(m.item_ids, name="item"))
                        for m in self.metrics}
         elif level == "candidate":
-            columns = {}
+            columns: dict[str, Any] = {}
             for m in (m for m in self.metrics if m.kind != "statistic"):
                 keys = [(item_id, j) for item_id, vs in zip(m.item_ids, m.candidate_values) for j in range(len(vs))]
-                values = np.concatenate([np.asarray(v, dtype=float) for v in m.candidate_values]) if keys else []
+                values: np.ndarray | list[float] = np.concatenate([np.asarray(v, dtype=float) for v in m.candidate_values]) if keys else []
                 columns[m.name] = pd.Series(values, index=pd.MultiIndex.from_tuples(keys, names=["item", "candidate"]))
         else:
             raise ValueError(f"unknown level {level!r}; use 'item' or 'candidate'")
@@ -394,7 +394,7 @@ class Results(Mapping[str, MetricResult]):
         """:meth:`to_json_dict` (strict JSON types) with empty item lists."""
         out = jsonable(self._header())
         out["metrics"] = [jsonable(m._dict([]), m.name) for m in self.metrics]
-        return out  # type: ignore[no-any-return]
+        return out
 
     def to_csv(self) -> str:
         """Long format: one row per (metric, level, item, candidate)."""
@@ -458,7 +458,7 @@ class Results(Mapping[str, MetricResult]):
             table.add_row(*row, *([sig] if with_sig else []))
         console = Console(file=io.StringIO(), width=width or 10_000, color_system=None, emoji=False,
                           highlight=False)
-        line = {"overflow": "ellipsis", "no_wrap": True, "crop": True}
+        line: dict[str, Any] = {"overflow": "ellipsis", "no_wrap": True, "crop": True}
         console.print(f"{self.source}: {self.n_items} items, {self.n_candidates} candidates", **line)
         console.print(table)
         common = common_signature([m.signature for m in self.metrics])
@@ -480,7 +480,7 @@ class Results(Mapping[str, MetricResult]):
     def render(self, fmt: str) -> str:
         if fmt not in OUTPUT_FORMATS:
             raise ValueError(f"unknown output format {fmt!r}; use one of {', '.join(OUTPUT_FORMATS)}")
-        return {"json": self.to_json, "csv": self.to_csv, "table": self.to_table}[fmt]()  # type: ignore[operator]
+        return {"json": self.to_json, "csv": self.to_csv, "table": self.to_table}[fmt]()
 
     def write(self, path: str | Path, fmt: str | None = None) -> None:
         """Write to ``path`` as :func:`capmetrics.atomic.atomic_write` does (a regular file is
@@ -609,8 +609,9 @@ def _write_items(handle: IO[str], metric: MetricResult, indent: int, block: int 
         lines = []
         for k, i in enumerate(range(start, stop)):  # as item_entry(i), the arrays converted at once
             item_id = metric.item_ids[i]
-            entry = {"id": item_id if type(item_id) is str else jsonable(item_id, f"{metric.name}.items[{i}].id"),
-                     "value": values[k], "candidates": flat[ends[k - 1] if k else 0:ends[k]]}
+            if type(item_id) is not str:
+                item_id = jsonable(item_id, f"{metric.name}.items[{i}].id")
+            entry = {"id": item_id, "value": values[k], "candidates": flat[ends[k - 1] if k else 0:ends[k]]}
             if p_values is not None:
                 entry["p_value"] = p_values[k]
             lines.append(pad + _ONE_LINE.encode(entry))
@@ -623,7 +624,7 @@ def _number(x: object) -> float | None:
     if isinstance(x, MetricResult):
         return float(x)
     if isinstance(x, (numbers.Real, np.bool_)):
-        return float(x)  # type: ignore[arg-type]
+        return float(x)
     return None
 
 
@@ -635,7 +636,8 @@ def _same(a: list[Any], b: list[Any]) -> bool:
         if x is None or y is None:
             if x is not y:
                 return False
-        elif not np.array_equal(np.asarray(x, dtype=float), np.asarray(y, dtype=float), equal_nan=True):
+        elif not np.array_equal(np.asarray(x, dtype=float), np.asarray(y, dtype=float),
+                                equal_nan=True):
             return False
     return True
 
@@ -644,13 +646,13 @@ def _float(x: float | None) -> float:
     return np.nan if x is None else float(x)
 
 
-def _html_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+def _html_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header) if any(header) else ""
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table>{'<tr>' + head + '</tr>' if head else ''}{body}</table>"
 
 
-class _CsvQuoter(dict):  # type: ignore[type-arg]
+class _CsvQuoter(dict[object, str]):
     """text -> the field as ``csv.writer`` writes it (quoted where needed), memoised."""
 
     def __init__(self) -> None:
@@ -659,7 +661,7 @@ class _CsvQuoter(dict):  # type: ignore[type-arg]
         self._writer = csv.writer(self._buffer, lineterminator="\n")
 
     def __call__(self, value: object) -> str:
-        return self[value]  # type: ignore[no-any-return]
+        return self[value]
 
     def __missing__(self, value: object) -> str:
         self._buffer.seek(0)

@@ -81,24 +81,24 @@ def read_alone(data: Any, source: str, on_error: OnError, empty_candidates: Empt
             give with it).
     """
     if is_coco_results(data):
-        what, res = "a COCO results file (a list of {image_id, caption})", {}
+        res: dict[Any, Any] = {}
+        what = "a COCO results file (a list of {image_id, caption})"
         for row in data:
             res.setdefault(row["image_id"], []).append(row["caption"])
-        hint = f"give the COCO annotations (references) first and this file as --results: capmetrics score " \
-               f"captions_val2014.json --results {source}"
+        hint = ("give the COCO annotations (references) first and this file as --results: "
+                f"capmetrics score captions_val2014.json --results {source}")
     elif is_candidates_object(data):
         what, res = "a candidates file ({image id: caption}, as clipscore and pacscore read)", data
-        hint = f"give the references ({{image id: [reference, ...]}}) first and this file as --results: " \
-               f"capmetrics score refs.json --results {source} --images DIR"
+        hint = ("give the references ({image id: [reference, ...]}) first and this file as --results: "
+                f"capmetrics score refs.json --results {source} --images DIR")
     else:
         return None
     if not references_optional:
-        raise DataError([Problem(source, None, f"{what}: it holds candidates but no references; {hint}; "
-                                               f"or score it with reference-free metrics only "
-                                               f"({REFERENCE_FREE_EXAMPLES})")], header="cannot load")
-    gts, res = caption_lists({}, res)
-    gts = {k: [] for k in res}
-    return from_gts_res(gts, res, source, on_error, empty_candidates)
+        problem = (f"{what}: it holds candidates but no references; {hint}; or score it with "
+                   f"reference-free metrics only ({REFERENCE_FREE_EXAMPLES})")
+        raise DataError([Problem(source, None, problem)], header="cannot load")
+    _, res = caption_lists({}, res)
+    return from_gts_res({k: [] for k in res}, res, source, on_error, empty_candidates)
 
 
 def is_clipscore_format(data: Any) -> bool:
