@@ -15,6 +15,7 @@ pycocoevalcap-style dicts) and returns :class:`Results`, a mapping from metric n
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
 try:
     __version__ = version("capmetrics")
@@ -49,15 +50,19 @@ from capmetrics.errors import (
 )
 from capmetrics.hookspecs import hookimpl
 
+if TYPE_CHECKING:
+    from capmetrics.spec import Spec
 
-def compose(spec, kind=None, **params):  # type: ignore[no-untyped-def]
+
+def compose(spec: str | Spec | Component, kind: str | tuple[str, ...] | None = None,
+            **params: Any) -> Component:
     """Build a component from a spec; see :func:`capmetrics.registry.compose`."""
     from capmetrics.registry.compose import compose as _compose
 
     return _compose(spec, kind, **params)
 
 
-def __getattr__(name: str):  # type: ignore[no-untyped-def]
+def __getattr__(name: str) -> Any:
     # Lazily expose the heavier modules, so ``import capmetrics`` stays light.
     lazy = {
         "Item": "capmetrics.data.model",

@@ -26,7 +26,7 @@ import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from capmetrics.errors import OutputError, SpecError
 
@@ -43,7 +43,7 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     Raises:
         OutputError: the path cannot be written; the message names it and the OS's reason.
     """
-    text_kwargs = {"encoding": encoding, "newline": ""} if "b" not in mode else {}
+    text_kwargs: dict[str, Any] = {"encoding": encoding, "newline": ""} if "b" not in mode else {}
     if str(path) == STDOUT:
         sys.stdout.flush()
         with _os_errors(Path("<stdout>")):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -188,7 +188,7 @@ def compare_systems(system_a: Dataset, system_b: Dataset, metric: str | Componen
 
     if not 0.0 < alpha < 1.0:
         raise MetricError(f"the significance level alpha must lie in (0, 1), got {alpha}")
-    component = compose(metric, METRIC_KINDS, definitions=definitions)
+    component = cast("Distance | Statistic", compose(metric, METRIC_KINDS, definitions=definitions))
     system_b = align(system_a, system_b)
     values_a, signature, reasons_a = item_values(component, system_a, executor)
     values_b, _, reasons_b = item_values(component, system_b, executor)

@@ -129,7 +129,7 @@ class Component:
         return f"<{self.kind or 'component'} {self.spec}>"
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self.get_params() == other.get_params()  # type: ignore[attr-defined]
+        return type(self) is type(other) and self.get_params() == other.get_params()
 
     def __hash__(self) -> int:
         return hash((type(self), self.spec))

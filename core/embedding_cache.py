@@ -267,7 +267,8 @@ class EmbeddingStore:
 
     def _write(self, rows: list[tuple[str, list[np.ndarray]]]) -> int:
         """Write one segment (atomically: a temporary file renamed into place); its size."""
-        entries, offset = [], 0
+        entries: list[list[Any]] = []
+        offset = 0
         for key, arrays in rows:
             entries.append([key, offset, [list(a.shape) for a in arrays], _crc(arrays)])
             offset += _aligned(sum(a.nbytes for a in arrays))
@@ -280,7 +281,7 @@ class EmbeddingStore:
             for (_, arrays), (_, rel, _, _) in zip(rows, entries):
                 out.write(b"\0" * (start + rel - out.tell()))
                 for a in arrays:
-                    out.write(memoryview(a).cast("B"))
+                    out.write(a.data.cast("B"))
             out.write(b"\0" * (start + offset - out.tell()))
         return start + offset
 
@@ -306,7 +307,7 @@ def _aligned(n: int) -> int:
 def _crc(arrays: Sequence[np.ndarray]) -> int:
     crc = 0
     for a in arrays:
-        crc = zlib.crc32(memoryview(a).cast("B"), crc)
+        crc = zlib.crc32(a.data.cast("B"), crc)
     return crc
 
 

@@ -7,6 +7,7 @@ import contextlib
 import difflib
 import pickle
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 
 class CapmetricsError(Exception):
@@ -40,7 +41,7 @@ class DataError(CapmetricsError, ValueError):
     """Input data has problems; ``problems`` lists every one of them."""
 
     def __init__(self, problems: Iterable[object], header: str = "invalid input") -> None:
-        self.problems = list(problems)
+        self.problems: list[Any] = list(problems)  # Problem records (capmetrics.data.model)
         lines = [f"{header}: {len(self.problems)} problem(s)"]
         lines += [f"  {p}" for p in self.problems[:50]]
         if len(self.problems) > 50:

@@ -16,7 +16,7 @@ import typing
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from capmetrics.component import KIND_BASES, Component
 from capmetrics.errors import MetricError, SpecError, UnknownComponentError, did_you_mean
@@ -130,8 +130,9 @@ class _Localizer:
         for key, value in spec.args:
             name = key if key is not None else next(iter(params), None)
             given.add(name)
-            kinds_here = _kinds(hints.get(name, Any)) if name in params else ()
-            args.append((key, self.value(value, kinds_here, hints.get(name, Any))))
+            hint = hints.get(name, Any) if name is not None else Any
+            kinds_here = _kinds(hint) if name in params else ()
+            args.append((key, self.value(value, kinds_here, hint)))
         for name, param in params.items():
             if name in given:
                 continue
@@ -162,13 +163,22 @@ class _Localizer:
         return value
 
 
+@overload
+def localize(metric: str, lang: str, *, normalize: str | None = None,
+             definitions: Mapping[str, Spec] | None = None) -> str: ...
+@overload
+def localize(metric: Spec, lang: str, *, normalize: str | None = None,
+             definitions: Mapping[str, Spec] | None = None) -> str | Spec: ...
+@overload
+def localize(metric: Component, lang: str, *, normalize: str | None = None,
+             definitions: Mapping[str, Spec] | None = None) -> Component: ...
 def localize(
     metric: str | Spec | Component,
     lang: str,
     *,
     normalize: str | None = None,
     definitions: Mapping[str, Spec] | None = None,
-) -> str | Component:
+) -> str | Spec | Component:
     """``metric`` with the tokenizer of ``lang`` given to every parameter annotated as a
     Tokenizer that the spec leaves at its default, nested specs and default nested components
     included. A tokenizer the spec names itself stays (and is checked by :func:`check_language`).

@@ -27,6 +27,10 @@ def _quiet() -> bool:
     return os.environ.get(QUIET_ENV, "") not in ("", "0")
 
 
+def _no_progress(n: int = 1) -> None:
+    """``advance(n)`` where nobody shows progress."""
+
+
 @contextmanager
 def one_time_step(what: str, usual: str, total: int | None = None,
                   unit: str = "") -> Iterator[Callable[[int], None]]:
@@ -39,7 +43,7 @@ def one_time_step(what: str, usual: str, total: int | None = None,
         unit: the unit's name shown beside the bar ("lines", "captions").
     """
     if _quiet():
-        yield lambda n=1: None
+        yield _no_progress
         return
     from capmetrics.progress import bar_is_live, listening, message, work
 
@@ -57,9 +61,13 @@ def one_time_step(what: str, usual: str, total: int | None = None,
         with work(total, unit or "steps") as advance:
             yield advance
     elif bar is None:  # no terminal, no total, or a run's bar is up in another thread: one bar only
-        yield lambda n=1: None
+        yield _no_progress
     else:
         with bar:
             task = bar.add_task(what, total=total)
-            yield lambda n=1: bar.update(task, advance=n)
+
+            def advance_bar(n: int = 1) -> None:
+                bar.update(task, advance=n)
+
+            yield advance_bar
     message(f"capmetrics: {what}: done in {time.perf_counter() - start:.1f} s")

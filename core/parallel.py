@@ -254,8 +254,9 @@ def iter_stream(function: Callable[[T, list[Any]], Any], shared: T, chunks: Iter
         while_running()
 
 
-def _in_order(submit: Callable[[list[Any]], Any], result: Callable[[Any], Any], chunks: Iterator[Chunk],
-              window: int, failed: Callable[[BaseException, range], ExecutorError | None],
+def _in_order(submit: Callable[[Any], Any], result: Callable[[Any], Any],
+              chunks: Iterator[tuple[range, Any]], window: int,
+              failed: Callable[[BaseException, range], ExecutorError | None],
               succeeded: Callable[[Any], bool], idle: Callable[[], None] | None = None) -> Iterator[Any]:
     """Submit chunks with at most ``window`` in flight; yield their results in order.
     ``failed(error, items)`` turns an executor failure into the error to raise (None: re-raise),
@@ -653,7 +654,7 @@ def evaluate_statistic(component: Statistic, dataset: Dataset, name: str | None 
         if getattr(component, "p_value", "none") != "none":
             prepare()
 
-    signature: list[str] = []
+    signature: list[dict[str, str]] = []
     stats = compare_items(component, [(item.candidates, item.references) for item in dataset], executor,
                           while_running=while_running)
     values = np.array([s.value for s in stats], dtype=float)

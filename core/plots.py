@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from capmetrics.errors import CapmetricsError
 
 
-def _pyplot():  # type: ignore[no-untyped-def]
+def _pyplot() -> Any:
     try:
         import matplotlib
 
@@ -22,7 +23,7 @@ def _pyplot():  # type: ignore[no-untyped-def]
     return plt
 
 
-def _save(fig, path: str | Path) -> Path:  # type: ignore[no-untyped-def]
+def _save(fig: Any, path: str | Path) -> Path:
     from capmetrics.atomic import atomic_write
 
     path = Path(path)
@@ -50,8 +51,9 @@ def plot_null_distribution(null: np.ndarray, observed: float, path: str | Path, 
     return _save(fig, path)
 
 
-def plot_p_values(item_ids: Sequence[object], p_values: np.ndarray, path: str | Path, *, title: str = "",
-                  alpha: float = 0.05, combined: float | None = None) -> Path:
+def plot_p_values(item_ids: Sequence[object], p_values: np.ndarray | Sequence[float],
+                  path: str | Path, *, title: str = "", alpha: float = 0.05,
+                  combined: float | None = None) -> Path:
     """Per-item p-values (log scale, items sorted by p-value) with the α line."""
     plt = _pyplot()
     p = np.asarray(p_values, dtype=float)

@@ -52,7 +52,7 @@ def shared(key: Hashable, compute: Callable[[], T]) -> T:
     cache = _scopes[-1]
     if key in cache:
         STATS["shared"] += 1
-        return cache[key]  # type: ignore[no-any-return]
+        return cache[key]
     STATS["computed"] += 1
     cache[key] = value = compute()
     return value
@@ -70,7 +70,7 @@ def shared_for(tag: Hashable, objects: tuple[object, ...], compute: Callable[[],
     key = ("by-identity", tag, *map(Identity, objects))
     if key in cache:
         STATS["shared"] += 1
-        return cache[key]  # type: ignore[no-any-return]
+        return cache[key]
     STATS["computed"] += 1
     cache[key] = value = compute()
     return value

@@ -234,7 +234,7 @@ class RunProgress:
 
         def showwarning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                         file: Any = None, line: str | None = None) -> None:
-            out = _ConsoleFile() if file is None else file
+            out: Any = _ConsoleFile() if file is None else file
             previous(message, category, filename, lineno, out, line)
             if isinstance(out, _ConsoleFile):
                 out.flush()

@@ -6,6 +6,7 @@ Public API: statistics, the CLI and plugins combine per-item p-values with
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
@@ -71,7 +72,7 @@ def asymptotic_hmp(p: np.ndarray, weight: float = 1.0, total: int | None = None)
     raw = float(harmonic_mean(p))
     if raw == 0.0:
         return 0.0
-    return float(min(1.0, weight * landau_sf(weight / raw, total or len(p))))
+    return min(1.0, float(weight * landau_sf(weight / raw, total or len(p))))
 
 
 def hmp_threshold(alpha: float, total: int) -> float:
@@ -81,7 +82,8 @@ def hmp_threshold(alpha: float, total: int) -> float:
     return float(brentq(lambda r: landau_sf(1.0 / r, total) - alpha, 1e-300, 1.0, xtol=1e-300, rtol=1e-15))
 
 
-def harmonic_mean_p(values: np.ndarray, axis: int = -1, method: HmpMethod = "asymptotic") -> np.ndarray:
+def harmonic_mean_p(values: np.ndarray | Sequence[float], axis: int = -1,
+                    method: HmpMethod = "asymptotic") -> np.ndarray:
     """The harmonic mean p-value of equally weighted p-values along ``axis``.
 
     ``asymptotic`` (default): the asymptotically exact HMP, P(X > 1/p̊) for the Landau law of

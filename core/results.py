@@ -337,11 +337,12 @@ class Results(Mapping[str, MetricResult]):
             return frame
         if form != "wide":
             raise ValueError(f"unknown form {form!r}; use 'long' or 'wide'")
+        columns: dict[str, Any]
         if level == "item":
             columns = {m.name: pd.Series(np.asarray(m.item_values, dtype=float), index=pd.Index(m.item_ids, name="item"))
                        for m in self.metrics}
         elif level == "candidate":
-            columns: dict[str, Any] = {}
+            columns = {}
             for m in (m for m in self.metrics if m.kind != "statistic"):
                 keys = [(item_id, j) for item_id, vs in zip(m.item_ids, m.candidate_values) for j in range(len(vs))]
                 values: np.ndarray | list[float] = np.concatenate([np.asarray(v, dtype=float) for v in m.candidate_values]) if keys else []

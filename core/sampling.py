@@ -33,10 +33,10 @@ def _draw(texts: Sequence[Any], k: int | None, rng: np.random.Generator) -> tupl
 def _sample_item(item: Item, candidates: int | None, references: int | None, seed: int) -> Item:
     """``item`` with its drawn captions; everything else it carries (its image) is kept, and
     per-caption fields (scene graphs, one per caption) are drawn with their captions."""
-    picked = {}
+    picked: dict[str, Any] = {}
     for role, k in (("references", references), ("candidates", candidates)):
         texts = getattr(item, role)
-        index = _draw(range(len(texts)), k, _rng(seed, item.id, role))  # type: ignore[arg-type]
+        index = _draw(range(len(texts)), k, _rng(seed, item.id, role))
         picked[role] = tuple(texts[i] for i in index)
         graphs = getattr(item, f"{role[:-1]}_graphs", None)
         if graphs is not None and len(graphs) == len(texts):

@@ -6,7 +6,7 @@ import importlib.metadata
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Union
+from typing import Any, Union, cast
 
 import numpy as np
 
@@ -92,7 +92,7 @@ def as_dataset(data: Data, references: Sequence[Any] | Mapping[Any, Any] | None 
         if references is not None:
             raise TypeError("references cannot be given with a file (the file holds them); "
                             "for COCO results use capmetrics.load_dataset(annotations, results)")
-        return load_dataset(data, empty_candidates=empty_candidates)
+        return load_dataset(os.fspath(data), empty_candidates=empty_candidates)
     if not isinstance(data, (list, tuple, Mapping)):
         raise TypeError(f"data must be a Dataset, a path, or candidates (a list or an {{id: captions}} dict) "
                         f"with references; got {_what(data)}")
@@ -312,7 +312,8 @@ def score(
         raise MetricError("normalize applies to the segmenter that lang picks; give lang too, or give a "
                           "tokenizer its own: tokenizer=jieba(normalize=nfkc)")
     metrics = metric_list(metrics)
-    dataset = as_dataset(candidates if data is None else data, references, empty_candidates)
+    # both None: as_dataset's TypeError names it
+    dataset = as_dataset(cast(Data, candidates if data is None else data), references, empty_candidates)
     built = []
     for m in metrics:
         name = m if isinstance(m, str) else m.spec

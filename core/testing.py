@@ -29,11 +29,11 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from capmetrics.component import METRIC_KINDS, Component
+from capmetrics.component import METRIC_KINDS, Aggregator, Component, ImageTextModel, Tokenizer
 from capmetrics.data.model import Dataset, Item
 from capmetrics.errors import CapmetricsError, InternalError
 from capmetrics.results import Results
@@ -335,12 +335,12 @@ def check_merged_parts(spec: str, ctx: CheckContext) -> None:
     if not (scores or fits or counts):
         return
     if c.kind == "distance":
-        cands, refs, _ = ctx.dataset.flat_pairs()  # what a distance's corpus statistics count
-        refs = [list(r) for r in refs]
+        cands, pair_refs, _ = ctx.dataset.flat_pairs()  # what a distance's corpus statistics count
+        refs = [list(r) for r in pair_refs]
     else:
         cands, refs = [], [list(item.references) for item in ctx.dataset]  # a statistic fits on items
     parts = _splits(len(refs))
-    whole = compose(spec)
+    whole: Any = compose(spec)  # a distance or a statistic, taking part in the protocol
     whole.fit(refs)
     if fits or counts:
         _check_fitted(name, spec, c, whole, refs, cands, parts, fits, counts)
@@ -351,22 +351,23 @@ def check_merged_parts(spec: str, ctx: CheckContext) -> None:
 def _check_fitted(name: str, spec: str, c: Any, whole: Any, refs: list[list[str]], cands: list[str],
                   parts: list[tuple[int, int]], fits: bool, counts: bool) -> None:
     """Fitting from parts (each way the component supports) fixes what ``fit`` on the whole does."""
+    from capmetrics.protocols import CountsInParts, FitsInParts
     from capmetrics.registry.compose import compose
 
     ways: list[tuple[str, Any]] = []
     if fits:
         states = [_crossed(c.fit_state(refs[a:b]), f"fit_state of references[{a}:{b}]", name, spec) for a, b in parts]
-        one = compose(spec)
+        one = cast(FitsInParts, compose(spec))
         one.fit_states(pickle.loads(pickle.dumps(states)))
         ways.append(("fit_states of the parts", one))
         folded = _crossed(c.merge_fit_states(pickle.loads(pickle.dumps(states))), "merge_fit_states", name, spec)
-        two = compose(spec)
+        two = cast(FitsInParts, compose(spec))
         two.fit_states([folded])
         ways.append(("fit_states of merge_fit_states", two))
     if counts:
         states = [_crossed(c.count_state(refs[a:b]), f"count_state of references[{a}:{b}]", name, spec)
                   for a, b in parts]
-        three = compose(spec)
+        three = cast(CountsInParts, compose(spec))
         three.fit_counts(states)
         ways.append(("fit_counts of the count_state parts", three))
     for how, built in ways:
@@ -385,8 +386,9 @@ def _check_scored_parts(name: str, spec: str, whole: Any, cands: list[str], refs
     from capmetrics.registry.compose import compose
 
     # a component with corpus statistics scores parts with the whole corpus's (streaming fits first)
-    scorer = whole if fits else compose(spec)
-    expected = compose(spec).score(cands, refs)  # the whole corpus in one call, as capmetrics.score
+    scorer: Any = whole if fits else compose(spec)  # it scores in parts (ScoresInParts)
+    built: Any = compose(spec)
+    expected = built.score(cands, refs)  # the whole corpus in one call, as capmetrics.score
     got = [_crossed(scorer.score_part(cands[a:b], refs[a:b]), f"score_part of items[{a}:{b}]", name, spec)
            for a, b in parts]
     merged = scorer.merge_scores(got)
@@ -465,7 +467,7 @@ def check_edge_inputs(spec: str, ctx: CheckContext) -> None:
 def check_tokenizer_edge_inputs(spec: str, ctx: CheckContext) -> None:
     """A tokenizer returns a list of string tokens for every text, empty and odd ones included."""
     texts = ["", "   ", *EDGE_TEXTS.values(), ctx.dataset[0].candidates[0]]
-    tokens = ctx.build(spec).tokenize(texts)
+    tokens = cast(Tokenizer, ctx.build(spec)).tokenize(texts)
     if len(tokens) != len(texts) or not all(isinstance(t, list) and all(isinstance(w, str) for w in t) for t in tokens):
         raise _fail("check_tokenizer_edge_inputs", spec, "tokenize() must return one list of str per text")
 
@@ -485,7 +487,7 @@ def _toy_images() -> list[Any]:
 def check_image_text_model(spec: str, ctx: CheckContext) -> None:
     """``embed_images``/``embed_texts`` give one finite row per input in one space, the same rows
     whatever else is in the batch, and (0, dim) for no input; ``overlong`` gives indices."""
-    c = ctx.build(spec)
+    c = cast(ImageTextModel, ctx.build(spec))
     images = _toy_images()
     texts = ["A photo depicts a dog.", "", *EDGE_TEXTS.values()]
     img, txt = np.asarray(c.embed_images(images)), np.asarray(c.embed_texts(texts))
@@ -511,7 +513,7 @@ def check_image_text_model(spec: str, ctx: CheckContext) -> None:
 @_check("aggregator")
 def check_aggregator_groups(spec: str, ctx: CheckContext) -> None:
     """``reduce_groups`` equals ``reduce`` applied to each group, and order does not matter."""
-    c = ctx.build(spec)
+    c = cast(Aggregator, ctx.build(spec))
     values = np.random.default_rng(0).uniform(0.01, 1.0, 12)
     offsets = np.array([0, 3, 3 + 4, 12])
     try:

@@ -8,7 +8,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Optional
 
 import typer
 
@@ -142,7 +142,7 @@ EXIT_INPUT, EXIT_USAGE, EXIT_INTERNAL = 1, 2, 3
 DEBUG_HINT = "run again with --debug (or CAPMETRICS_DEBUG=1) to see the traceback"
 
 
-def fail(err: BaseException, code: int = EXIT_INPUT) -> None:
+def fail(err: BaseException, code: int = EXIT_INPUT) -> NoReturn:
     """Print an error as one block on stderr and exit with ``code`` (``EXIT_INTERNAL`` for an
     :class:`~capmetrics.errors.InternalError`, whatever ``code`` says)."""
     if _state["debug"]:

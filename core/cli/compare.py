@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from capmetrics.errors import CapmetricsError, DataError, SpecError, UnknownComponentError
+
+if TYPE_CHECKING:
+    from capmetrics.data.model import Dataset
 
 plot_app = typer.Typer(help="Plots: an item's null distribution, a run's per-item p-values.",
                        no_args_is_help=True)
@@ -31,7 +34,7 @@ def _fail(err: BaseException) -> None:
 
 
 def load_system(path: Path, references: Path | None, input_format: str, candidates: int | None = None,
-                refs: int | None = None, seed: int = 0):  # type: ignore[no-untyped-def]
+                refs: int | None = None, seed: int = 0) -> Dataset:
     """Load one system's dataset (results file with ``references``, else a full dataset) and
     apply the ``--sample`` options."""
     from capmetrics.data.loaders import load_dataset
@@ -105,9 +108,9 @@ def compare_cli(
 
                 check_language(built, lang, name)
         run_on = Executor.from_options(executor, jobs, scheduler)
-        systems = [load_system(p, references, input_format, sample_candidates, sample_references, sample_seed)
-                   for p in (system_a, system_b)]
-        results = [compare_systems(*systems, spec, trials=trials, resamples=resamples, confidence=confidence,
+        data_a, data_b = (load_system(p, references, input_format, sample_candidates, sample_references,
+                                      sample_seed) for p in (system_a, system_b))
+        results = [compare_systems(data_a, data_b, spec, trials=trials, resamples=resamples, confidence=confidence,
                                    seed=seed, executor=run_on, definitions=cfg.definitions, alpha=alpha)
                    for spec in metric]
     except CapmetricsError as err:

@@ -6,17 +6,22 @@ import csv
 import io
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from capmetrics.errors import CapmetricsError, SpecError, UnknownComponentError
+
+if TYPE_CHECKING:
+    from capmetrics.data.judgments import Judgments, PairJudgments
+    from capmetrics.meta import Agreement, PairwiseAccuracy
 
 DEFAULT_META_METRICS = ("bleu-1", "bleu-4", "meteor", "rouge-l", "cider-d")
 COLUMNS = ("pearson", "spearman", "kendall_b", "kendall_c")
 
 
 def load_judgments_arg(judgments: str | None, preset: str | None, root: Path | None,
-                       references: Path | None, images: Path | None = None):  # type: ignore[no-untyped-def]
+                       references: Path | None, images: Path | None = None
+                       ) -> tuple[Judgments | PairJudgments, str]:
     """Judgments from a preset name or a JSONL file; returns (judgments, primary statistic)."""
     from capmetrics.data.judgments import load_judgments
     from capmetrics.meta import PRESETS, load_preset
@@ -34,10 +39,11 @@ def load_judgments_arg(judgments: str | None, preset: str | None, root: Path | N
         refs = load_dataset(references)
     from capmetrics.data.clipscore_json import is_polaris_csv, load_polaris_csv
 
+    assert judgments is not None  # the check above: a file when there is no preset
     if is_polaris_csv(judgments):
         return load_polaris_csv(judgments, images), "kendall_c"  # Polos reports tau-c on Polaris
     primary = "kendall_c" if str(judgments).endswith(".json") else "kendall_b"  # CLIPScore's files: tau-c
-    return load_judgments(judgments, refs, images), primary  # type: ignore[arg-type]
+    return load_judgments(judgments, refs, images), primary
 
 
 def _table(rows: list[dict[str, object]], primary: str, pairwise: bool) -> str:
@@ -58,7 +64,9 @@ def _table(rows: list[dict[str, object]], primary: str, pairwise: bool) -> str:
             v = row.get(k)
             if isinstance(v, float) and k in COLUMNS:
                 low, high = row.get(f"{k}_low"), row.get(f"{k}_high")
-                ci = f" [{100 * low:.2f}, {100 * high:.2f}]" if isinstance(low, float) and not math.isnan(low) else ""
+                ci = ""
+                if isinstance(low, float) and isinstance(high, float) and not math.isnan(low):
+                    ci = f" [{100 * low:.2f}, {100 * high:.2f}]"
                 cells.append(f"{100 * v:.3f}{ci}")
             elif isinstance(v, float):
                 cells.append(f"{v:.4f}")
@@ -152,7 +160,7 @@ def register(app: typer.Typer) -> None:
                     specs, note = default_metrics(DEFAULT_META_METRICS, lang)
                     if note:
                         typer.echo(f"note: {note}", err=True)
-                built = [build_metric(localize(s, lang)) for s in specs]  # type: ignore[arg-type]
+                built = [build_metric(localize(s, lang)) for s in specs]
                 for spec, component in zip(specs, built):
                     check_language(component, lang, spec)
         except (SpecError, UnknownComponentError) as err:
@@ -164,7 +172,8 @@ def register(app: typer.Typer) -> None:
             pairwise = isinstance(data, PairJudgments)
             rows = []
             for spec, component in zip(specs, built):
-                if pairwise:
+                res: PairwiseAccuracy | Agreement
+                if isinstance(data, PairJudgments):
                     res = pairwise_accuracy(component, data)
                     res.metric = spec
                 else:

@@ -30,9 +30,9 @@ def setup_group(app: typer.Typer) -> typer.Typer:
     for group in app.registered_groups:
         if group.name == GROUP and group.typer_instance is not None:
             return group.typer_instance
-    group = typer.Typer(help=HELP, no_args_is_help=True)
-    app.add_typer(group, name=GROUP)
-    return group
+    new = typer.Typer(help=HELP, no_args_is_help=True)
+    app.add_typer(new, name=GROUP)
+    return new
 
 
 def command_names(group: typer.Typer) -> set[str]:
@@ -236,6 +236,6 @@ def setup_commands(app: typer.Typer) -> dict[str, object]:
     """The callbacks of the ``setup`` group's commands, by name (empty when no plugin adds one)."""
     for group in app.registered_groups:
         if group.name == GROUP and group.typer_instance is not None:
-            return {c.name or (c.callback.__name__ if c.callback else ""): c.callback
+            return {c.name or c.callback.__name__: c.callback
                     for c in group.typer_instance.registered_commands if c.callback}
     return {}

@@ -190,8 +190,9 @@ def _refs(text: str | None) -> list[str] | None:
         refs = ast.literal_eval(text) if text else None
     except (ValueError, SyntaxError):
         return None
-    ok = isinstance(refs, (list, tuple)) and refs and all(isinstance(r, str) and r.strip() for r in refs)
-    return list(refs) if ok else None
+    if isinstance(refs, (list, tuple)) and refs and all(isinstance(r, str) and r.strip() for r in refs):
+        return list(refs)
+    return None
 
 
 def load_polaris_csv(path: str | Path, images: str | Path | None = None) -> Judgments:

@@ -84,7 +84,8 @@ def _env_limits() -> ImageLimits:
                 raise MetricError(f"${name} must be a number, got {text!r}") from None
             if value <= 0:
                 raise MetricError(f"${name} must be positive, got {text!r}")
-            limits = dataclasses.replace(limits, **{field: value})
+            override: dict[str, Any] = {field: value}
+            limits = dataclasses.replace(limits, **override)
     return limits
 
 

@@ -286,7 +286,10 @@ def _valid_records(records: list[tuple[int, Any]], reader: _Reader
 
 
 def _rated(records: list[tuple[int, Any]], reader: _Reader) -> Judgments:
-    items, point_item, point_rating, groups = [], [], [], []
+    items: list[Item] = []
+    point_item: list[int] = []
+    point_rating: list[float] = []
+    groups: list[Any] = []
     for line, record, rid, image, refs in _valid_records(records, reader):
         cand = record.get("candidate", record.get("caption"))
         if not isinstance(cand, str) or not cand.strip():

@@ -405,8 +405,8 @@ def _load_dataset(path: str | Path, results: str | Path | None, format: str, on_
     check_policies(source, on_error, empty_candidates)
     if format == "jsonl" or (format == "auto" and path.suffix == ".jsonl"):
         refuse_results(source, results, "jsonl")
-        records = []
-        problems = []
+        records: list[tuple[int | None, Any]] = []
+        problems: list[Problem] = []
         for n, line in enumerate(split_lines(read_text(path)), start=1):
             if not line.strip():
                 continue

@@ -60,7 +60,7 @@ class CiderD:
         self._n, self._sigma, self._df = n, sigma, df
         path = None if str(df) == "corpus" else df_path(df)
         pickled = path is not None and df_kind(path) == "pickle"
-        params = (
+        params: dict[str, Any] = (
             {"df": str(path)} if path is not None and not pickled else {}
         )  # capmetrics' df file
         metric = compose(

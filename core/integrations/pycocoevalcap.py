@@ -55,7 +55,9 @@ def _metric(name: str) -> Distance:
     from capmetrics.registry.compose import compose
 
     cls = type(_component(name))
-    params = {"tokenizer": _component("whitespace")} if "tokenizer" in cls.param_names() else {}
+    params: dict[str, Any] = (
+        {"tokenizer": _component("whitespace")} if "tokenizer" in cls.param_names() else {}
+    )
     metric = compose(name, "distance", **params)
     assert isinstance(metric, Distance)
     return metric
@@ -326,7 +328,8 @@ class COCOEvalCap:
             print(text)
 
     def evaluate(self) -> None:
-        gts, res = {}, {}
+        gts: dict[Any, Any] = {}
+        res: dict[Any, Any] = {}
         for img_id in self.params["image_id"]:
             gts[img_id] = self.coco.imgToAnns[img_id]
             res[img_id] = self.cocoRes.imgToAnns[img_id] if img_id in self.cocoRes.imgToAnns else []

@@ -318,12 +318,8 @@ class CiderDReward(Reward):
         from capmetrics.registry.compose import compose
 
         pickled = _prepro_ngrams_pickle(df)
-        metric = compose(
-            "cider-d",
-            "distance",
-            tokenizer=compose(tokenizer, "tokenizer"),
-            **({"df": str(df)} if df is not None and pickled is None else {}),
-        )
+        params: dict[str, Any] = {"df": str(df)} if df is not None and pickled is None else {}
+        metric = compose("cider-d", "distance", tokenizer=compose(tokenizer, "tokenizer"), **params)
         assert isinstance(metric, Distance)
         if pickled is not None:
             table, images = read_df_pickle(pickled)

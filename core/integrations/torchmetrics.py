@@ -263,7 +263,7 @@ class CaptionMetric(Metric):
             )
         return cands, refs, keys.tolist()
 
-    def update(  # type: ignore[override]
+    def update(
         self, candidates: Any, references: Sequence[Any], ids: Any = None
     ) -> None:
         """Add items: one candidate (text or token ids) per item, its references (texts, or
@@ -280,7 +280,7 @@ class CaptionMetric(Metric):
         for key, cand, ref in zip(keys, cands, refs):
             self._items.setdefault(key, (cand, ref))
 
-    def forward(  # type: ignore[override]
+    def forward(
         self, candidates: Any, references: Sequence[Any], ids: Any = None
     ) -> Any:
         """``update`` with the batch, and the batch's own value (this rank's batch alone, as
@@ -411,7 +411,7 @@ class CaptionMetric(Metric):
             }
         return out[self.specs[0]] if len(out) == 1 else out
 
-    def compute(self) -> torch.Tensor | dict[str, torch.Tensor]:  # type: ignore[override]
+    def compute(self) -> torch.Tensor | dict[str, torch.Tensor]:
         """The corpus value of each metric over every rank's (deduplicated) items."""
         comm = _Collectives(getattr(self, "process_group", None))
         order, cands, refs = self._shard(comm)
