@@ -103,7 +103,6 @@ PENDING = {
     ("embeddings", "capmetrics.plugins.bertscore._encoder.loaded_encoder"),
     ("embeddings", "capmetrics.plugins.bertscore._encoder.shared_encoder"),
     ("embeddings", "capmetrics.plugins.clip_score._checkpoints.weights_only_refusal"),
-    ("detailed", "capmetrics.plugins.spice._graph.relation_word"),
 }
 
 
