@@ -8,6 +8,8 @@ canonical spec string and the signature are all read back from that constructor 
 from __future__ import annotations
 
 import inspect
+import types
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -30,6 +32,22 @@ KINDS: tuple[str, ...] = (
 )
 #: The kinds whose components score captions (what ``capmetrics score --metric`` accepts).
 METRIC_KINDS: tuple[str, ...] = ("distance", "statistic")
+
+
+def init_hints(cls: type[Component]) -> dict[str, Any]:
+    """The resolved annotations of ``cls.__init__`` (none where a forward reference does not
+    resolve: composing the component reports that itself)."""
+    try:
+        return typing.get_type_hints(cls.__init__)
+    except Exception:  # noqa: BLE001 - an annotation that does not resolve
+        return {}
+
+
+def union_args(tp: Any) -> tuple[Any, ...]:
+    """The members of a union annotation (``X | Y`` or ``Union[X, Y]``), else ``(tp,)``."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return typing.get_args(tp)
+    return (tp,)
 
 
 class Component:

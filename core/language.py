@@ -11,14 +11,13 @@ annotated with :class:`~capmetrics.component.Tokenizer` is where the language's 
 from __future__ import annotations
 
 import re
-import types
 import typing
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
-from capmetrics.component import KIND_BASES, Component
+from capmetrics.component import KIND_BASES, Component, init_hints, union_args
 from capmetrics.errors import MetricError, SpecError, UnknownComponentError, did_you_mean
 from capmetrics.spec import Spec, normalize_name, parse
 
@@ -81,23 +80,12 @@ def tokenizer_spec(language: Language, normalize: str | None = None) -> Spec | N
 # putting the language's tokenizer into specs
 # --------------------------------------------------------------------------------------------
 def _kinds(annotation: Any) -> tuple[str, ...]:
-    origin = typing.get_origin(annotation)
-    options = (
-        typing.get_args(annotation) if origin in (typing.Union, types.UnionType) else (annotation,)
-    )
     return tuple(
         kind
-        for o in options
+        for o in union_args(annotation)
         for kind, base in KIND_BASES.items()
         if isinstance(o, type) and issubclass(o, base)
     )
-
-
-def _hints(cls: type[Component]) -> dict[str, Any]:
-    try:
-        return typing.get_type_hints(cls.__init__)
-    except Exception:  # noqa: BLE001 - an annotation that does not resolve: compose reports it
-        return {}
 
 
 class _Localizer:
@@ -124,7 +112,7 @@ class _Localizer:
         except UnknownComponentError:
             return spec  # compose reports it, with its suggestions
         params = cls.constructor_parameters()
-        hints = _hints(cls)
+        hints = init_hints(cls)
         args: list[tuple[str | None, Any]] = []
         given = set()
         for key, value in spec.args:

@@ -33,7 +33,15 @@ from typing import Any, cast
 
 import numpy as np
 
-from capmetrics.component import METRIC_KINDS, Aggregator, Component, ImageTextModel, Tokenizer
+from capmetrics.component import (
+    METRIC_KINDS,
+    Aggregator,
+    Component,
+    ImageTextModel,
+    Tokenizer,
+    init_hints,
+    union_args,
+)
 from capmetrics.data.model import Dataset, Item
 from capmetrics.errors import CapmetricsError, InternalError
 from capmetrics.results import Results
@@ -166,8 +174,6 @@ def choice_parameters(cls: type[Component]) -> dict[str, tuple[Any, ...]]:
     or in a union), each with the values it accepts."""
     import enum
     import typing
-
-    from capmetrics.registry.compose import init_hints, union_args
 
     hints = init_hints(cls)
     out: dict[str, tuple[Any, ...]] = {}

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import enum
 import os
-import types
 import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
-from capmetrics.component import KIND_BASES, METRIC_KINDS, Component
+from capmetrics.component import KIND_BASES, METRIC_KINDS, Component, init_hints, union_args
 from capmetrics.errors import SpecError, UnknownComponentError, did_you_mean
 from capmetrics.registry.manager import Registry, get_registry
 from capmetrics.spec import MAX_DEPTH, Spec, format_value, normalize_name, parse
@@ -143,27 +142,10 @@ def parameter_help(cls: type[Component]) -> str:
     return f"{cls.name} accepts: " + (", ".join(parts) if parts else "no parameters")
 
 
-def init_hints(cls: type[Component]) -> dict[str, Any]:
-    """The resolved annotations of ``cls.__init__`` (none where a forward reference does not
-    resolve: :func:`compose` reports that itself)."""
-    try:
-        return typing.get_type_hints(cls.__init__)
-    except Exception:  # unresolvable forward references: fall back to no annotations
-        return {}
-
-
 def _type_name(tp: Any) -> str:
     if isinstance(tp, type):
         return tp.__name__
     return str(tp).replace("typing.", "").replace("capmetrics.component.", "")
-
-
-def union_args(tp: Any) -> tuple[Any, ...]:
-    """The members of a union annotation (``X | Y`` or ``Union[X, Y]``), else ``(tp,)``."""
-    origin = typing.get_origin(tp)
-    if origin is Union or origin is types.UnionType:
-        return typing.get_args(tp)
-    return (tp,)
 
 
 class _Builder:
