@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from capmetrics.atomic import atomic_write, remove_stale_temporaries
 from capmetrics.cache import component_cache
 from capmetrics.errors import CapmetricsError, SpecError

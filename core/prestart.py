@@ -70,7 +70,7 @@ class Prestart:
         """Whether anything can run beside a preparation (more than one metric, one of them prepares)."""
         return len(self.components) > 1 and any(preparing(c) for c in self.components)
 
-    def __enter__(self) -> Prestart:
+    def __enter__(self) -> Prestart:  # noqa: PYI034 - Python 3.10 has no typing.Self
         if not self.worthwhile():
             return self
         by_class: dict[type, list[Component]] = {}  # one class's preparations share resources: in turn

@@ -186,7 +186,6 @@ class TokenEncoder:
         its vectors do not depend on the other texts, bit for bit (what lets the disk cache
         return exactly what the model would compute)."""
         import torch
-
         from capmetrics.progress import work
 
         ids = self.token_ids(texts)
