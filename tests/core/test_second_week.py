@@ -109,6 +109,8 @@ def clipscore_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]
 
     folder = tmp_path_factory.mktemp("clipscore")
     torch.save({k: torch.from_numpy(v) for k, v in tiny_clip_state_dict(0).items()}, folder / "tiny.pt")
+    torch.save({"state_dict": {k: torch.from_numpy(v) for k, v in tiny_clip_state_dict(1).items()}},
+               folder / "tiny_pacs.pth")  # PAC-S's checkpoint layout, the fixture's PAC weights
     items = [json.loads(line) for line in (CLIP_DATA / "items.jsonl").read_text(encoding="utf-8").splitlines()]
     (folder / "cands.json").write_text(json.dumps({Path(it["image"]).stem: it["candidates"][0] for it in items}))
     (folder / "refs.json").write_text(json.dumps({Path(it["image"]).stem: it["references"] for it in items}))
@@ -119,9 +121,10 @@ def clipscore_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]
     for k, cand in enumerate(reference["candidates"]):
         if cand["index"] == 0:
             stem = Path(next(it["image"] for it in items if it["id"] == cand["item"])).stem
-            expected[stem] = {m: reference["clipscore"][m][k] for m in ("clip-score", "ref-clip-score")}
+            expected[stem] = {**{m: reference["clipscore"][m][k] for m in ("clip-score", "ref-clip-score")},
+                              **{m: reference["pacscore"][m][k] for m in ("pac-score", "ref-pac-score")}}
     (folder / "expected.json").write_text(json.dumps(expected))
-    return {"folder": folder, "model": folder / "tiny.pt"}
+    return {"folder": folder, "model": folder / "tiny.pt", "pac": folder / "tiny_pacs.pth"}
 
 
 def _values(path: Path) -> dict[str, dict[str, float]]:
@@ -133,10 +136,13 @@ def _values(path: Path) -> dict[str, dict[str, float]]:
 
 
 def test_clipscores_candidates_and_references_files_score_as_clipscore_does(clipscore_files) -> None:
-    folder, model = clipscore_files["folder"], clipscore_files["model"]
+    """The files clipscore.py and pacscore's compute_metrics read, as they are; every value equals
+    the reference code's (tests/data/clip/reference.json)."""
+    folder, model, pac = clipscore_files["folder"], clipscore_files["model"], clipscore_files["pac"]
     out = folder / "both.json"
     proc = run_cli("score", "--results", folder / "cands.json", folder / "refs.json", "--images", CLIP_DATA / "images",
-                   "-m", f'clip-score(model="{model}")', "-m", f'ref-clip-score(model="{model}")', "--out", out, "-q")
+                   "-m", f'clip-score(model="{model}")', "-m", f'ref-clip-score(model="{model}")',
+                   "-m", f'pac-score(model="{pac}")', "-m", f'ref-pac-score(model="{pac}")', "--out", out, "-q")
     assert proc.returncode == 0, proc.stderr
     expected = json.loads((folder / "expected.json").read_text())
     got = _values(out)
