@@ -313,7 +313,8 @@ def score(
                           "tokenizer its own: tokenizer=jieba(normalize=nfkc)")
     metrics = metric_list(metrics)
     # both None: as_dataset's TypeError names it
-    dataset = as_dataset(cast(Data, candidates if data is None else data), references, empty_candidates)
+    given = cast(Data, candidates if data is None else data)
+    dataset = as_dataset(given, references, empty_candidates)
     built = []
     for m in metrics:
         name = m if isinstance(m, str) else m.spec

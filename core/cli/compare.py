@@ -108,8 +108,8 @@ def compare_cli(
 
                 check_language(built, lang, name)
         run_on = Executor.from_options(executor, jobs, scheduler)
-        data_a, data_b = (load_system(p, references, input_format, sample_candidates, sample_references,
-                                      sample_seed) for p in (system_a, system_b))
+        data_a, data_b = (load_system(p, references, input_format, sample_candidates,
+                                      sample_references, sample_seed) for p in (system_a, system_b))
         results = [compare_systems(data_a, data_b, spec, trials=trials, resamples=resamples, confidence=confidence,
                                    seed=seed, executor=run_on, definitions=cfg.definitions, alpha=alpha)
                    for spec in metric]

@@ -190,7 +190,8 @@ def _refs(text: str | None) -> list[str] | None:
         refs = ast.literal_eval(text) if text else None
     except (ValueError, SyntaxError):
         return None
-    if isinstance(refs, (list, tuple)) and refs and all(isinstance(r, str) and r.strip() for r in refs):
+    if (isinstance(refs, (list, tuple)) and refs
+            and all(isinstance(r, str) and r.strip() for r in refs)):
         return list(refs)
     return None
 
