@@ -6,8 +6,10 @@ bert-score on the same device, CLIP-S images/s with a random ViT-B/32-sized CLIP
    ``bert_score.BERTScorer`` with the same model (the bundled all-MiniLM-L6-v2, layer 6), both
    timed after the model is loaded and warmed up, each embedding every text (capmetrics' disk
    cache off, its in-process cache emptied). Target: >= 2x. Also: the largest per-item
-   difference, and whether the token encoder is batch invariant on this device (every text
-   embedded alone and among all: bit-equal or not; the disk cache serves only devices where it is).
+   difference, the share of tokenizing and embedding (every distinct text again, its forward
+   passes counted), and whether the token encoder is batch invariant on this device (every text
+   embedded alone and among all: bit-equal or not; the disk cache serves only the CPU; on a GPU
+   the encoder runs large length-sorted padded batches, not meant to be invariant).
 2. **CLIP-S**: a randomly initialised CLIP of ViT-B/32's shape (a Hugging Face ``CLIPModel`` from
    a config, saved to a folder; nothing downloaded) scoring ``--images`` random 500x375 JPEGs with
    one caption each through ``capmetrics.score(..., ["clip-score(...)"])``: images/s.
@@ -149,9 +151,15 @@ def _bertscore_row(device: str, items: int) -> dict[str, Any]:
         metric.score(cands[:2], refs[:2])
         enc._cache.clear()
         enc._cached_bytes = 0
+        passes = enc.forward_passes
         ours_s, ours = timed(device, lambda: metric.score(cands, refs))
+        passes = enc.forward_passes - passes
     theirs_s, (_, _, f) = timed(device, lambda: scorer.score(cands, refs, batch_size=64))
     diff = float(np.abs(ours.details["f1"] - f.cpu().numpy()).max())
+    distinct = list(dict.fromkeys([*cands, *(r for g in refs for r in g)]))
+    enc._cache.clear()
+    enc._cached_bytes = 0
+    embed_s, _ = timed(device, lambda: enc.embed(distinct))
     texts = list(dict.fromkeys([*cands[:50], *(r for g in refs[:50] for r in g)]))
     enc._cache.clear()
     together = enc.embed(texts)
@@ -160,8 +168,8 @@ def _bertscore_row(device: str, items: int) -> dict[str, Any]:
         enc._cache.clear()
         alone = enc.embed([text])[0][0]
         same += bool(np.array_equal(alone, together[k][0]))
-    return {"items": items, "ours_s": ours_s, "theirs_s": theirs_s, "diff": diff,
-            "invariant": f"{same}/{min(100, len(texts))}"}
+    return {"items": items, "ours_s": ours_s, "theirs_s": theirs_s, "diff": diff, "embed_s": embed_s,
+            "passes": passes, "texts": len(distinct), "invariant": f"{same}/{min(100, len(texts))}"}
 
 
 def clip_row(device: str, images: int, shape: dict[str, Any], folder: Path) -> dict[str, Any]:
@@ -232,7 +240,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
             print(f"BERTScore, {r['items']:,} items (1 candidate + 4 references): capmetrics {r['ours_s']:.2f} s "
                   f"({r['items'] / r['ours_s']:,.0f} items/s), bert-score {r['theirs_s']:.2f} s "
                   f"({r['items'] / r['theirs_s']:,.0f} items/s): x{r['theirs_s'] / r['ours_s']:.2f} (target >= 2); "
-                  f"max |dF| {r['diff']:.1e}; batch invariant on {device}: {r['invariant']} texts bit-equal",
+                  f"max |dF| {r['diff']:.1e}; tokenize+embed {r['texts']:,} texts {r['embed_s']:.2f} s "
+                  f"({r['passes']} forward passes); batch invariant on {device}: {r['invariant']} texts bit-equal",
                   flush=True)
         if "clip" not in args.skip:
             r = rows["clip"] = clip_row(device, images, TINY if args.smoke else VIT_B_32, Path(tmp))

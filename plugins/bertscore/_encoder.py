@@ -4,10 +4,13 @@ The encoder is loaded once per (model, layer, device) and shared by every compon
 (``bertscore`` and ``trm(distance=bertscore)`` alike); its token embeddings are kept in a
 process-wide cache keyed by model identity, layer and text, so a text seen by one metric is not
 embedded again by another. Texts are tokenized as bert-score 0.3.13 does (stripped, special
-tokens added, truncated to the tokenizer's maximum length) and embedded in batches of one token
-length each (no padding), which makes a text's vectors independent of the other texts of a run,
-bit for bit. On the CPU they are also kept on disk (``capmetrics.embedding_cache``, keyed by the
-model's checksum, layer, tokenizer and library versions): a later run embeds only new texts.
+tokens added, truncated to the tokenizer's maximum length). On the CPU they are embedded in
+batches of one token length each (no padding), which makes a text's vectors independent of the
+other texts of a run, bit for bit, and they are also kept on disk (``capmetrics.embedding_cache``,
+keyed by the model's checksum, layer, tokenizer and library versions): a later run embeds only new
+texts. On another device (a GPU) they are embedded in large length-sorted padded batches (a
+token budget per pass), as bert-score does with bigger batches: few passes, not bit invariant,
+never on disk.
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ BATCH_SIZE = 64
 MIN_TOKENS = 256
 #: Bytes of token embeddings the cache keeps per encoder before dropping its oldest half.
 CACHE_BYTES = 2 << 30
+#: Tokens (texts × the longest one's length) a padded forward pass holds at most (see ``padded``).
+TOKEN_BUDGET = 16384
+#: Texts a padded forward pass holds at most.
+MAX_ROWS = 2048
 
 _ENCODERS: dict[tuple[str, int | None, str], TokenEncoder] = {}
 
@@ -74,7 +81,9 @@ class TokenEncoder:
     ``embed(texts)`` returns, per text, its unit-length token embeddings (special tokens
     included) and token ids; ``mean_pooled(texts)`` the mean of its (unnormalised) token
     embeddings and its token ids. ``forward_passes`` and ``texts_embedded`` count the model's
-    work over the encoder's life.
+    work over the encoder's life. ``padded`` (default: a device other than the CPU) embeds in
+    length-sorted padded batches of up to :data:`TOKEN_BUDGET` tokens instead of the batch
+    invariant passes of one length each, and turns the disk cache off.
     """
 
     def __init__(self, model: str | None, layer: int | None, device: str = "cpu") -> None:
@@ -110,6 +119,7 @@ class TokenEncoder:
         self._cached_bytes = 0
         self.forward_passes = 0
         self.texts_embedded = 0
+        self.padded = device != "cpu"
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids as bert-score encodes them; warns once with the count of truncated texts."""
@@ -128,6 +138,27 @@ class TokenEncoder:
         if cut:
             warnings.warn(f"{cut} text(s) are longer than the encoder's maximum of {self.max_length} "
                           "tokens and were truncated (as bert-score does)", stacklevel=3)
+        return ids
+
+    def _backend_token_ids(self, texts: Sequence[str]) -> list[list[int]] | None:
+        """``token_ids`` straight from a fast tokenizer's Rust backend (what ``encode`` calls,
+        without its per-call overhead), or None where that might differ: a slow tokenizer, a
+        backend set to truncate or pad, special-token splitting other than the tokenizer's, or a
+        text longer than the maximum (``token_ids`` truncates it with a warning)."""
+        tok = self.tokenizer
+        backend = getattr(tok, "backend_tokenizer", None) if getattr(tok, "is_fast", False) else None
+        try:
+            if (backend is None or backend.truncation is not None or backend.padding is not None
+                    or bool(backend.encode_special_tokens) != bool(tok.split_special_tokens)):
+                return None
+        except AttributeError:
+            return None
+        ids = []
+        for text in texts:
+            text = text.strip()
+            ids.append(list(backend.encode(text, add_special_tokens=True).ids) if text else list(self.empty_ids))
+            if len(ids[-1]) > self.max_length:
+                return None
         return ids
 
     def embed(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -156,7 +187,7 @@ class TokenEncoder:
         """The disk cache of this encoder's token embeddings (``capmetrics.embedding_cache``), or
         None: turned off, a device other than the CPU (its kernels are not known to be batch
         invariant), or a model known only by name (no checksum to key it by)."""
-        if not embedding_cache.enabled() or self.device != "cpu" or "@" in self.identity:
+        if not embedding_cache.enabled() or self.device != "cpu" or self.padded or "@" in self.identity:
             return None
         if getattr(self, "_disk", None) is None:
             import torch
@@ -185,6 +216,8 @@ class TokenEncoder:
         every matrix product a text goes through has the same shape whatever else is embedded:
         its vectors do not depend on the other texts, bit for bit (what lets the disk cache
         return exactly what the model would compute)."""
+        if self.padded:
+            return self._embed_padded(texts)
         import torch
         from capmetrics.progress import work
 
@@ -212,6 +245,43 @@ class TokenEncoder:
                     for row, k in enumerate(chunk):
                         fresh[texts[k]] = self._store(texts[k], out[row], np.asarray(ids[k], dtype=np.int64),
                                                       means[row])
+        return fresh
+
+    def _embed_padded(self, texts: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Embed ``texts`` fast on an accelerator: longest first, in padded batches of at most
+        :data:`TOKEN_BUDGET` tokens (padding included) and :data:`MAX_ROWS` texts, with an
+        attention mask (as bert-score, with larger batches); one copy to the host per pass, its
+        rows kept as the texts' cached arrays (no copy per text)."""
+        import torch
+        from capmetrics.progress import work
+
+        ids = self._backend_token_ids(texts) or self.token_ids(texts)
+        order = sorted(range(len(ids)), key=lambda k: -len(ids[k]))
+        pad = self.tokenizer.pad_token_id or 0
+        fresh: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        with torch.inference_mode(), work(len(texts), "sentences") as advance:
+            start = 0
+            while start < len(order):
+                width = len(ids[order[start]])
+                chunk = order[start : start + max(1, min(MAX_ROWS, TOKEN_BUDGET // width))]
+                start += len(chunk)
+                lengths = [len(ids[k]) for k in chunk]
+                host = np.full((len(chunk), width), pad, dtype=np.int64)
+                for row, k in enumerate(chunk):
+                    host[row, : lengths[row]] = ids[k]
+                tokens = torch.from_numpy(host).to(self.device)
+                mask = torch.from_numpy(np.arange(width) < np.array(lengths)[:, None]).to(self.device)
+                mask = mask.long()
+                out = self.encoder(tokens, attention_mask=mask)[0]
+                self.forward_passes += 1
+                self.texts_embedded += len(chunk)
+                weights = mask.unsqueeze(-1).to(out.dtype)
+                means = ((out * weights).sum(1) / weights.sum(1).clamp(min=1e-9)).float().cpu().numpy()
+                unit = (out / out.norm(dim=-1, keepdim=True)).float().cpu().numpy()
+                advance(len(chunk))
+                for row, k in enumerate(chunk):
+                    fresh[texts[k]] = self._store(texts[k], unit[row, : lengths[row]],
+                                                  np.asarray(ids[k], dtype=np.int64), means[row], copy=False)
         return fresh
 
     def _store(self, text: str, emb: np.ndarray, ids: np.ndarray, mean: np.ndarray,

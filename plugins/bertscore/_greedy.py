@@ -41,14 +41,15 @@ class TokenTable:
         return np.diff(self.offsets)
 
 
-def _gather(torch, table: TokenTable, texts: np.ndarray, device: str):  # type: ignore[no-untyped-def]
-    """Padded embeddings (…, L, dim), validity mask (…, L) and normalised weights of ``texts``."""
+def _gather(torch, table: TokenTable, tokens, texts: np.ndarray, device: str):  # type: ignore[no-untyped-def]
+    """Padded embeddings (…, L, dim), validity mask (…, L) and normalised weights of ``texts``;
+    the embeddings are gathered from ``tokens`` (the table's tokens, already on ``device``)."""
     lengths = table.lengths[texts]
     width = int(lengths.max()) if lengths.size else 1
     pos = np.arange(width)
     valid = pos < lengths[..., None]
     index = np.where(valid, table.offsets[texts][..., None] + pos, 0)
-    emb = torch.from_numpy(table.tokens[index]).to(device)
+    emb = tokens[torch.from_numpy(index).to(device)]
     weights = np.where(valid, table.weights[index], 0.0).astype(np.float32)
     weights = torch.from_numpy(weights).to(device)
     weights = weights / weights.sum(dim=-1, keepdim=True)
@@ -70,10 +71,11 @@ def pair_scores(table: TokenTable, a: np.ndarray, b: np.ndarray, device: str = "
     recall = np.zeros(len(a), np.float32)
     order = np.lexsort((table.lengths[b], table.lengths[a]))
     with torch.inference_mode():
+        tokens = torch.from_numpy(table.tokens).to(device)  # one copy to the device (none on the CPU)
         for start in range(0, len(order), PAIR_BATCH):
             rows = order[start : start + PAIR_BATCH]
-            ea, va, wa = _gather(torch, table, a[rows], device)
-            eb, vb, wb = _gather(torch, table, b[rows], device)
+            ea, va, wa = _gather(torch, table, tokens, a[rows], device)
+            eb, vb, wb = _gather(torch, table, tokens, b[rows], device)
             sim = torch.bmm(ea, eb.transpose(1, 2))
             sim = sim.masked_fill(~(va[:, :, None] & vb[:, None, :]), -torch.inf)
             best_a, best_b = sim.amax(dim=2), sim.amax(dim=1)
@@ -104,6 +106,7 @@ def pool_precisions(table: TokenTable, pools: Sequence[np.ndarray], device: str 
     out: list[np.ndarray | None] = [None] * len(pools)
     order = np.argsort(totals, kind="stable")
     with torch.inference_mode():
+        tokens = torch.from_numpy(table.tokens).to(device)  # one copy to the device (none on the CPU)
         for start in range(0, len(order), POOL_BATCH):
             chunk = order[start : start + POOL_BATCH]
             width, n = int(totals[chunk].max()), max(len(pools[k]) for k in chunk)
@@ -113,7 +116,7 @@ def pool_precisions(table: TokenTable, pools: Sequence[np.ndarray], device: str 
                 tok = np.concatenate([np.arange(table.offsets[t], table.offsets[t + 1]) for t in pools[k]])
                 index[row, : len(tok)] = tok
                 owner[row, : len(tok)] = np.repeat(np.arange(len(pools[k])), lengths[pools[k]])
-            emb = torch.from_numpy(table.tokens[index]).to(device)
+            emb = tokens[torch.from_numpy(index).to(device)]
             own = torch.from_numpy(owner).to(device)
             weights = torch.from_numpy(np.where(owner < n, unit_w[index], 0.0).astype(np.float32)).to(device)
             sim = torch.bmm(emb, emb.transpose(1, 2))  # (B, W, W)

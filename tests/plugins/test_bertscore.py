@@ -312,3 +312,47 @@ def test_bertscore_trm_and_mmd_embed_each_distinct_sentence_once(expert, monkeyp
     # one pass per token length (each fewer than 64 texts): batch invariant
     assert enc.forward_passes == len({len(ids) for ids in enc.token_ids(sorted(distinct))})
     assert len(results.metrics) == 3 and all(np.isfinite(m.item_values).all() for m in results.metrics)
+
+
+PADDED_CANDS = ["A dog runs across the grass.", "",
+                ("Two children are playing with a red ball near the water while their parents watch "
+                 "from a bench under the trees."), "man"]
+PADDED_REFS = [["A brown dog is running on the lawn.", "dog"],
+               ["Someone stands outside."],
+               ["Kids play with a ball by the lake.", "Two kids and a red ball."],
+               ["A man sits on a bench reading.", "A woman walks."]]
+
+
+def test_padded_batches_match_the_invariant_passes_and_bert_score(monkeypatch, scorer):
+    """The accelerator path (length-sorted padded batches under a token budget, on by default
+    on a GPU) forced on the CPU: several padded passes give the one-length passes' values and
+    bert-score's within 1e-6 (mean token embeddings, of size ~1, within 1e-5), never read or
+    write the disk cache."""
+    from capmetrics.plugins.bertscore import _encoder
+
+    monkeypatch.setattr(_encoder, "_ENCODERS", {})
+    base = {floor: capmetrics.compose(f"bertscore(floor={floor})", "distance").score(PADDED_CANDS, PADDED_REFS)
+            for floor in ("off", "bert-score")}
+    base_means = _encoder.shared_encoder(None, None).mean_pooled(PADDED_CANDS)
+    padded = _encoder.TokenEncoder(None, None, "cpu")
+    padded.padded = True
+    monkeypatch.setattr(_encoder, "_ENCODERS", {("", None, "cpu"): padded})
+    monkeypatch.setattr(_encoder, "TOKEN_BUDGET", 64)  # several passes of several lengths
+    monkeypatch.setenv("CAPMETRICS_EMBEDDING_CACHE", "1")
+    assert padded.disk_store() is None
+    for floor, expected in base.items():
+        ours = capmetrics.compose(f"bertscore(floor={floor})", "distance").score(PADDED_CANDS, PADDED_REFS)
+        for name in ("precision", "recall", "f1"):
+            assert np.abs(ours.details[name] - expected.details[name]).max() <= 1e-6, (floor, name)
+    distinct = {t for t in PADDED_CANDS + [r for g in PADDED_REFS for r in g]}
+    assert padded.texts_embedded == len(distinct) and 2 < padded.forward_passes < len(distinct)
+    for (mean, ids), (mean0, ids0) in zip(padded.mean_pooled(PADDED_CANDS), base_means):
+        assert np.array_equal(ids, ids0) and np.abs(mean - mean0).max() <= 1e-5  # unnormalised, ~1
+    texts = sorted(distinct) + ["  padded  ", "A [SEP] inside.", "word " * 600]
+    fast = padded._backend_token_ids(texts[:-1])  # a fast tokenizer's backend: encode's ids
+    assert fast is None or fast == padded.token_ids(texts[:-1])
+    assert padded._backend_token_ids(texts) is None  # too long: token_ids truncates, warns
+    keep = [k for k, c in enumerate(PADDED_CANDS) if c]  # bert-score fails on "" with transformers 5
+    cands, refs = [PADDED_CANDS[k] for k in keep], [PADDED_REFS[k] for k in keep]
+    ours = capmetrics.compose("bertscore(floor=bert-score)", "distance").score(cands, refs)
+    _assert_prf(ours, scorer.score(cands, refs))
