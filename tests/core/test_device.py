@@ -72,9 +72,14 @@ def test_out_of_memory_halves_the_batch_with_a_warning():
         in_halving_batches(lambda texts, size: (_ for _ in ()).throw(ValueError("not memory")), ["a"], 4, "x")
 
 
-def test_the_sentence_embedder_retries_on_out_of_memory():
+def test_the_sentence_embedder_retries_on_out_of_memory(monkeypatch):
     pytest.importorskip("sentence_transformers")
+    from capmetrics.plugins.embeddings import sentence
     from capmetrics.plugins.embeddings.sentence import SentenceTransformerEmbedder
+
+    # a model whose pooling is not a plain mean runs through sentence-transformers itself (a
+    # mean-pooling model is pooled from the shared token encoder)
+    monkeypatch.setattr(sentence, "mean_pooling_layout", lambda path: None)
 
     class Encoder:
         sizes: list[int] = []

@@ -159,7 +159,7 @@ def _fake_parser(tmp_path: Path, monkeypatch) -> list[list[str]]:  # type: ignor
     """Stands in for the jar's parser: every word of a caption is an object."""
     sent: list[list[str]] = []
 
-    def fake(texts, command_for, jobs, timeout, store, retry_command_for=None):  # type: ignore[no-untyped-def]
+    def fake(texts, command_for, jobs, timeout, store, retry_command_for=None, stop=None):  # type: ignore[no-untyped-def]
         sent.append(list(texts))
         parsed = {t: [[w] for w in t.split()] for t in texts}
         store(parsed)
