@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 IMAGES = ROOT / "tests" / "data" / "clip" / "images"
 CAPTIONS = ROOT.parent / "shared" / "data" / "flickr8k" / "Flickr8k.token.txt"
 
-REFERENCE = r'''
+REFERENCE = r"""
 import importlib.util, json, sys, time, types
 spec = importlib.util.find_spec("torchvision")
 pkg = types.ModuleType("torchvision"); pkg.__path__ = list(spec.submodule_search_locations); pkg.__spec__ = spec
@@ -62,11 +62,13 @@ start = time.perf_counter()
 feats = cs.extract_all_images(args["images"], model, "cpu", batch_size=64, num_workers=8)
 _, per, _ = cs.get_clip_score(model, feats, args["captions"], "cpu")
 print(json.dumps({"seconds": time.perf_counter() - start, "values": [float(x) for x in per]}))
-'''
+"""
 
 
 def run_reference(python: str, payload: dict) -> dict:
-    proc = subprocess.run([python, "-c", REFERENCE, json.dumps(payload)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [python, "-c", REFERENCE, json.dumps(payload)], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         sys.exit(f"reference failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else {}
@@ -74,7 +76,9 @@ def run_reference(python: str, payload: dict) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--ref-python", required=True, help="python of a venv with openai-clip and torchvision")
+    parser.add_argument(
+        "--ref-python", required=True, help="python of a venv with openai-clip and torchvision"
+    )
     parser.add_argument("--clipscore", required=True, help="a checkout of jmhessel/clipscore")
     parser.add_argument("--copies", type=int, default=20)
     parser.add_argument("--size", choices=("vit-b-32", "tiny"), default="vit-b-32")
@@ -87,9 +91,19 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench_clip_"))
     try:
         model = str(work / f"{args.size}.pt")
-        run_reference(args.ref_python, {"make": True, "size": args.size, "model": model,
-                                        "tiny_dir": str(ROOT / "tests" / "data" / "clip")})
-        captions = [line.split("\t", 1)[1].strip() for line in CAPTIONS.read_text(encoding="utf-8").splitlines()]
+        run_reference(
+            args.ref_python,
+            {
+                "make": True,
+                "size": args.size,
+                "model": model,
+                "tiny_dir": str(ROOT / "tests" / "data" / "clip"),
+            },
+        )
+        captions = [
+            line.split("\t", 1)[1].strip()
+            for line in CAPTIONS.read_text(encoding="utf-8").splitlines()
+        ]
         files = sorted(IMAGES.iterdir())
         paths, items = [], []
         for copy in range(args.copies):
@@ -100,8 +114,16 @@ def main() -> None:
                 items.append(Item(target.stem, (), (captions[len(items) * 5],), str(target)))
         cands = [it.candidates[0] for it in items]
 
-        ref = run_reference(args.ref_python, {"make": False, "clipscore": args.clipscore, "model": model,
-                                              "images": paths, "captions": cands})
+        ref = run_reference(
+            args.ref_python,
+            {
+                "make": False,
+                "clipscore": args.clipscore,
+                "model": model,
+                "images": paths,
+                "captions": cands,
+            },
+        )
         # Load the checkpoint outside the timing, as the reference does, and run one image and caption
         # through it so that lazily imported modules are in (the reference imports clip beforehand).
         warm = ClipModel(model)
@@ -114,11 +136,15 @@ def main() -> None:
         diff = float(np.max(np.abs(ours - np.array(ref["values"]))))
         n = len(paths)
         load = os.getloadavg()[0]
-        print(f"clip-score, {args.size} CLIP, {n} images ({len(files)} photographs x {args.copies}), CPU, "
-              f"{os.cpu_count()} cores, load {load:.2f}")
+        print(
+            f"clip-score, {args.size} CLIP, {n} images ({len(files)} photographs x {args.copies}), CPU, "
+            f"{os.cpu_count()} cores, load {load:.2f}"
+        )
         print(f"  clipscore.py  : {ref['seconds']:7.2f} s  {n / ref['seconds']:7.1f} images/s")
         print(f"  capmetrics    : {ours_s:7.2f} s  {n / ours_s:7.1f} images/s")
-        print(f"  ratio         : {ref['seconds'] / ours_s:.2f}x   max |delta| per candidate {diff:.2e}")
+        print(
+            f"  ratio         : {ref['seconds'] / ours_s:.2f}x   max |delta| per candidate {diff:.2e}"
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

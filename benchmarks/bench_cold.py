@@ -121,7 +121,9 @@ def run(args: list[str], env: dict[str, str] | None = None) -> tuple[Tree, int]:
     """Run ``capmetrics args``; the tree's use and the main process id."""
     tree = Tree()
     start = time.perf_counter()
-    proc = subprocess.Popen(CLI + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        CLI + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     done = threading.Event()
 
     def watch() -> None:
@@ -136,7 +138,9 @@ def run(args: list[str], env: dict[str, str] | None = None) -> tuple[Tree, int]:
     done.set()
     watcher.join()
     if proc.returncode:
-        raise SystemExit(f"capmetrics {' '.join(args)} failed ({proc.returncode}):\n{tree.stderr[-3000:]}")
+        raise SystemExit(
+            f"capmetrics {' '.join(args)} failed ({proc.returncode}):\n{tree.stderr[-3000:]}"
+        )
     return tree, proc.pid
 
 
@@ -150,7 +154,9 @@ def timed(args: list[str]) -> tuple[float, float]:
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode:
-        raise SystemExit(f"capmetrics {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+        raise SystemExit(
+            f"capmetrics {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}"
+        )
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
@@ -160,21 +166,27 @@ def mb(n: int) -> str:
 
 # ---------------------------------------------------------------------------------- item 1
 def bench_meteor() -> None:
-    print("1. first METEOR use: capmetrics score <Flickr8k-Expert sample> (default set), empty cache")
+    print(
+        "1. first METEOR use: capmetrics score <Flickr8k-Expert sample> (default set), empty cache"
+    )
     args = ["score", str(SAMPLE), "--format", "json"]
     with tempfile.TemporaryDirectory(prefix="capmetrics-cold-") as cache:
         env = {**os.environ, "CAPMETRICS_CACHE_DIR": cache}
         env.pop("CAPMETRICS_QUIET", None)
         cold, pid = run(args, env)
         cpu = sum(cold.cpu.values())
-        print(f"   cold: {cold.wall:6.1f} s wall (target ≤ 20 s), {cpu:5.1f} s CPU in all processes, "
-              f"peak RSS {mb(cold.peak_one)} one process / {mb(cold.peak_sum)} whole tree (target ≤ 500 MB)"
-              f"  [{load()}]")
+        print(
+            f"   cold: {cold.wall:6.1f} s wall (target ≤ 20 s), {cpu:5.1f} s CPU in all processes, "
+            f"peak RSS {mb(cold.peak_one)} one process / {mb(cold.peak_sum)} whole tree (target ≤ 500 MB)"
+            f"  [{load()}]"
+        )
         for line in cold.stderr.splitlines():
             if line.startswith("capmetrics:"):
                 print(f"      {line}")
         warm, _ = run(args, env)
-        print(f"   warm: {warm.wall:6.1f} s wall, peak RSS {mb(warm.peak_one)} one process  [{load()}]")
+        print(
+            f"   warm: {warm.wall:6.1f} s wall, peak RSS {mb(warm.peak_one)} one process  [{load()}]"
+        )
         same = json.loads(cold.stdout)["metrics"] == json.loads(warm.stdout)["metrics"]
         print(f"   values cold == warm: {same}")
         if not same:
@@ -190,8 +202,10 @@ def write_items(path: Path, count: int) -> None:
 
 def bench_jobs(counts: list[int], repeat: int) -> None:
     cores = len(os.sched_getaffinity(0))
-    print(f"3. fan-out: score -m 'trm(distance=cider-d)' (5+5, p-values), whole process, {cores} cores; "
-          f"best of {repeat}")
+    print(
+        f"3. fan-out: score -m 'trm(distance=cider-d)' (5+5, p-values), whole process, {cores} cores; "
+        f"best of {repeat}"
+    )
     targets = {200: "never slower than serial", 6000: "≥ 1.50×", 20000: "≥ 1.70×"}
     with tempfile.TemporaryDirectory(prefix="capmetrics-jobs-") as tmp:
         for count in counts:
@@ -206,25 +220,56 @@ def bench_jobs(counts: list[int], repeat: int) -> None:
             for _ in range(repeat):  # wall times: plain runs, alternating, nothing sampling them
                 for jobs in (1, 2):
                     out = Path(tmp) / f"out{count}-{jobs}.json"
-                    wall, used = timed(["score", str(data), "-m", "trm(distance=cider-d)", "--jobs", str(jobs),
-                                        "--format", "json", "-q", "--out", str(out)])
+                    wall, used = timed(
+                        [
+                            "score",
+                            str(data),
+                            "-m",
+                            "trm(distance=cider-d)",
+                            "--jobs",
+                            str(jobs),
+                            "--format",
+                            "json",
+                            "-q",
+                            "--out",
+                            str(out),
+                        ]
+                    )
                     if wall < best.get(jobs, float("inf")):
                         best[jobs], cpu[jobs] = wall, used
                     outputs[jobs] = out.read_bytes()
             for jobs in (1, 2):  # one sampled run each: the main process's and the workers' CPU
                 out = Path(tmp) / f"out{count}-{jobs}.json"
-                tree, pid = run(["score", str(data), "-m", "trm(distance=cider-d)", "--jobs", str(jobs),
-                                 "--format", "json", "--out", str(out)])
-                notes.update(line for line in tree.stderr.splitlines() if line.startswith("capmetrics:"))
+                tree, pid = run(
+                    [
+                        "score",
+                        str(data),
+                        "-m",
+                        "trm(distance=cider-d)",
+                        "--jobs",
+                        str(jobs),
+                        "--format",
+                        "json",
+                        "--out",
+                        str(out),
+                    ]
+                )
+                notes.update(
+                    line for line in tree.stderr.splitlines() if line.startswith("capmetrics:")
+                )
                 projected[jobs] = tree.idle_wall(pid, min(jobs, cores))
                 split[jobs] = (tree.main_cpu(pid), tree.others_cpu(pid))
             same = outputs[1] == outputs[2]
-            print(f"   {count:6d} items: --jobs 1 {best[1]:6.2f} s, --jobs 2 {best[2]:6.2f} s -> "
-                  f"{best[1] / best[2]:4.2f}× ({targets.get(count, '')}); from CPU on an idle box "
-                  f"{projected[1]:5.2f} s vs {projected[2]:5.2f} s -> {projected[1] / projected[2]:4.2f}×; "
-                  f"outputs identical: {same}  [{load()}]")
-            print(f"      CPU of the best runs: --jobs 1 {cpu[1]:.2f} s, --jobs 2 {cpu[2]:.2f} s; sampled: --jobs 1 "
-                  f"{split[1][0]:.2f} s; --jobs 2 main process {split[2][0]:.2f} s + workers {split[2][1]:.2f} s")
+            print(
+                f"   {count:6d} items: --jobs 1 {best[1]:6.2f} s, --jobs 2 {best[2]:6.2f} s -> "
+                f"{best[1] / best[2]:4.2f}× ({targets.get(count, '')}); from CPU on an idle box "
+                f"{projected[1]:5.2f} s vs {projected[2]:5.2f} s -> {projected[1] / projected[2]:4.2f}×; "
+                f"outputs identical: {same}  [{load()}]"
+            )
+            print(
+                f"      CPU of the best runs: --jobs 1 {cpu[1]:.2f} s, --jobs 2 {cpu[2]:.2f} s; sampled: --jobs 1 "
+                f"{split[1][0]:.2f} s; --jobs 2 main process {split[2][0]:.2f} s + workers {split[2][1]:.2f} s"
+            )
             for note in sorted(notes):
                 print(f"      {note}")
             if not same:

@@ -39,9 +39,14 @@ def write_files(data: Path, folder: Path) -> tuple[str, str]:
     for item in dataset:
         first.setdefault(str(item.id).split("#")[0], item)
     items = list(first.values())
-    ann = {"images": [{"id": i} for i in range(len(items))],
-           "annotations": [{"image_id": i, "id": 10 * i + j, "caption": r}
-                           for i, it in enumerate(items) for j, r in enumerate(it.references)]}
+    ann = {
+        "images": [{"id": i} for i in range(len(items))],
+        "annotations": [
+            {"image_id": i, "id": 10 * i + j, "caption": r}
+            for i, it in enumerate(items)
+            for j, r in enumerate(it.references)
+        ],
+    }
     res = [{"image_id": i, "caption": it.candidates[0]} for i, it in enumerate(items)]
     (folder / "ann.json").write_text(json.dumps(ann))
     (folder / "res.json").write_text(json.dumps(res))
@@ -73,15 +78,21 @@ def main() -> None:
         t_ref, theirs = run(reference.COCOEvalCap, ann, res)
         t_ours, ours = run(lambda c, r: compat.COCOEvalCap(c, r, spice=False), ann, res)
     keys = [k for k in theirs.eval if k != "SPICE"]
-    worst = max(abs(ours.imgToEval[i][k] - theirs.imgToEval[i][k]) for i in theirs.imgToEval for k in keys)
+    worst = max(
+        abs(ours.imgToEval[i][k] - theirs.imgToEval[i][k]) for i in theirs.imgToEval for k in keys
+    )
     worst = max(worst, max(abs(ours.eval[k] - theirs.eval[k]) for k in keys))
-    differ = sum(ours.imgToEval[i][k] != theirs.imgToEval[i][k] for i in theirs.imgToEval for k in keys)
+    differ = sum(
+        ours.imgToEval[i][k] != theirs.imgToEval[i][k] for i in theirs.imgToEval for k in keys
+    )
     differ += sum(ours.eval[k] != theirs.eval[k] for k in keys)
     print(f"{len(theirs.imgToEval)} images, metrics {', '.join(keys)}")
     print(f"pycocoevalcap COCOEvalCap.evaluate: {t_ref:8.2f} s")
     print(f"capmetrics compat COCOEvalCap     : {t_ours:8.2f} s   ({t_ref / t_ours:.1f}x)")
-    print(f"max abs difference over eval and imgToEval: {worst:.2g}; numbers not bit-identical: {differ} of "
-          f"{len(keys) * (len(theirs.imgToEval) + 1)}")
+    print(
+        f"max abs difference over eval and imgToEval: {worst:.2g}; numbers not bit-identical: {differ} of "
+        f"{len(keys) * (len(theirs.imgToEval) + 1)}"
+    )
     print("corpus:", {k: round(float(v), 4) for k, v in ours.eval.items()})
     assert differ == 0 and np.isfinite(worst)
     stages(theirs)
@@ -99,15 +110,28 @@ def stages(ev) -> None:  # type: ignore[no-untyped-def]
     pairs = {"PTBTokenizer (both captions sets)": (PTBTokenizer, compat.PTBTokenizer)}
     for name, (ref_cls, our_cls) in pairs.items():
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            t0 = time.perf_counter(); tg, tr = ref_cls().tokenize(gts), ref_cls().tokenize(res); t1 = time.perf_counter()
-            our_cls().tokenize(gts), our_cls().tokenize(res); t2 = time.perf_counter()
-        print(f"  {name:34s} pycocoevalcap {t1 - t0:7.3f} s  compat {t2 - t1:7.3f} s  ({(t1 - t0) / (t2 - t1):.0f}x)")
-    for name, ref_cls, our_cls in (("Bleu(4)", Bleu, compat.Bleu), ("Rouge", Rouge, compat.Rouge),
-                                   ("Cider", Cider, compat.Cider)):
+            t0 = time.perf_counter()
+            tg, tr = ref_cls().tokenize(gts), ref_cls().tokenize(res)
+            t1 = time.perf_counter()
+            our_cls().tokenize(gts), our_cls().tokenize(res)
+            t2 = time.perf_counter()
+        print(
+            f"  {name:34s} pycocoevalcap {t1 - t0:7.3f} s  compat {t2 - t1:7.3f} s  ({(t1 - t0) / (t2 - t1):.0f}x)"
+        )
+    for name, ref_cls, our_cls in (
+        ("Bleu(4)", Bleu, compat.Bleu),
+        ("Rouge", Rouge, compat.Rouge),
+        ("Cider", Cider, compat.Cider),
+    ):
         with contextlib.redirect_stdout(io.StringIO()):
-            t0 = time.perf_counter(); ref_cls().compute_score(tg, tr); t1 = time.perf_counter()
-            our_cls().compute_score(tg, tr); t2 = time.perf_counter()
-        print(f"  {name:34s} pycocoevalcap {t1 - t0:7.3f} s  compat {t2 - t1:7.3f} s  ({(t1 - t0) / (t2 - t1):.0f}x)")
+            t0 = time.perf_counter()
+            ref_cls().compute_score(tg, tr)
+            t1 = time.perf_counter()
+            our_cls().compute_score(tg, tr)
+            t2 = time.perf_counter()
+        print(
+            f"  {name:34s} pycocoevalcap {t1 - t0:7.3f} s  compat {t2 - t1:7.3f} s  ({(t1 - t0) / (t2 - t1):.0f}x)"
+        )
 
 
 if __name__ == "__main__":

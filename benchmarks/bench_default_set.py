@@ -97,7 +97,9 @@ def run(command: list[str]) -> tuple[float, float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", default=os.environ.get("CAPMETRICS_FLICKR8K", "/work/shared/data/flickr8k"))
+    parser.add_argument(
+        "--root", default=os.environ.get("CAPMETRICS_FLICKR8K", "/work/shared/data/flickr8k")
+    )
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
     dataset, _ = load_expert(args.root)
@@ -105,10 +107,29 @@ def main() -> None:
     data = tmp / "expert.jsonl"
     with data.open("w") as f:
         for i, it in enumerate(dataset):
-            f.write(json.dumps({"id": str(i), "references": list(it.references), "candidates": [it.candidates[0]]}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "id": str(i),
+                        "references": list(it.references),
+                        "candidates": [it.candidates[0]],
+                    }
+                )
+                + "\n"
+            )
     (tmp / "coco.py").write_text(COCO)
-    capmetrics = [sys.executable, "-m", "capmetrics.cli", "score", str(data), "--format", "csv", "-q",
-                  "--out", str(tmp / "ours.csv")]
+    capmetrics = [
+        sys.executable,
+        "-m",
+        "capmetrics.cli",
+        "score",
+        str(data),
+        "--format",
+        "csv",
+        "-q",
+        "--out",
+        str(tmp / "ours.csv"),
+    ]
     if not Path(sys.executable).with_name("capmetrics").exists():
         raise SystemExit("run with the venv's python (capmetrics must be installed)")
     capmetrics[1:3] = []
@@ -119,27 +140,40 @@ def main() -> None:
     sample.write_text("".join(data.read_text().splitlines(keepends=True)[:20]))
     run([*capmetrics[:2], str(sample), "--format", "csv", "-q"])
     print(f"Flickr8k-Expert: {len(dataset)} items; load {os.getloadavg()[0]:.1f}")
-    times: dict[str, list[tuple[float, float, float]]] = {"capmetrics score": [], "pycocoevalcap": []}
+    times: dict[str, list[tuple[float, float, float]]] = {
+        "capmetrics score": [],
+        "pycocoevalcap": [],
+    }
     for _ in range(args.repeats):
         times["capmetrics score"].append(run(capmetrics))
         times["pycocoevalcap"].append(run(coco))
     print(f"{'':18}{'wall (s)':>10}{'CPU (s)':>10}{'peak RSS (MB)':>15}")
     for name, rows in times.items():
-        print(f"{name:18}{min(r[0] for r in rows):10.2f}{min(r[2] for r in rows):10.2f}"
-              f"{max(r[1] for r in rows):15.0f}")
+        print(
+            f"{name:18}{min(r[0] for r in rows):10.2f}{min(r[2] for r in rows):10.2f}"
+            f"{max(r[1] for r in rows):15.0f}"
+        )
     mine, coco_rows = times["capmetrics score"], times["pycocoevalcap"]
     ratio = min(r[0] for r in coco_rows) / min(r[0] for r in mine)
     cpu_ratio = min(r[2] for r in coco_rows) / min(r[2] for r in mine)
     peak = max(r[1] for r in mine)
-    print(f"speed-up x{ratio:.2f} wall (target >= 10: {'met' if ratio >= 10 else 'MISSED'}), x{cpu_ratio:.2f} CPU "
-          f"(the JVM's threads included); capmetrics peak RSS {peak:.0f} MB (target <= 300: "
-          f"{'met' if peak <= 300 else 'MISSED'}); load {os.getloadavg()[0]:.1f}")
+    print(
+        f"speed-up x{ratio:.2f} wall (target >= 10: {'met' if ratio >= 10 else 'MISSED'}), x{cpu_ratio:.2f} CPU "
+        f"(the JVM's threads included); capmetrics peak RSS {peak:.0f} MB (target <= 300: "
+        f"{'met' if peak <= 300 else 'MISSED'}); load {os.getloadavg()[0]:.1f}"
+    )
     theirs = json.loads((tmp / "coco.json").read_text())
     with (tmp / "ours.csv").open() as f:
-        ours = {row["metric"]: float(row["value"]) for row in csv.DictReader(f) if row["level"] == "corpus"}
+        ours = {
+            row["metric"]: float(row["value"])
+            for row in csv.DictReader(f)
+            if row["level"] == "corpus"
+        }
     for metric, value in theirs.items():
-        print(f"  {metric:8} capmetrics {ours[metric]!r:22} pycocoevalcap {value!r:22} "
-              f"{'equal' if abs(ours[metric] - value) <= 1e-12 else 'DIFFERENT'}")
+        print(
+            f"  {metric:8} capmetrics {ours[metric]!r:22} pycocoevalcap {value!r:22} "
+            f"{'equal' if abs(ours[metric] - value) <= 1e-12 else 'DIFFERENT'}"
+        )
 
 
 if __name__ == "__main__":

@@ -39,19 +39,49 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-CAPTIONS = Path(os.environ.get("CAPMETRICS_FLICKR8K", ROOT.parent / "shared" / "data" / "flickr8k")) / \
-    "Flickr8k.token.txt"
+CAPTIONS = (
+    Path(os.environ.get("CAPMETRICS_FLICKR8K", ROOT.parent / "shared" / "data" / "flickr8k"))
+    / "Flickr8k.token.txt"
+)
 #: ViT-B/32's shape (OpenAI's CLIP ViT-B/32: 512-d joint space).
-VIT_B_32 = {"projection_dim": 512,
-            "text": {"hidden_size": 512, "intermediate_size": 2048, "num_hidden_layers": 12,
-                     "num_attention_heads": 8, "max_position_embeddings": 77, "vocab_size": 49408},
-            "vision": {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
-                       "num_attention_heads": 12, "image_size": 224, "patch_size": 32}}
-TINY = {"projection_dim": 16,
-        "text": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
-                 "max_position_embeddings": 77, "vocab_size": 49408},
-        "vision": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
-                   "image_size": 224, "patch_size": 32}}
+VIT_B_32 = {
+    "projection_dim": 512,
+    "text": {
+        "hidden_size": 512,
+        "intermediate_size": 2048,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 8,
+        "max_position_embeddings": 77,
+        "vocab_size": 49408,
+    },
+    "vision": {
+        "hidden_size": 768,
+        "intermediate_size": 3072,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 12,
+        "image_size": 224,
+        "patch_size": 32,
+    },
+}
+TINY = {
+    "projection_dim": 16,
+    "text": {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "max_position_embeddings": 77,
+        "vocab_size": 49408,
+    },
+    "vision": {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "image_size": 224,
+        "patch_size": 32,
+    },
+}
 
 
 def pick_device(asked: str) -> str:
@@ -86,9 +116,30 @@ def flickr_groups(n: int) -> list[list[str]]:
             key, _, text = line.partition("\t")
             groups.setdefault(key.split("#")[0], []).append(text)
     out = [g for g in groups.values() if len(g) == 5][:n]
-    words = ["a", "dog", "man", "woman", "child", "runs", "sits", "plays", "on", "in", "the", "grass", "street", "water", "ball", "red", "blue", "two"]
+    words = [
+        "a",
+        "dog",
+        "man",
+        "woman",
+        "child",
+        "runs",
+        "sits",
+        "plays",
+        "on",
+        "in",
+        "the",
+        "grass",
+        "street",
+        "water",
+        "ball",
+        "red",
+        "blue",
+        "two",
+    ]
     rng = np.random.default_rng(0)
-    while len(out) < n:  # no Flickr8k here (a device machine without the shared data): made-up captions
+    while (
+        len(out) < n
+    ):  # no Flickr8k here (a device machine without the shared data): made-up captions
         out.append([" ".join(rng.choice(words, int(rng.integers(4, 14)))) for _ in range(5)])
     return out
 
@@ -123,13 +174,28 @@ def model_folder(folder: Path) -> tuple[str, str]:
 
         words = sorted({w for g in flickr_groups(2000) for t in g for w in t.lower().split()})
         chars = sorted({c for w in words for c in w})
-        vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars, *(f"##{c}" for c in chars), *words]
+        vocab = [
+            "[PAD]",
+            "[UNK]",
+            "[CLS]",
+            "[SEP]",
+            "[MASK]",
+            *chars,
+            *(f"##{c}" for c in chars),
+            *words,
+        ]
         target.mkdir(parents=True)
         (target / "vocab.txt").write_text("\n".join(dict.fromkeys(vocab)) + "\n", encoding="utf-8")
         BertTokenizer(str(target / "vocab.txt"), model_max_length=512).save_pretrained(target)
         torch.manual_seed(0)
-        config = BertConfig(vocab_size=len(dict.fromkeys(vocab)), hidden_size=384, num_hidden_layers=6,
-                            num_attention_heads=12, intermediate_size=1536, max_position_embeddings=512)
+        config = BertConfig(
+            vocab_size=len(dict.fromkeys(vocab)),
+            hidden_size=384,
+            num_hidden_layers=6,
+            num_attention_heads=12,
+            intermediate_size=1536,
+            max_position_embeddings=512,
+        )
         BertModel(config).eval().save_pretrained(target)
     return str(target), str(target)
 
@@ -168,8 +234,16 @@ def _bertscore_row(device: str, items: int) -> dict[str, Any]:
         enc._cache.clear()
         alone = enc.embed([text])[0][0]
         same += bool(np.array_equal(alone, together[k][0]))
-    return {"items": items, "ours_s": ours_s, "theirs_s": theirs_s, "diff": diff, "embed_s": embed_s,
-            "passes": passes, "texts": len(distinct), "invariant": f"{same}/{min(100, len(texts))}"}
+    return {
+        "items": items,
+        "ours_s": ours_s,
+        "theirs_s": theirs_s,
+        "diff": diff,
+        "embed_s": embed_s,
+        "passes": passes,
+        "texts": len(distinct),
+        "invariant": f"{same}/{min(100, len(texts))}",
+    }
 
 
 def clip_row(device: str, images: int, shape: dict[str, Any], folder: Path) -> dict[str, Any]:
@@ -181,8 +255,11 @@ def clip_row(device: str, images: int, shape: dict[str, Any], folder: Path) -> d
     from transformers import CLIPConfig, CLIPModel
 
     torch.manual_seed(0)
-    config = CLIPConfig(text_config=shape["text"], vision_config=shape["vision"],
-                        projection_dim=shape["projection_dim"])
+    config = CLIPConfig(
+        text_config=shape["text"],
+        vision_config=shape["vision"],
+        projection_dim=shape["projection_dim"],
+    )
     model_dir = folder / "clip"
     CLIPModel(config).eval().save_pretrained(model_dir)
     rng = np.random.default_rng(0)
@@ -219,10 +296,18 @@ def mmd_row(device: str, items: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes (a CPU runs it in seconds)")
-    parser.add_argument("--items", type=int, default=None, help="BERTScore items (default 8,000; smoke 12)")
-    parser.add_argument("--images", type=int, default=None, help="CLIP-S images (default 2,000; smoke 4)")
-    parser.add_argument("--mmd-items", type=int, default=None, help="MMD items (default 2,000; smoke 6)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes (a CPU runs it in seconds)"
+    )
+    parser.add_argument(
+        "--items", type=int, default=None, help="BERTScore items (default 8,000; smoke 12)"
+    )
+    parser.add_argument(
+        "--images", type=int, default=None, help="CLIP-S images (default 2,000; smoke 4)"
+    )
+    parser.add_argument(
+        "--mmd-items", type=int, default=None, help="MMD items (default 2,000; smoke 6)"
+    )
     parser.add_argument("--skip", nargs="*", default=(), choices=("bertscore", "clip", "mmd"))
     args = parser.parse_args(argv)
     device = pick_device(args.device)
@@ -231,26 +316,38 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     mmd_items = args.mmd_items or (6 if args.smoke else 2000)
     import torch
 
-    name = torch.cuda.get_device_name(device) if device.startswith("cuda") else f"CPU, {os.cpu_count()} cores"
+    name = (
+        torch.cuda.get_device_name(device)
+        if device.startswith("cuda")
+        else f"CPU, {os.cpu_count()} cores"
+    )
     print(f"device {device} ({name}); torch {torch.__version__}; smoke={args.smoke}", flush=True)
     rows: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="bench_gpu_") as tmp:
         if "bertscore" not in args.skip:
             r = rows["bertscore"] = bertscore_row(device, items)
-            print(f"BERTScore, {r['items']:,} items (1 candidate + 4 references): capmetrics {r['ours_s']:.2f} s "
-                  f"({r['items'] / r['ours_s']:,.0f} items/s), bert-score {r['theirs_s']:.2f} s "
-                  f"({r['items'] / r['theirs_s']:,.0f} items/s): x{r['theirs_s'] / r['ours_s']:.2f} (target >= 2); "
-                  f"max |dF| {r['diff']:.1e}; tokenize+embed {r['texts']:,} texts {r['embed_s']:.2f} s "
-                  f"({r['passes']} forward passes); batch invariant on {device}: {r['invariant']} texts bit-equal",
-                  flush=True)
+            print(
+                f"BERTScore, {r['items']:,} items (1 candidate + 4 references): capmetrics {r['ours_s']:.2f} s "
+                f"({r['items'] / r['ours_s']:,.0f} items/s), bert-score {r['theirs_s']:.2f} s "
+                f"({r['items'] / r['theirs_s']:,.0f} items/s): x{r['theirs_s'] / r['ours_s']:.2f} (target >= 2); "
+                f"max |dF| {r['diff']:.1e}; tokenize+embed {r['texts']:,} texts {r['embed_s']:.2f} s "
+                f"({r['passes']} forward passes); batch invariant on {device}: {r['invariant']} texts bit-equal",
+                flush=True,
+            )
         if "clip" not in args.skip:
             r = rows["clip"] = clip_row(device, images, TINY if args.smoke else VIT_B_32, Path(tmp))
-            print(f"CLIP-S, {'tiny' if args.smoke else 'ViT-B/32-sized'} random CLIP, {r['images']:,} images: "
-                  f"{r['seconds']:.2f} s = {r['images'] / r['seconds']:,.0f} images/s", flush=True)
+            print(
+                f"CLIP-S, {'tiny' if args.smoke else 'ViT-B/32-sized'} random CLIP, {r['images']:,} images: "
+                f"{r['seconds']:.2f} s = {r['images'] / r['seconds']:,.0f} images/s",
+                flush=True,
+            )
         if "mmd" not in args.skip:
             r = rows["mmd"] = mmd_row(device, mmd_items)
-            print(f"MMD, mmd(embedder=bert), {r['items']:,} items of 5+5: {r['seconds']:.2f} s = "
-                  f"{r['items'] / r['seconds']:,.0f} items/s", flush=True)
+            print(
+                f"MMD, mmd(embedder=bert), {r['items']:,} items of 5+5: {r['seconds']:.2f} s = "
+                f"{r['items'] / r['seconds']:,.0f} items/s",
+                flush=True,
+            )
     return rows
 
 

@@ -43,11 +43,16 @@ from capmetrics.data.flickr8k import group_by_image, load_expert
 from capmetrics.plugins.mauve._divergence import histograms, mauve_scores
 from capmetrics.plugins.mauve._quantise import SplitQuantiser
 
-ROOT = os.environ.get("CAPMETRICS_FLICKR8K", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "flickr8k"))
+ROOT = os.environ.get(
+    "CAPMETRICS_FLICKR8K",
+    os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "flickr8k"),
+)
 
 
 def load_items(n_items: int) -> list[tuple[list[str], list[str]]]:
-    return group_by_image(load_expert(ROOT)[0].items, 5, min_candidates=5, min_references=5)[:n_items]
+    return group_by_image(load_expert(ROOT)[0].items, 5, min_candidates=5, min_references=5)[
+        :n_items
+    ]
 
 
 def agreement(exact: np.ndarray, hits: np.ndarray, perms: int) -> str:
@@ -59,13 +64,17 @@ def agreement(exact: np.ndarray, hits: np.ndarray, perms: int) -> str:
     inner = np.minimum(exact, 1 - exact) * perms >= 5  # where the χ² approximation holds
     chi2 = float(np.sum((hits[inner] - perms * exact[inner]) ** 2 / (perms * var[inner] * perms)))
     dof = int(inner.sum())
-    edge = int(np.sum(hits[(exact == 0) | (exact == 1)] != perms * exact[(exact == 0) | (exact == 1)]))
+    edge = int(
+        np.sum(hits[(exact == 0) | (exact == 1)] != perms * exact[(exact == 0) | (exact == 1)])
+    )
     v = np.random.default_rng(1).random(len(exact))
     pit = stats.binom.cdf(hits - 1, perms, exact) + v * stats.binom.pmf(hits, perms, exact)
     ks = stats.kstest(pit, "uniform")
-    return (f"mean p exact {exact.mean():.3f} vs Monte-Carlo {np.mean(hits / perms):.3f}: z = {z:+.2f} "
-            f"(|z| < 2 expected); dispersion chi2 = {chi2:.0f} on {dof} dof (two-sided p = {2 * min(stats.chi2.sf(chi2, dof), stats.chi2.cdf(chi2, dof)):.2f}), "
-            f"{edge} items with p in {{0, 1}} disagree; KS of the PIT D = {ks.statistic:.3f} (p = {ks.pvalue:.2f})")
+    return (
+        f"mean p exact {exact.mean():.3f} vs Monte-Carlo {np.mean(hits / perms):.3f}: z = {z:+.2f} "
+        f"(|z| < 2 expected); dispersion chi2 = {chi2:.0f} on {dof} dof (two-sided p = {2 * min(stats.chi2.sf(chi2, dof), stats.chi2.cdf(chi2, dof)):.2f}), "
+        f"{edge} items with p in {{0, 1}} disagree; KS of the PIT D = {ks.statistic:.3f} (p = {ks.pvalue:.2f})"
+    )
 
 
 def large() -> None:
@@ -83,9 +92,11 @@ def large() -> None:
     for _ in range(5):
         reference = mauve.compute_mauve(p_features=z[50:], q_features=z[:50]).mauve
     per_call = (time.perf_counter() - start) / 5
-    print(f"50+50, 5 buckets, 1,000 Monte-Carlo splits: capmetrics {t_ours:.1f} s (p = {result.p_value:.3f}; "
-          f"observed |d| = {abs(result.observed - reference):.1e}); mauve-text {per_call * 1e3:.0f} ms per call "
-          f"-> {per_call * 1001:.0f} s for the same p-value ({per_call * 1001 / t_ours:.0f}x)")
+    print(
+        f"50+50, 5 buckets, 1,000 Monte-Carlo splits: capmetrics {t_ours:.1f} s (p = {result.p_value:.3f}; "
+        f"observed |d| = {abs(result.observed - reference):.1e}); mauve-text {per_call * 1e3:.0f} ms per call "
+        f"-> {per_call * 1001:.0f} s for the same p-value ({per_call * 1001 / t_ours:.0f}x)"
+    )
 
 
 def main() -> None:
@@ -108,7 +119,9 @@ def main() -> None:
     ours = stat.compare_many(items)
     t_ours = time.perf_counter() - start
     exact = {"A": np.array([r.p_value for r in ours])}
-    shuffled = capmetrics.compose("mauve(row_order=shuffled,p_value=monte-carlo,permutations=5000)", "statistic")
+    shuffled = capmetrics.compose(
+        "mauve(row_order=shuffled,p_value=monte-carlo,permutations=5000)", "statistic"
+    )
     shuffled.pooled_many = lambda _: pooled  # type: ignore[method-assign]
     start = time.perf_counter()
     exact["B"] = np.array([r.p_value for r in shuffled.compare_many(items)])
@@ -139,8 +152,10 @@ def main() -> None:
                 hits[way][i] += value <= observed + 1e-10
                 rows_in_order = np.concatenate([q, p])[None]
                 onehot = quantiser.ordered_labels(rows_in_order)[:, :, None] == np.arange(2)
-                mine = mauve_scores(histograms(np.einsum("sn,snk->sk", 1 - mask, onehot)),
-                                    histograms(np.einsum("sn,snk->sk", mask, onehot)))[0]
+                mine = mauve_scores(
+                    histograms(np.einsum("sn,snk->sk", 1 - mask, onehot)),
+                    histograms(np.einsum("sn,snk->sk", mask, onehot)),
+                )[0]
                 same[way] += int(abs(mine - value) <= 1e-9)
     per_call = t_ref / calls
     ours_per_split = t_ours / (len(items) * 252)
@@ -148,17 +163,25 @@ def main() -> None:
     print(f"{len(items)} items of 5+5; features embedded once in {t_embed:.1f} s")
     print(f"observed MAUVE: max |d| = {worst:.1e} (target <= 1e-9)")
     for way, label in (("A", "A, row_order=pooled"), ("B", "B, row_order=shuffled")):
-        print(f"{label}: sampled permutations with the same MAUVE as capmetrics' (|d| <= 1e-9): "
-              f"{same[way]}/{total} ({same[way] / total:.1%})")
-        print(f"  p-values ({perms} permutations per item): {agreement(exact[way], hits[way], perms)}")
-    print(f"A and B differ: mean |p_A - p_B| = {np.mean(np.abs(exact['A'] - exact['B'])):.3f}; "
-          f"row_order=shuffled with 5,000 permutations: {t_shuffled / len(items) * 1e3:.1f} ms per item "
-          f"(mauve-text: {per_call * 5000:.0f} s)")
-    print(f"time per split: mauve-text {per_call * 1e3:.2f} ms, capmetrics {ours_per_split * 1e3:.4f} ms "
-          f"(quantisation + all 252 splits: {t_ours / len(items) * 1e3:.1f} ms per item) -> "
-          f"{per_call / ours_per_split:.0f}x per split; an exact p-value per item: "
-          f"mauve-text {per_call * 252:.2f} s vs capmetrics {t_ours / len(items):.4f} s "
-          f"({per_call * 252 / (t_ours / len(items)):.0f}x; target >= 10x)")
+        print(
+            f"{label}: sampled permutations with the same MAUVE as capmetrics' (|d| <= 1e-9): "
+            f"{same[way]}/{total} ({same[way] / total:.1%})"
+        )
+        print(
+            f"  p-values ({perms} permutations per item): {agreement(exact[way], hits[way], perms)}"
+        )
+    print(
+        f"A and B differ: mean |p_A - p_B| = {np.mean(np.abs(exact['A'] - exact['B'])):.3f}; "
+        f"row_order=shuffled with 5,000 permutations: {t_shuffled / len(items) * 1e3:.1f} ms per item "
+        f"(mauve-text: {per_call * 5000:.0f} s)"
+    )
+    print(
+        f"time per split: mauve-text {per_call * 1e3:.2f} ms, capmetrics {ours_per_split * 1e3:.4f} ms "
+        f"(quantisation + all 252 splits: {t_ours / len(items) * 1e3:.1f} ms per item) -> "
+        f"{per_call / ours_per_split:.0f}x per split; an exact p-value per item: "
+        f"mauve-text {per_call * 252:.2f} s vs capmetrics {t_ours / len(items):.4f} s "
+        f"({per_call * 252 / (t_ours / len(items)):.0f}x; target >= 10x)"
+    )
 
 
 if __name__ == "__main__":

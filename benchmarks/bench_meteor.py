@@ -39,10 +39,14 @@ def forget_segments() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", default=os.environ.get("CAPMETRICS_FLICKR8K", "/work/shared/data/flickr8k"))
+    parser.add_argument(
+        "--root", default=os.environ.get("CAPMETRICS_FLICKR8K", "/work/shared/data/flickr8k")
+    )
     parser.add_argument("--data", choices=["cf", "expert"], default="cf")
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--all-cores", action="store_true", help="do not pin the process (and the JVM) to one core")
+    parser.add_argument(
+        "--all-cores", action="store_true", help="do not pin the process (and the JVM) to one core"
+    )
     args = parser.parse_args()
     if not args.all_cores and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # the JVM started later inherits it
@@ -51,10 +55,18 @@ def main() -> None:
     cands = ptb.tokenize_joined([it.candidates[0] for it in dataset])
     refs = [ptb.tokenize_joined(list(it.references)) for it in dataset]
     kernel = describe(cache_root())
-    print(f"Flickr8k-{args.data}: {len(cands)} candidates, {sum(map(len, refs))} references, "
-          f"cores {len(os.sched_getaffinity(0))}, load {os.getloadavg()[0]:.1f}; native aligner: {kernel}")
-    native, jar = Meteor(tokenizer=WhitespaceTokenizer()), MeteorJar(tokenizer=WhitespaceTokenizer())
-    runs = {"meteor (native)": lambda: native.score(cands, refs), "meteor-jar": lambda: jar.score(cands, refs)}
+    print(
+        f"Flickr8k-{args.data}: {len(cands)} candidates, {sum(map(len, refs))} references, "
+        f"cores {len(os.sched_getaffinity(0))}, load {os.getloadavg()[0]:.1f}; native aligner: {kernel}"
+    )
+    native, jar = (
+        Meteor(tokenizer=WhitespaceTokenizer()),
+        MeteorJar(tokenizer=WhitespaceTokenizer()),
+    )
+    runs = {
+        "meteor (native)": lambda: native.score(cands, refs),
+        "meteor-jar": lambda: jar.score(cands, refs),
+    }
     cold, warm, out = {}, {name: [] for name in runs}, {}
     for name, run in runs.items():
         cold[name] = timed(run)[0]
@@ -71,11 +83,15 @@ def main() -> None:
         print(f"{name:18}{cold[name]:10.2f}{wall:10.2f}{cpu:14.2f}{len(cands) / wall:14.0f}")
     a, b = out["meteor (native)"], out["meteor-jar"]
     ratio = min(warm["meteor-jar"])[0] / min(warm["meteor (native)"])[0]
-    print(f"native / jar warm pairs/s: x{ratio:.2f} (target >= 10: {'met' if ratio >= 10 else 'MISSED'}); "
-          f"cold: x{cold['meteor-jar'] / cold['meteor (native)']:.2f}")
-    print(f"per caption: max |diff| {np.max(np.abs(a.values - b.values)):.3g}, bit-identical "
-          f"{np.mean(a.values == b.values) * 100:.2f}%; corpus {a.corpus!r} vs {b.corpus!r} "
-          f"({'equal' if a.corpus == b.corpus else 'DIFFERENT'})")
+    print(
+        f"native / jar warm pairs/s: x{ratio:.2f} (target >= 10: {'met' if ratio >= 10 else 'MISSED'}); "
+        f"cold: x{cold['meteor-jar'] / cold['meteor (native)']:.2f}"
+    )
+    print(
+        f"per caption: max |diff| {np.max(np.abs(a.values - b.values)):.3g}, bit-identical "
+        f"{np.mean(a.values == b.values) * 100:.2f}%; corpus {a.corpus!r} vs {b.corpus!r} "
+        f"({'equal' if a.corpus == b.corpus else 'DIFFERENT'})"
+    )
 
 
 if __name__ == "__main__":

@@ -24,9 +24,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "capmetrics.cli"]
 #: Shipped model -> its metric spec (SPICE models need `capmetrics setup spice`).
-SHIPPED = {"flickr8k-paper": "nneval", "flickr8k-embeddings": "nneval(model=flickr8k-embeddings)",
-           "flickr8k-paper-spice": "nneval(model=flickr8k-paper-spice)",
-           "flickr8k-embeddings-spice": "nneval(model=flickr8k-embeddings-spice)"}
+SHIPPED = {
+    "flickr8k-paper": "nneval",
+    "flickr8k-embeddings": "nneval(model=flickr8k-embeddings)",
+    "flickr8k-paper-spice": "nneval(model=flickr8k-paper-spice)",
+    "flickr8k-embeddings-spice": "nneval(model=flickr8k-embeddings-spice)",
+}
 
 
 def features_of(model: str) -> list[str]:
@@ -46,7 +49,9 @@ def run(data: Path, specs: list[str]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=ROOT / "core" / "sample" / "flickr8k_expert_sample.jsonl")
+    parser.add_argument(
+        "--data", type=Path, default=ROOT / "core" / "sample" / "flickr8k_expert_sample.jsonl"
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--models", nargs="+", default=list(SHIPPED), choices=list(SHIPPED))
     args = parser.parse_args()

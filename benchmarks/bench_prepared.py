@@ -56,10 +56,15 @@ def main() -> None:
                     seconds, calls, values = run(dataset)
             times.append(seconds)
         best[share] = (min(times), calls, values)
-    (shared_s, shared_calls, shared_values), (own_s, own_calls, own_values) = best[True], best[False]
+    (shared_s, shared_calls, shared_values), (own_s, own_calls, own_values) = (
+        best[True],
+        best[False],
+    )
     assert shared_values == own_values, "sharing tokens changed a value"
     print(f"Flickr8k-CF, {len(dataset)} items, {', '.join(METRICS)} (best of {args.repeat})")
-    print(f"  tokens shared : {shared_s:6.2f} s  tokenizations: {shared_calls['computed']}, reused: {shared_calls['shared']}")
+    print(
+        f"  tokens shared : {shared_s:6.2f} s  tokenizations: {shared_calls['computed']}, reused: {shared_calls['shared']}"
+    )
     print(f"  each its own  : {own_s:6.2f} s  tokenizations: {own_calls['computed']}")
     print(f"  speed-up      : x{own_s / shared_s:.2f}; values identical")
 

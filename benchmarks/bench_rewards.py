@@ -25,10 +25,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import capmetrics
 import numpy as np
 import threadpoolctl
-
-import capmetrics
 from capmetrics.data.flickr8k import load_captions
 from capmetrics.rewards import BleuReward, CiderDReward, decode, self_critical
 
@@ -90,7 +89,6 @@ def self_critical_step(args: argparse.Namespace) -> None:
     import types
 
     import torch
-
     from capmetrics.compat.cider import CiderD as CompatCiderD
 
     sys.path[:0] = [str(args.six), str(args.cider), str(args.self_critical)]
@@ -103,7 +101,10 @@ def self_critical_step(args: argparse.Namespace) -> None:
     if args.sc_df is not None:
         shutil.copy(args.sc_df, work / "data" / "sc.p")
     else:
-        with gzip.open(FIXTURES / f"{batch['df']}-idxs.p.gz") as f, open(work / "data" / "sc.p", "wb") as g:
+        with (
+            gzip.open(FIXTURES / f"{batch['df']}-idxs.p.gz") as f,
+            open(work / "data" / "sc.p", "wb") as g,
+        ):
             shutil.copyfileobj(f, g)
     gen, greedy = torch.tensor(batch["gen_result"]), torch.tensor(batch["greedy_res"])
     gts = [np.array(g) for g in batch["gts"]]
@@ -123,7 +124,9 @@ def self_critical_step(args: argparse.Namespace) -> None:
             repeat, first = max(3, args.repeat // 10), len(CPU)
             orig_best, orig_med, orig = timed(repeat, step(original))
             swap_best, swap_med, swap = timed(args.repeat, step(swapped))
-            ids_best, ids_med, (adv, _, _) = timed(args.repeat, lambda: reward.self_critical(gen.numpy(), greedy.numpy(), gts))
+            ids_best, ids_med, (adv, _, _) = timed(
+                args.repeat, lambda: reward.self_critical(gen.numpy(), greedy.numpy(), gts)
+            )
             # the scorers alone, on the gts/res that get_self_critical_reward builds
             refs = batch["gts_strings"]
             gts_ = {i: refs[i // 5] if i < 250 else refs[i - 250] for i in range(300)}
@@ -136,16 +139,30 @@ def self_critical_step(args: argparse.Namespace) -> None:
         os.chdir(old_cwd)
         shutil.rmtree(work)
     df_images = "6,000" if args.sc_df is not None else "300"
-    print(f"\nself-critical.pytorch get_self_critical_reward, 50 images x 5 samples + 50 greedy (label ids), "
-          f"prepro_ngrams df of {df_images} Flickr8k training images; one core")
-    print(f"original ruotianluo/cider CiderD      : best {orig_best * 1e3:7.2f} ms  median {orig_med * 1e3:7.2f} ms")
-    print(f"import swap: capmetrics.compat CiderD : best {swap_best * 1e3:7.2f} ms  median {swap_med * 1e3:7.2f} ms  "
-          f"({orig_best / swap_best:.0f}x, max abs difference {np.abs(np.asarray(swap) - orig).max():.2g})")
-    print(f"CiderDReward(keep_end=True), numpy ids: best {ids_best * 1e3:7.2f} ms  median {ids_med * 1e3:7.2f} ms  "
-          f"({orig_best / ids_best:.0f}x, max abs difference {np.abs(adv - orig).max():.2g})")
-    print(f"compute_score alone (same gts/res)    : original {alone_orig * 1e3:7.2f} ms, compat {alone_swap * 1e3:6.2f} ms "
-          f"({alone_orig / alone_swap:.0f}x)")
-    print("best CPU times, ms: " + ", ".join(f"{t * 1e3:.2f}" for t in cpu) + " (the five rows above, in order)")
+    print(
+        f"\nself-critical.pytorch get_self_critical_reward, 50 images x 5 samples + 50 greedy (label ids), "
+        f"prepro_ngrams df of {df_images} Flickr8k training images; one core"
+    )
+    print(
+        f"original ruotianluo/cider CiderD      : best {orig_best * 1e3:7.2f} ms  median {orig_med * 1e3:7.2f} ms"
+    )
+    print(
+        f"import swap: capmetrics.compat CiderD : best {swap_best * 1e3:7.2f} ms  median {swap_med * 1e3:7.2f} ms  "
+        f"({orig_best / swap_best:.0f}x, max abs difference {np.abs(np.asarray(swap) - orig).max():.2g})"
+    )
+    print(
+        f"CiderDReward(keep_end=True), numpy ids: best {ids_best * 1e3:7.2f} ms  median {ids_med * 1e3:7.2f} ms  "
+        f"({orig_best / ids_best:.0f}x, max abs difference {np.abs(adv - orig).max():.2g})"
+    )
+    print(
+        f"compute_score alone (same gts/res)    : original {alone_orig * 1e3:7.2f} ms, compat {alone_swap * 1e3:6.2f} ms "
+        f"({alone_orig / alone_swap:.0f}x)"
+    )
+    print(
+        "best CPU times, ms: "
+        + ", ".join(f"{t * 1e3:.2f}" for t in cpu)
+        + " (the five rows above, in order)"
+    )
     print("target (issue 29): within 1e-12, >= 20x per step")
     assert np.abs(np.asarray(swap) - orig).max() < 1e-12 and np.abs(adv - orig).max() < 1e-12
 
@@ -156,7 +173,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=50)
     parser.add_argument("--cider", type=Path, help="ruotianluo/cider checkout (e9b736d)")
     parser.add_argument("--self-critical", type=Path, help="self-critical.pytorch checkout")
-    parser.add_argument("--six", type=Path, help="a folder with six.py (ruotianluo/cider imports it)")
+    parser.add_argument(
+        "--six", type=Path, help="a folder with six.py (ruotianluo/cider imports it)"
+    )
     parser.add_argument("--sc-df", type=Path, help="a prepro_ngrams -idxs.p of the same vocabulary")
     parser.add_argument("--only-self-critical", action="store_true")
     args = parser.parse_args()
@@ -166,7 +185,9 @@ def main() -> None:
         if args.only_self_critical:
             return
     else:
-        print("(--cider, --self-critical and --six not given: self-critical.pytorch's step is not timed)")
+        print(
+            "(--cider, --self-critical and --six not given: self-critical.pytorch's step is not timed)"
+        )
     _, by_image = load_captions(args.data)
     names = lambda f: [n.split(".")[0] for n in (args.data / f).read_text().split()]  # noqa: E731
     ptb = capmetrics.compose("ptb")
@@ -175,7 +196,9 @@ def main() -> None:
     pool = [c for refs in train for c in refs]
     rng = np.random.default_rng(0)
     samples = [pool[k] for k in rng.integers(0, len(pool), 250)]
-    vocab = ["<end>"] + sorted({w for t in pool + [r for rs in test for r in rs] for w in t.split()})
+    vocab = ["<end>"] + sorted(
+        {w for t in pool + [r for rs in test for r in rs] for w in t.split()}
+    )
     index = {w: i for i, w in enumerate(vocab)}
     ids = np.zeros((250, 20), dtype=np.int64)  # the sampled captions as a model's padded ids
     for n, t in enumerate(samples):
@@ -193,26 +216,48 @@ def main() -> None:
     ids_best, ids_med, _ = timed(args.repeat, lambda: ids_reward(ids, test))
     greedy, greedy_ids = samples[::5], ids[::5]  # stand-ins for the 50 greedy captions
     two_best, two_med, _ = timed(
-        args.repeat, lambda: self_critical(ids_reward(ids, test), ids_reward(greedy_ids, test)))
+        args.repeat, lambda: self_critical(ids_reward(ids, test), ids_reward(greedy_ids, test))
+    )
     sc_best, sc_med, (_, sc_samples, sc_greedy) = timed(
-        args.repeat, lambda: ids_reward.self_critical(ids, greedy_ids, test))
-    assert np.array_equal(sc_samples, reward(samples, test)) and np.array_equal(sc_greedy, reward(greedy, test))
+        args.repeat, lambda: ids_reward.self_critical(ids, greedy_ids, test)
+    )
+    assert np.array_equal(sc_samples, reward(samples, test)) and np.array_equal(
+        sc_greedy, reward(greedy, test)
+    )
     bleu = BleuReward(4)
     bleu_best, bleu_med, _ = timed(args.repeat, lambda: bleu(samples, test))
     coco = coco_fixed_df(train)
     refs = [test[i // 5] for i in range(250)]
     coco_best, coco_med, theirs = timed(max(3, args.repeat // 10), lambda: coco(samples, refs))
     diff = float(np.max(np.abs(np.asarray(ours) - np.asarray(theirs))))
-    print(f"batch: 50 images x 5 samples, 5 references each; df from {len(train)} training images "
-          f"(fit {fit_s:.2f} s once); one core")
-    print(f"pycocoevalcap CiderScorer (fixed df) : best {coco_best * 1e3:7.2f} ms  median {coco_med * 1e3:7.2f} ms")
-    print(f"CiderDReward, strings               : best {ours_best * 1e3:7.2f} ms  median {ours_med * 1e3:7.2f} ms  "
-          f"({coco_best / ours_best:.0f}x)")
-    print(f"CiderDReward, token ids + vocab      : best {ids_best * 1e3:7.2f} ms  median {ids_med * 1e3:7.2f} ms")
-    print(f"samples + greedy (ids), two calls    : best {two_best * 1e3:7.2f} ms  median {two_med * 1e3:7.2f} ms")
-    print(f"CiderDReward.self_critical, one call : best {sc_best * 1e3:7.2f} ms  median {sc_med * 1e3:7.2f} ms")
-    print(f"BleuReward(4), strings               : best {bleu_best * 1e3:7.2f} ms  median {bleu_med * 1e3:7.2f} ms")
-    print("best CPU times, ms: " + ", ".join(f"{t * 1e3:.2f}" for t in CPU[:5]) + f"; CiderScorer {CPU[5] * 1e3:.1f}")
+    print(
+        f"batch: 50 images x 5 samples, 5 references each; df from {len(train)} training images "
+        f"(fit {fit_s:.2f} s once); one core"
+    )
+    print(
+        f"pycocoevalcap CiderScorer (fixed df) : best {coco_best * 1e3:7.2f} ms  median {coco_med * 1e3:7.2f} ms"
+    )
+    print(
+        f"CiderDReward, strings               : best {ours_best * 1e3:7.2f} ms  median {ours_med * 1e3:7.2f} ms  "
+        f"({coco_best / ours_best:.0f}x)"
+    )
+    print(
+        f"CiderDReward, token ids + vocab      : best {ids_best * 1e3:7.2f} ms  median {ids_med * 1e3:7.2f} ms"
+    )
+    print(
+        f"samples + greedy (ids), two calls    : best {two_best * 1e3:7.2f} ms  median {two_med * 1e3:7.2f} ms"
+    )
+    print(
+        f"CiderDReward.self_critical, one call : best {sc_best * 1e3:7.2f} ms  median {sc_med * 1e3:7.2f} ms"
+    )
+    print(
+        f"BleuReward(4), strings               : best {bleu_best * 1e3:7.2f} ms  median {bleu_med * 1e3:7.2f} ms"
+    )
+    print(
+        "best CPU times, ms: "
+        + ", ".join(f"{t * 1e3:.2f}" for t in CPU[:5])
+        + f"; CiderScorer {CPU[5] * 1e3:.1f}"
+    )
     print(f"max abs difference vs CiderScorer: {diff:.2g}  (target: <= 5 ms per batch)")
     assert diff < 1e-12
 

@@ -29,7 +29,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_statistics import captions, make_items  # noqa: E402
-
 from capmetrics import compose  # noqa: E402
 from capmetrics.cli.process import tune  # noqa: E402
 from capmetrics.parallel import Executor, compare_items  # noqa: E402
@@ -55,7 +54,10 @@ def values(results) -> list[tuple[float, float | None]]:  # type: ignore[no-unty
 
 def cpu_seconds() -> tuple[float, float]:
     """CPU seconds of this process and of its finished children so far."""
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    own, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
     return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
 
 
@@ -72,7 +74,9 @@ def bench_jobs(items: list, spec: str) -> tuple[float, float]:
     serial_cpu = cpu2 = 0.0
     for jobs in counts:
         before = cpu_seconds()
-        out, sec = timed(lambda: compare_items(compose(spec), items, Executor.from_options(jobs=jobs)))  # noqa: B023
+        out, sec = timed(
+            lambda: compare_items(compose(spec), items, Executor.from_options(jobs=jobs))
+        )  # noqa: B023
         main_cpu, workers_cpu = (a - b for a, b in zip(cpu_seconds(), before))
         serial_cpu = serial_cpu or main_cpu
         got = values(out)
@@ -81,13 +85,23 @@ def bench_jobs(items: list, spec: str) -> tuple[float, float]:
         rate = len(items) / sec
         base = base or rate
         rate2 = rate if jobs == 2 else rate2
-        goal = " (target ≥ 1.70×)" if jobs == 2 else f" (goal ≥ {0.75 * jobs:.2f}×)" if jobs > 2 else ""
+        goal = (
+            " (target ≥ 1.70×)"
+            if jobs == 2
+            else f" (goal ≥ {0.75 * jobs:.2f}×)"
+            if jobs > 2
+            else ""
+        )
         print(f"  --jobs {jobs:2d}: {rate:8.1f} items/s  {rate / base:5.2f}×{goal}  [{load()}]")
-        if jobs > 1:  # what the CPU time implies for an idle box: main process, then the workers in parallel
+        if (
+            jobs > 1
+        ):  # what the CPU time implies for an idle box: main process, then the workers in parallel
             idle = projected(main_cpu, workers_cpu, jobs)
             cpu2 = idle if jobs == 2 else cpu2
-            print(f"             CPU: main {main_cpu:.1f} s + workers {workers_cpu:.1f} s (serial {serial_cpu:.1f} s) "
-                  f"-> {serial_cpu / idle:.2f}× on an idle box")
+            print(
+                f"             CPU: main {main_cpu:.1f} s + workers {workers_cpu:.1f} s (serial {serial_cpu:.1f} s) "
+                f"-> {serial_cpu / idle:.2f}× on an idle box"
+            )
     return rate2, cpu2
 
 
@@ -106,21 +120,40 @@ def bench_dask(items: list, spec: str, rate_jobs2: float, idle_jobs2: float) -> 
         vs = f" -> {idle_jobs2 / idle:.2f}× --jobs 2 on an idle box" if idle_jobs2 else ""
         return f"             CPU: main {main_cpu:.1f} s + workers {workers_cpu:.1f} s ({what}){vs}"
 
-    print(f"Dask LocalCluster, 2 worker processes, {len(items)} items (target: within 20 % of --jobs 2)")
+    print(
+        f"Dask LocalCluster, 2 worker processes, {len(items)} items (target: within 20 % of --jobs 2)"
+    )
     before = cpu_seconds()
     _, sec = timed(lambda: compare_items(compose(spec), items, Executor("dask", jobs=2)))
     main_cpu, workers_cpu = (a - b for a, b in zip(cpu_seconds(), before))
-    print(f"  cluster started by the run : {len(items) / sec:8.1f} items/s  {len(items) / sec / rate_jobs2:5.2f}× "
-          f"--jobs 2  [{load()}]")
-    print(cpu_line(main_cpu, workers_cpu, "with starting and stopping the cluster; main includes the scheduler"))
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+    print(
+        f"  cluster started by the run : {len(items) / sec:8.1f} items/s  {len(items) / sec / rate_jobs2:5.2f}× "
+        f"--jobs 2  [{load()}]"
+    )
+    print(
+        cpu_line(
+            main_cpu,
+            workers_cpu,
+            "with starting and stopping the cluster; main includes the scheduler",
+        )
+    )
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         executor = Executor.from_options(address=cluster.scheduler_address)
         main_before, workers_before = cpu_seconds()[0], sum(client.run(_worker_cpu).values())
         _, sec = timed(lambda: compare_items(compose(spec), items, executor))
-        main_cpu, workers_cpu = cpu_seconds()[0] - main_before, sum(client.run(_worker_cpu).values()) - workers_before
-    print(f"  cluster already running   : {len(items) / sec:8.1f} items/s  {len(items) / sec / rate_jobs2:5.2f}× "
-          f"--jobs 2  [{load()}]")
+        main_cpu, workers_cpu = (
+            cpu_seconds()[0] - main_before,
+            sum(client.run(_worker_cpu).values()) - workers_before,
+        )
+    print(
+        f"  cluster already running   : {len(items) / sec:8.1f} items/s  {len(items) / sec / rate_jobs2:5.2f}× "
+        f"--jobs 2  [{load()}]"
+    )
     print(cpu_line(main_cpu, workers_cpu, "main includes the scheduler"))
 
 
@@ -131,8 +164,16 @@ def write_jsonl(path: Path, count: int, caps: list[list[str]]) -> None:
         for i in range(count):
             image = i % len(caps)
             other = caps[(image + 1 + rng.randrange(len(caps) - 1)) % len(caps)]
-            f.write(json.dumps({"id": f"{i}", "references": caps[image][:5],
-                                "candidates": [other[rng.randrange(len(other))]]}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "id": f"{i}",
+                        "references": caps[image][:5],
+                        "candidates": [other[rng.randrange(len(other))]],
+                    }
+                )
+                + "\n"
+            )
 
 
 def run_cli(args: list[str]) -> tuple[float, float]:
@@ -152,26 +193,66 @@ def bench_stream(count: int, check_count: int, caps: list[list[str]], chunk: int
         big = Path(tmp) / "big.jsonl"
         write_jsonl(big, count, caps)
         size = big.stat().st_size / 2**20
-        print(f"Streaming: {count:,} items ({size:,.0f} MiB JSONL), bleu-4 + rouge-l + cider-d, chunks of {chunk:,}")
-        sec, rss = run_cli(["score", str(big), "-q", "--chunk-size", str(chunk), "--out", f"{tmp}/big.json", *metrics])
-        print(f"  streamed, one process : {count / sec:8.0f} items/s, peak RSS {rss:5.2f} GB (target ≤ 2 GB)  [{load()}]")
+        print(
+            f"Streaming: {count:,} items ({size:,.0f} MiB JSONL), bleu-4 + rouge-l + cider-d, chunks of {chunk:,}"
+        )
+        sec, rss = run_cli(
+            [
+                "score",
+                str(big),
+                "-q",
+                "--chunk-size",
+                str(chunk),
+                "--out",
+                f"{tmp}/big.json",
+                *metrics,
+            ]
+        )
+        print(
+            f"  streamed, one process : {count / sec:8.0f} items/s, peak RSS {rss:5.2f} GB (target ≤ 2 GB)  [{load()}]"
+        )
         corpus = {m["name"]: m["corpus"] for m in _metrics(Path(f"{tmp}/big.json"))}
         from distributed import LocalCluster
 
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-            sec, _ = run_cli(["score", str(big), "-q", "--chunk-size", str(chunk), "--scheduler",
-                              cluster.scheduler_address, "--out", f"{tmp}/dask.json", *metrics])
+        with LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster:
+            sec, _ = run_cli(
+                [
+                    "score",
+                    str(big),
+                    "-q",
+                    "--chunk-size",
+                    str(chunk),
+                    "--scheduler",
+                    cluster.scheduler_address,
+                    "--out",
+                    f"{tmp}/dask.json",
+                    *metrics,
+                ]
+            )
         same = corpus == {m["name"]: m["corpus"] for m in _metrics(Path(f"{tmp}/dask.json"))}
-        same = same and Path(f"{tmp}/big.json").read_bytes() == Path(f"{tmp}/dask.json").read_bytes()
-        print(f"  streamed, Dask (2 workers) : {count / sec:8.0f} items/s; same bytes as one process: {same}  "
-              f"[{load()}]")
+        same = (
+            same and Path(f"{tmp}/big.json").read_bytes() == Path(f"{tmp}/dask.json").read_bytes()
+        )
+        print(
+            f"  streamed, Dask (2 workers) : {count / sec:8.0f} items/s; same bytes as one process: {same}  "
+            f"[{load()}]"
+        )
         small = Path(tmp) / "small.jsonl"
         write_jsonl(small, check_count, caps)
-        run_cli(["score", str(small), "-q", "--chunk-size", "997", "--out", f"{tmp}/s1.json", *metrics])
+        run_cli(
+            ["score", str(small), "-q", "--chunk-size", "997", "--out", f"{tmp}/s1.json", *metrics]
+        )
         run_cli(["score", str(small), "-q", "--out", f"{tmp}/s2.json", *metrics])
         equal = Path(f"{tmp}/s1.json").read_bytes() == Path(f"{tmp}/s2.json").read_bytes()
-        print(f"  {check_count:,} items streamed (chunks of 997) == in memory, byte for byte: {equal}")
-        print(f"  corpus values on {count:,} items: " + ", ".join(f"{k} {v:.4f}" for k, v in corpus.items()))
+        print(
+            f"  {check_count:,} items streamed (chunks of 997) == in memory, byte for byte: {equal}"
+        )
+        print(
+            f"  corpus values on {count:,} items: "
+            + ", ".join(f"{k} {v:.4f}" for k, v in corpus.items())
+        )
 
 
 def _metrics(path: Path) -> list[dict]:
@@ -193,7 +274,9 @@ def bench_gpu(items: list) -> None:
     spec = "mmd(embedder=bert(device=cuda), p_value=monte-carlo)"
     print(f"{spec} on {torch.cuda.get_device_name(0)}, {len(items)} items (target ≥ 1,500 items/s)")
     for jobs in (1, 2, min(8, os.cpu_count() or 1)):
-        _, sec = timed(lambda: compare_items(compose(spec), items, Executor.from_options(jobs=jobs)))  # noqa: B023
+        _, sec = timed(
+            lambda: compare_items(compose(spec), items, Executor.from_options(jobs=jobs))
+        )  # noqa: B023
         print(f"  --jobs {jobs}: {len(items) / sec:8.1f} items/s  [{load()}]")
 
 
@@ -211,7 +294,9 @@ def main() -> None:
     rate2, idle2 = bench_jobs(items, spec) if "jobs" not in args.skip else (0.0, 0.0)
     if "dask" not in args.skip:
         if not rate2:
-            _, sec = timed(lambda: compare_items(compose(spec), items, Executor.from_options(jobs=2)))
+            _, sec = timed(
+                lambda: compare_items(compose(spec), items, Executor.from_options(jobs=2))
+            )
             rate2 = len(items) / sec
         bench_dask(items, spec, rate2, idle2)
     if "stream" not in args.skip:

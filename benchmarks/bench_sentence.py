@@ -51,9 +51,13 @@ def main() -> None:
         lambda: model.encode(texts, batch_size=64, convert_to_numpy=True, show_progress_bar=False),
         lambda: emb.embed_texts(texts),
     )
-    assert np.allclose(emb.embed_texts(texts[:50]), model.encode(texts[:50], convert_to_numpy=True), atol=1e-5)
-    print(f"{len(texts)} distinct texts: sentence-transformers {len(texts) / direct:.0f} texts/s, "
-          f"capmetrics {len(texts) / ours:.0f} texts/s, ratio {direct / ours:.3f}")
+    assert np.allclose(
+        emb.embed_texts(texts[:50]), model.encode(texts[:50], convert_to_numpy=True), atol=1e-5
+    )
+    print(
+        f"{len(texts)} distinct texts: sentence-transformers {len(texts) / direct:.0f} texts/s, "
+        f"capmetrics {len(texts) / ours:.0f} texts/s, ratio {direct / ours:.3f}"
+    )
 
     counted: list[int] = []
     encode = emb.encode
@@ -61,9 +65,11 @@ def main() -> None:
     start = time.perf_counter()
     emb.embed_texts(slots)
     elapsed = time.perf_counter() - start
-    print(f"{len(slots)} reference slots ({len(set(slots))} distinct): capmetrics encoded {sum(counted)} texts "
-          f"in {elapsed:.1f} s; a direct call would encode {len(slots)} "
-          f"(~{len(slots) / (len(texts) / direct):.0f} s at the direct rate)")
+    print(
+        f"{len(slots)} reference slots ({len(set(slots))} distinct): capmetrics encoded {sum(counted)} texts "
+        f"in {elapsed:.1f} s; a direct call would encode {len(slots)} "
+        f"(~{len(slots) / (len(texts) / direct):.0f} s at the direct rate)"
+    )
 
 
 if __name__ == "__main__":

@@ -61,7 +61,9 @@ def items(root: str, n: int | None, shift: int = 0) -> tuple[list[str], list[lis
     return [it.candidates[0] for it in chosen], [list(it.references) for it in chosen]
 
 
-def jar_values(cands: list[str], refs: list[list[str]], jar_cache: str | None) -> tuple[float, dict]:
+def jar_values(
+    cands: list[str], refs: list[list[str]], jar_cache: str | None
+) -> tuple[float, dict]:
     """The original jar's per-item P/R/F of every category, run through capmetrics' runner."""
     import numpy as np
     from capmetrics.plugins import spice
@@ -70,10 +72,16 @@ def jar_values(cands: list[str], refs: list[list[str]], jar_cache: str | None) -
     metric = spice.Spice()
     texts = list(dict.fromkeys([*cands, *(r for rs in refs for r in rs)]))
     tok = dict(zip(texts, metric.tokenizer.tokenize_joined(texts)))
-    batch = [{"image_id": i, "test": tok[c], "refs": [tok[r] for r in rs]} for i, (c, rs) in enumerate(zip(cands, refs))]
+    batch = [
+        {"image_id": i, "test": tok[c], "refs": [tok[r] for r in rs]}
+        for i, (c, rs) in enumerate(zip(cands, refs))
+    ]
     if jar_cache:
         _jar.parse_cache_dir = lambda: Path(jar_cache)  # the jar's own (LMDB) parse cache
-    rows = [_jar.to_row(s) for s in _jar.scores_by_id(_jar.run_jar(metric.command, batch, 7200.0), len(batch))]
+    rows = [
+        _jar.to_row(s)
+        for s in _jar.scores_by_id(_jar.run_jar(metric.command, batch, 7200.0), len(batch))
+    ]
     details = _jar.details_arrays(np.stack(rows))
     return float(np.mean(details["All"]["f"])), details
 
@@ -107,20 +115,37 @@ def phase(name: str, root: str, n: int | None, jobs: int | None, jar_cache: str 
         for c in details:
             if c != "ties":
                 for f in FIELDS3:
-                    changed |= ~((details[c][f] == other[c][f]) | (np.isnan(details[c][f]) & np.isnan(other[c][f])))
+                    changed |= ~(
+                        (details[c][f] == other[c][f])
+                        | (np.isnan(details[c][f]) & np.isnan(other[c][f]))
+                    )
         sensitive = np.flatnonzero(changed).tolist()
     values = {c: {f: details[c][f].tolist() for f in FIELDS3} for c in details if c != "ties"}
-    return {"seconds": seconds, "average": average, "values": values, "ties": ties, "sensitive": sensitive,
-            "rss_self_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "rss_jvm_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
-            "cpu_seconds": sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
-                                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))}
+    return {
+        "seconds": seconds,
+        "average": average,
+        "values": values,
+        "ties": ties,
+        "sensitive": sensitive,
+        "rss_self_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rss_jvm_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        "cpu_seconds": sum(
+            u.ru_utime + u.ru_stime
+            for u in (
+                resource.getrusage(resource.RUSAGE_SELF),
+                resource.getrusage(resource.RUSAGE_CHILDREN),
+            )
+        ),
+    }
 
 
 def run_phase(name: str, args: argparse.Namespace, cache: str | None) -> dict:
     """``phase`` in a fresh process (whole-process wall time), with ``XDG_CACHE_HOME=cache`` if given."""
-    env = dict(os.environ, XDG_CACHE_HOME=cache, CAPMETRICS_CACHE_DIR=str(Path(cache) / "capmetrics")) if cache \
+    env = (
+        dict(os.environ, XDG_CACHE_HOME=cache, CAPMETRICS_CACHE_DIR=str(Path(cache) / "capmetrics"))
+        if cache
         else dict(os.environ)
+    )
     cmd = [sys.executable, __file__, "--phase", name, "--root", args.root]
     cmd += ["--full"] if args.full else ["--n", str(args.n)]
     cmd += ["--jobs", str(args.jobs)] if args.jobs else []
@@ -155,34 +180,73 @@ def tau_c(root: str, values: list[float]) -> float:
     from capmetrics.meta import correlations
 
     _, ratings = load_expert(root)
-    return 100 * correlations(np.repeat(np.asarray(values), ratings.shape[1]), ratings.ravel())["kendall_c"]
+    return (
+        100
+        * correlations(np.repeat(np.asarray(values), ratings.shape[1]), ratings.ravel())[
+            "kendall_c"
+        ]
+    )
 
 
 def report(name: str, r: dict) -> None:
-    print(f"{name:9s} {r['process_seconds']:8.1f} s whole process ({r['seconds']:.1f} s scoring, "
-          f"{r['cpu_seconds']:.1f} s CPU with its JVMs)  "
-          f"peak RSS: python {r['rss_self_mb']:.0f} MB, JVM {r['rss_jvm_mb']:.0f} MB  mean All-F {r['average']:.6f}"
-          + (f"  items with a merge tie: {r['ties']}" if name != "reference" else ""))
+    print(
+        f"{name:9s} {r['process_seconds']:8.1f} s whole process ({r['seconds']:.1f} s scoring, "
+        f"{r['cpu_seconds']:.1f} s CPU with its JVMs)  "
+        f"peak RSS: python {r['rss_self_mb']:.0f} MB, JVM {r['rss_jvm_mb']:.0f} MB  mean All-F {r['average']:.6f}"
+        + (f"  items with a merge tie: {r['ties']}" if name != "reference" else "")
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", default=os.environ.get("CAPMETRICS_FLICKR8K", str(ROOT.parent / "shared" / "data" / "flickr8k")))
+    parser.add_argument(
+        "--root",
+        default=os.environ.get(
+            "CAPMETRICS_FLICKR8K", str(ROOT.parent / "shared" / "data" / "flickr8k")
+        ),
+    )
     parser.add_argument("--n", type=int, default=100)
-    parser.add_argument("--full", action="store_true", help="every Expert item; warm capmetrics vs the jar")
-    parser.add_argument("--jobs", type=int, help="parsing JVMs side by side (default: capmetrics' choice)")
-    parser.add_argument("--jar-cache", help="the jar's parse cache folder (LMDB) for the reference run")
-    parser.add_argument("--partial", action="store_true", help="with --full: also time a run with every 10th "
-                        "candidate new (a word added; parsed into a copy of the parse cache)")
-    parser.add_argument("--cold", action="store_true", help="with --full: also time a cold run (an empty parse "
-                        "cache of its own), then a run with every 10th candidate new in that cache, against it")
-    parser.add_argument("--server", action="store_true", help="with --cold: run a parser server "
-                        "(capmetrics spice-server) for the cold and 10 %%-new runs, started before them")
-    parser.add_argument("--no-reference", action="store_true", help="with --full: skip the jar; capmetrics' warm "
-                        "run (the user's parse cache, checked against the jar before) is the reference")
-    parser.add_argument("--cf", action="store_true", help="Flickr8k-CF instead of Flickr8k-Expert (subset mode)")
-    parser.add_argument("--cold-only", action="store_true", help="subset mode: only the jar and capmetrics cold "
-                        "(both with empty caches), side by side")
+    parser.add_argument(
+        "--full", action="store_true", help="every Expert item; warm capmetrics vs the jar"
+    )
+    parser.add_argument(
+        "--jobs", type=int, help="parsing JVMs side by side (default: capmetrics' choice)"
+    )
+    parser.add_argument(
+        "--jar-cache", help="the jar's parse cache folder (LMDB) for the reference run"
+    )
+    parser.add_argument(
+        "--partial",
+        action="store_true",
+        help="with --full: also time a run with every 10th "
+        "candidate new (a word added; parsed into a copy of the parse cache)",
+    )
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="with --full: also time a cold run (an empty parse "
+        "cache of its own), then a run with every 10th candidate new in that cache, against it",
+    )
+    parser.add_argument(
+        "--server",
+        action="store_true",
+        help="with --cold: run a parser server "
+        "(capmetrics spice-server) for the cold and 10 %%-new runs, started before them",
+    )
+    parser.add_argument(
+        "--no-reference",
+        action="store_true",
+        help="with --full: skip the jar; capmetrics' warm "
+        "run (the user's parse cache, checked against the jar before) is the reference",
+    )
+    parser.add_argument(
+        "--cf", action="store_true", help="Flickr8k-CF instead of Flickr8k-Expert (subset mode)"
+    )
+    parser.add_argument(
+        "--cold-only",
+        action="store_true",
+        help="subset mode: only the jar and capmetrics cold (both with empty caches), side by side",
+    )
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     args = parser.parse_args()
     n = None if args.full else args.n
@@ -196,9 +260,13 @@ def main() -> None:
         return
     from capmetrics.plugins.spice._resources import corenlp_home
 
-    os.environ.setdefault("CAPMETRICS_CORENLP_DIR", str(corenlp_home()))  # the tmp caches have no jars
-    print(f"Flickr8k-{'CF' if args.cf else 'Expert'}, {'all' if args.full else args.n} items, {os.cpu_count()} cores, "
-          f"load {os.getloadavg()[0]:.1f}")
+    os.environ.setdefault(
+        "CAPMETRICS_CORENLP_DIR", str(corenlp_home())
+    )  # the tmp caches have no jars
+    print(
+        f"Flickr8k-{'CF' if args.cf else 'Expert'}, {'all' if args.full else args.n} items, {os.cpu_count()} cores, "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
     results = {}
     if args.full:
         if not args.no_reference:
@@ -208,7 +276,11 @@ def main() -> None:
         if args.cold:
             with tempfile.TemporaryDirectory() as cache:
                 server = [sys.executable, "-m", "capmetrics.cli", "spice-server"]
-                env = dict(os.environ, XDG_CACHE_HOME=cache, CAPMETRICS_CACHE_DIR=str(Path(cache) / "capmetrics"))
+                env = dict(
+                    os.environ,
+                    XDG_CACHE_HOME=cache,
+                    CAPMETRICS_CACHE_DIR=str(Path(cache) / "capmetrics"),
+                )
                 if args.server:
                     subprocess.run([*server, "start", "--idle", "600"], env=env, check=True)
                 try:
@@ -222,7 +294,9 @@ def main() -> None:
 
             from capmetrics.plugins.spice import parse_cache
 
-            with tempfile.TemporaryDirectory() as cache:  # a copy, so the user's cache stays as it was
+            with (
+                tempfile.TemporaryDirectory() as cache
+            ):  # a copy, so the user's cache stays as it was
                 target = Path(cache) / "capmetrics" / "spice"
                 target.mkdir(parents=True)
                 shutil.copyfile(parse_cache().path, target / "parses.sqlite")
@@ -237,37 +311,53 @@ def main() -> None:
         report(name, r)
     if "reference" not in results:  # --no-reference: the warm run from the jar-checked parse cache
         results["reference"] = results["warm"]
-        print("reference: the warm run (the user's parse cache, checked against the jar before), not the jar")
+        print(
+            "reference: the warm run (the user's parse cache, checked against the jar before), not the jar"
+        )
     ours = results["cold"] if "cold" in results else results["warm"]
     same, total, differ = compare(results["reference"]["values"], ours["values"])
     sensitive = ties["sensitive"]
-    print(f"items whose values change when merge ties are broken the other way: {len(sensitive)} {sensitive[:20]}; "
-          f"of them differing from the jar: {len(set(sensitive) & set(differ))}")
-    print(f"parity with the jar: {same}/{total} items equal in every category's P/R/F"
-          + (f"; differing items: {differ[:20]}" if differ else "")
-          + f"; mean {ours['average']!r} vs {results['reference']['average']!r}")
+    print(
+        f"items whose values change when merge ties are broken the other way: {len(sensitive)} {sensitive[:20]}; "
+        f"of them differing from the jar: {len(set(sensitive) & set(differ))}"
+    )
+    print(
+        f"parity with the jar: {same}/{total} items equal in every category's P/R/F"
+        + (f"; differing items: {differ[:20]}" if differ else "")
+        + f"; mean {ours['average']!r} vs {results['reference']['average']!r}"
+    )
     if args.full:
         if "cold" in results:
             cold, part = results["cold"]["process_seconds"], results["partial"]["process_seconds"]
-            print(f"10 % new candidates (every 10th, parsed into the cold run's cache): {part:.1f} s whole process "
-                  f"= {part / cold:.3f} of cold {cold:.1f} s (target <= 0.10 x cold + 3 s = {0.1 * cold + 3:.1f} s)")
+            print(
+                f"10 % new candidates (every 10th, parsed into the cold run's cache): {part:.1f} s whole process "
+                f"= {part / cold:.3f} of cold {cold:.1f} s (target <= 0.10 x cold + 3 s = {0.1 * cold + 3:.1f} s)"
+            )
         elif "partial" in results:
-            print(f"10 % new candidates: {results['partial']['process_seconds']:.1f} s whole process")
-        print(f"Kendall tau-c: capmetrics {tau_c(args.root, ours['values']['All']['f']):.3f}, "
-              f"jar {tau_c(args.root, results['reference']['values']['All']['f']):.3f} (published 44.9)")
+            print(
+                f"10 % new candidates: {results['partial']['process_seconds']:.1f} s whole process"
+            )
+        print(
+            f"Kendall tau-c: capmetrics {tau_c(args.root, ours['values']['All']['f']):.3f}, "
+            f"jar {tau_c(args.root, results['reference']['values']['All']['f']):.3f} (published 44.9)"
+        )
         return
     cold, jar = results["cold"]["process_seconds"], results["reference"]["process_seconds"]
-    print(f"cold: capmetrics {cold:.1f} s, JVM peak {results['cold']['rss_jvm_mb']:.0f} MB; the jar {jar:.1f} s, "
-          f"JVM peak {results['reference']['rss_jvm_mb']:.0f} MB: the jar's time / capmetrics' = {jar / cold:.2f} "
-          f"(target >= 2; CPU seconds: {results['reference']['cpu_seconds'] / results['cold']['cpu_seconds']:.2f}), "
-          f"peak RSS target <= 1,500 MB; load now {os.getloadavg()[0]:.1f}")
+    print(
+        f"cold: capmetrics {cold:.1f} s, JVM peak {results['cold']['rss_jvm_mb']:.0f} MB; the jar {jar:.1f} s, "
+        f"JVM peak {results['reference']['rss_jvm_mb']:.0f} MB: the jar's time / capmetrics' = {jar / cold:.2f} "
+        f"(target >= 2; CPU seconds: {results['reference']['cpu_seconds'] / results['cold']['cpu_seconds']:.2f}), "
+        f"peak RSS target <= 1,500 MB; load now {os.getloadavg()[0]:.1f}"
+    )
     if args.cold_only:
         return
     same, total, _ = compare(results["cold"]["values"], results["warm"]["values"])
-    print(f"cold / jar time: {cold / results['reference']['process_seconds']:.2f}; warm equals cold on "
-          f"{same}/{total} items; warm / cold time: {results['warm']['process_seconds'] / cold:.3f}; "
-          f"10 % new: {results['partial']['process_seconds']:.1f} s = {results['partial']['process_seconds'] / cold:.2f} "
-          f"of cold (target <= 0.10 x cold + 3 s = {0.1 * cold + 3:.1f} s)")
+    print(
+        f"cold / jar time: {cold / results['reference']['process_seconds']:.2f}; warm equals cold on "
+        f"{same}/{total} items; warm / cold time: {results['warm']['process_seconds'] / cold:.3f}; "
+        f"10 % new: {results['partial']['process_seconds']:.1f} s = {results['partial']['process_seconds'] / cold:.2f} "
+        f"of cold (target <= 0.10 x cold + 3 s = {0.1 * cold + 3:.1f} s)"
+    )
 
 
 if __name__ == "__main__":

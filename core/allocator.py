@@ -65,8 +65,14 @@ def _set_glibc_options() -> bool:
         return False
     try:
         libc = ctypes.CDLL("libc.so.6")  # glibc's soname (find_library would run ldconfig)
-        return all(libc.mallopt(param, value) == 1 for param, value in (
-            (M_MMAP_THRESHOLD, MMAP_THRESHOLD), (M_TRIM_THRESHOLD, TRIM_THRESHOLD), (M_TOP_PAD, TOP_PAD)))
+        return all(
+            libc.mallopt(param, value) == 1
+            for param, value in (
+                (M_MMAP_THRESHOLD, MMAP_THRESHOLD),
+                (M_TRIM_THRESHOLD, TRIM_THRESHOLD),
+                (M_TOP_PAD, TOP_PAD),
+            )
+        )
     except (OSError, AttributeError):
         return False
 
@@ -82,7 +88,12 @@ def return_freed_memory() -> bool:
         return False
     try:
         libc = ctypes.CDLL("libc.so.6")
-        return all(libc.mallopt(param, value) == 1 for param, value in (
-            (M_MMAP_THRESHOLD, BUILD_MMAP_THRESHOLD), (M_TRIM_THRESHOLD, 128 * 1024)))
+        return all(
+            libc.mallopt(param, value) == 1
+            for param, value in (
+                (M_MMAP_THRESHOLD, BUILD_MMAP_THRESHOLD),
+                (M_TRIM_THRESHOLD, 128 * 1024),
+            )
+        )
     except (OSError, AttributeError):
         return False

@@ -68,7 +68,9 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     with _os_errors(path):
         real.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(real.parent, real.name)
-        fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.{os.getpid()}.", suffix=".tmp", dir=real.parent)
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{real.name}.{os.getpid()}.", suffix=".tmp", dir=real.parent
+        )
     try:
         with _os_errors(path):
             handle = os.fdopen(fd, mode, **text_kwargs)
@@ -93,7 +95,9 @@ def atomic_folder(folder: str | Path, replace: bool = False) -> Iterator[Path]:
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(folder.parent, folder.name)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.{os.getpid()}.", suffix=".tmp", dir=folder.parent))
+    tmp = Path(
+        tempfile.mkdtemp(prefix=f".{folder.name}.{os.getpid()}.", suffix=".tmp", dir=folder.parent)
+    )
     try:
         yield tmp
         if replace:
@@ -107,7 +111,9 @@ def atomic_folder(folder: str | Path, replace: bool = False) -> Iterator[Path]:
         raise
 
 
-def check_output(path: str | Path | None, inputs: Iterable[str | Path | None] = (), option: str = "--out") -> None:
+def check_output(
+    path: str | Path | None, inputs: Iterable[str | Path | None] = (), option: str = "--out"
+) -> None:
     """Refuse, before any work, an output path that cannot be written or that is one of the
     run's ``inputs`` (the same file by any name: links, ``..``, relative paths).
 
@@ -120,8 +126,10 @@ def check_output(path: str | Path | None, inputs: Iterable[str | Path | None] = 
     path = Path(path)
     for source in inputs:
         if source is not None and str(source) != STDOUT and _same_file(path, Path(source)):
-            raise SpecError(f"{option} {path} is an input of this run ({source}); "
-                            "write the output to another file")
+            raise SpecError(
+                f"{option} {path} is an input of this run ({source}); "
+                "write the output to another file"
+            )
     if path.is_dir():
         raise OutputError(f"cannot write {path}: {os.strerror(errno.EISDIR)}")
     parent = Path(os.path.realpath(path)).parent
@@ -139,7 +147,11 @@ def remove_stale_temporaries(folder: str | Path, name: str | None = None) -> lis
     with contextlib.suppress(OSError):
         for entry in os.scandir(folder):
             match = _TEMP_RE.match(entry.name)
-            if not match or (name is not None and match["name"] != name) or _alive(int(match["pid"])):
+            if (
+                not match
+                or (name is not None and match["name"] != name)
+                or _alive(int(match["pid"]))
+            ):
                 continue
             with contextlib.suppress(OSError):
                 if entry.is_dir(follow_symlinks=False):

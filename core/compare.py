@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, cast
 
 import numpy as np
-
 from capmetrics.component import METRIC_KINDS, Component, Distance, Statistic
 from capmetrics.data.model import Dataset, ItemId
 from capmetrics.errors import DataError, MetricError, component_errors
@@ -85,10 +84,12 @@ class PairedComparison:
     def summary(self) -> str:
         """One line: means, difference, interval, p-value and the verdict at ``alpha``."""
         pct = round(self.confidence * 100)
-        return (f"{self.metric}: A {self.mean_a:.4f} [{self.ci_a[0]:.4f}, {self.ci_a[1]:.4f}]  "
-                f"B {self.mean_b:.4f} [{self.ci_b[0]:.4f}, {self.ci_b[1]:.4f}]  "
-                f"A−B {self.delta:+.4f} ({pct}% CI {self.ci_low:+.4f} … {self.ci_high:+.4f})  "
-                f"p = {self.p_value:.4g} ({self.trials} trials, {self.items} items)  {self.verdict}")
+        return (
+            f"{self.metric}: A {self.mean_a:.4f} [{self.ci_a[0]:.4f}, {self.ci_a[1]:.4f}]  "
+            f"B {self.mean_b:.4f} [{self.ci_b[0]:.4f}, {self.ci_b[1]:.4f}]  "
+            f"A−B {self.delta:+.4f} ({pct}% CI {self.ci_low:+.4f} … {self.ci_high:+.4f})  "
+            f"p = {self.p_value:.4g} ({self.trials} trials, {self.items} items)  {self.verdict}"
+        )
 
 
 def _batches(total: int, items: int) -> list[int]:
@@ -108,8 +109,9 @@ def approximate_randomization(diff: np.ndarray, trials: int, rng: np.random.Gene
     return (hits + 1.0) / (trials + 1.0)
 
 
-def paired_bootstrap(a: np.ndarray, b: np.ndarray, resamples: int, confidence: float,
-                     rng: np.random.Generator) -> dict[str, tuple[float, float]]:
+def paired_bootstrap(
+    a: np.ndarray, b: np.ndarray, resamples: int, confidence: float, rng: np.random.Generator
+) -> dict[str, tuple[float, float]]:
     """Percentile intervals of mean(a), mean(b) and mean(a − b) over item resamples."""
     n = len(a)
     means = []
@@ -121,15 +123,28 @@ def paired_bootstrap(a: np.ndarray, b: np.ndarray, resamples: int, confidence: f
     lo_a, hi_a = np.quantile(boot[:, 0], q)
     lo_b, hi_b = np.quantile(boot[:, 1], q)
     lo_d, hi_d = np.quantile(boot[:, 0] - boot[:, 1], q)
-    return {"a": (float(lo_a), float(hi_a)), "b": (float(lo_b), float(hi_b)), "delta": (float(lo_d), float(hi_d))}
+    return {
+        "a": (float(lo_a), float(hi_a)),
+        "b": (float(lo_b), float(hi_b)),
+        "delta": (float(lo_d), float(hi_d)),
+    }
 
 
-def paired_test(a: np.ndarray, b: np.ndarray, *, trials: int = 10_000, resamples: int = 1_000,
-                confidence: float = 0.95, seed: int = 0) -> tuple[float, dict[str, tuple[float, float]]]:
+def paired_test(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    trials: int = 10_000,
+    resamples: int = 1_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, dict[str, tuple[float, float]]]:
     """The approximate-randomisation p-value and the bootstrap intervals of paired values."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape or a.ndim != 1 or len(a) < 2:
-        raise MetricError(f"a paired test needs two equally long lists of at least 2 values, got {a.shape} and {b.shape}")
+        raise MetricError(
+            f"a paired test needs two equally long lists of at least 2 values, got {a.shape} and {b.shape}"
+        )
     if not 0.0 < confidence < 1.0:
         raise MetricError(f"the confidence level must lie in (0, 1), got {confidence}")
     if trials < 1 or resamples < 1:
@@ -143,19 +158,29 @@ def align(system_a: Dataset, system_b: Dataset) -> Dataset:
     """System B's items in system A's order; both must cover the same items and references."""
     b_items = {item.id: item for item in system_b}
     a_ids = set(system_a.ids)
-    problems = [f"item {i!r} is in {system_a.source} but not in {system_b.source}" for i in system_a.ids
-                if i not in b_items]
-    problems += [f"item {i!r} is in {system_b.source} but not in {system_a.source}" for i in system_b.ids
-                 if i not in a_ids]
-    problems += [f"item {item.id!r} has different references in the two systems" for item in system_a
-                 if item.id in b_items and sorted(b_items[item.id].references) != sorted(item.references)]
+    problems = [
+        f"item {i!r} is in {system_a.source} but not in {system_b.source}"
+        for i in system_a.ids
+        if i not in b_items
+    ]
+    problems += [
+        f"item {i!r} is in {system_b.source} but not in {system_a.source}"
+        for i in system_b.ids
+        if i not in a_ids
+    ]
+    problems += [
+        f"item {item.id!r} has different references in the two systems"
+        for item in system_a
+        if item.id in b_items and sorted(b_items[item.id].references) != sorted(item.references)
+    ]
     if problems:
         raise DataError(problems, header="the two systems cannot be compared item by item")
     return Dataset([b_items[i] for i in system_a.ids], system_b.source, list(system_b.skipped))
 
 
-def item_values(component: Component, dataset: Dataset,
-                executor: Executor | None = None) -> tuple[np.ndarray, dict[str, str], list[str | None]]:
+def item_values(
+    component: Component, dataset: Dataset, executor: Executor | None = None
+) -> tuple[np.ndarray, dict[str, str], list[str | None]]:
     """Per-item values of a metric, its run signature and each item's undefined-reason (or None)."""
     from capmetrics.scoring import check_empty_candidates, evaluate
 
@@ -169,14 +194,25 @@ def item_values(component: Component, dataset: Dataset,
         result = evaluate(component, dataset)
         reasons = [None if math.isfinite(v) else "not finite" for v in result.item_values]
     else:
-        raise MetricError(f"{component.spec} is a {component.kind}; compare needs a distance or a statistic")
+        raise MetricError(
+            f"{component.spec} is a {component.kind}; compare needs a distance or a statistic"
+        )
     return np.asarray(result.item_values, dtype=float), result.signature, reasons
 
 
-def compare_systems(system_a: Dataset, system_b: Dataset, metric: str | Component, *,
-                    trials: int = 10_000, resamples: int = 1_000, confidence: float = 0.95, seed: int = 0,
-                    executor: Executor | None = None,
-                    definitions: Mapping[str, Spec] | None = None, alpha: float = 0.05) -> PairedComparison:
+def compare_systems(
+    system_a: Dataset,
+    system_b: Dataset,
+    metric: str | Component,
+    *,
+    trials: int = 10_000,
+    resamples: int = 1_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    executor: Executor | None = None,
+    definitions: Mapping[str, Spec] | None = None,
+    alpha: float = 0.05,
+) -> PairedComparison:
     """Compare two systems' outputs on the same items with one metric.
 
     Items where the metric is undefined for either system (e.g. fewer than 2 candidates) are
@@ -193,17 +229,36 @@ def compare_systems(system_a: Dataset, system_b: Dataset, metric: str | Componen
     values_a, signature, reasons_a = item_values(component, system_a, executor)
     values_b, _, reasons_b = item_values(component, system_b, executor)
     keep = np.array([ra is None and rb is None for ra, rb in zip(reasons_a, reasons_b)], dtype=bool)
-    dropped = [(item.id, f"A: {ra}" if ra else f"B: {rb}")
-               for item, ra, rb, k in zip(system_a, reasons_a, reasons_b, keep) if not k]
+    dropped = [
+        (item.id, f"A: {ra}" if ra else f"B: {rb}")
+        for item, ra, rb, k in zip(system_a, reasons_a, reasons_b, keep)
+        if not k
+    ]
     if keep.sum() < 2:
-        raise MetricError(f"{component.spec} is defined on {int(keep.sum())} item(s) for both systems; "
-                          "a paired comparison needs at least 2")
+        raise MetricError(
+            f"{component.spec} is defined on {int(keep.sum())} item(s) for both systems; "
+            "a paired comparison needs at least 2"
+        )
     a, b = values_a[keep], values_b[keep]
     p, ci = paired_test(a, b, trials=trials, resamples=resamples, confidence=confidence, seed=seed)
     signature = dict(signature, test=f"ar:{trials}|bs:{resamples}|seed:{seed}")
     return PairedComparison(
-        metric if isinstance(metric, str) else component.spec, bool(component.higher_is_better),
-        int(keep.sum()), float(a.mean()), float(b.mean()), float(a.mean() - b.mean()), p,
-        ci["delta"][0], ci["delta"][1], ci["a"], ci["b"], confidence, trials, resamples, seed,
-        signature, dropped, alpha,
+        metric if isinstance(metric, str) else component.spec,
+        bool(component.higher_is_better),
+        int(keep.sum()),
+        float(a.mean()),
+        float(b.mean()),
+        float(a.mean() - b.mean()),
+        p,
+        ci["delta"][0],
+        ci["delta"][1],
+        ci["a"],
+        ci["b"],
+        confidence,
+        trials,
+        resamples,
+        seed,
+        signature,
+        dropped,
+        alpha,
     )

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-
 from capmetrics.errors import CapmetricsError, MetricError
 
 #: The component kinds, in the order of the hookspecs.
@@ -196,15 +195,16 @@ class Tokenizer(Component):
     def tokenize_shared(self, texts: Sequence[str]) -> list[list[str]]:
         """:meth:`tokenize`, computed once per batch of texts within a run
         (:mod:`capmetrics.prepared`): the metrics of one ``score`` call share the tokens."""
-        from capmetrics.prepared import STATS, in_run, shared, texts_key
-
         from capmetrics.language import check_segmentation  # warns when CJK text stays unsegmented
+        from capmetrics.prepared import STATS, in_run, shared, texts_key
 
         if not in_run():  # a lone call (a training-loop reward): no digest of the texts to pay for
             STATS["computed"] += 1
             return check_segmentation(self, texts, self.tokenize(texts))
-        return shared(("tokens", self.portable_spec(), texts_key(texts)),
-                      lambda: check_segmentation(self, texts, self.tokenize(texts)))
+        return shared(
+            ("tokens", self.portable_spec(), texts_key(texts)),
+            lambda: check_segmentation(self, texts, self.tokenize(texts)),
+        )
 
     def tokenize_joined(self, texts: Sequence[str]) -> list[str]:
         """Tokenize and join with single spaces, the form coco-caption's scorers take."""
@@ -250,14 +250,16 @@ class Distance(Component):
         """Score ``candidates[i]`` against ``references[i]``, for every i."""
         raise NotImplementedError
 
-    def score_images(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
-                     images: Sequence[Any]) -> Scores:
+    def score_images(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]], images: Sequence[Any]
+    ) -> Scores:
         """Score ``candidates[i]`` against ``images[i]`` (and ``references[i]``), for every i;
         only for ``needs_images`` metrics. ``images[i]`` is a local path or a loaded image."""
         raise MetricError(f"{self.spec} does not score images")
 
-    def score_items(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
-                    items: Sequence[Any]) -> Scores:
+    def score_items(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]], items: Sequence[Any]
+    ) -> Scores:
         """Score ``candidates[i]`` against ``references[i]`` where ``items[i]`` is its
         :class:`~capmetrics.data.Item`; for ``needs_items`` metrics (default: :meth:`score`)."""
         return self.score(candidates, references)
@@ -282,7 +284,9 @@ class Distance(Component):
         metrics that batch the work across pools (BERTScore, the n-gram ones) override it."""
         return [self.pairwise(pool, pool) for pool in pools]
 
-    def pairwise_scores(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:
+    def pairwise_scores(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]]
+    ) -> np.ndarray:
         """Per-pair scores used by :meth:`pairwise`; metrics whose corpus statistics must stay
         fixed across pairs (CIDEr's document frequencies) override this."""
         return self.score(candidates, references).values

@@ -46,7 +46,11 @@ def parse_config(data: dict[str, Any], source: str = "<config>") -> Config:
     cfg = Config(source=source)
     for key in data:
         if key not in ("score", "components"):
-            problems.append(Problem(source, None, f"unknown table [{key}]; expected [score] and [components.NAME]"))
+            problems.append(
+                Problem(
+                    source, None, f"unknown table [{key}]; expected [score] and [components.NAME]"
+                )
+            )
     components = data.get("components", {})
     if not isinstance(components, dict):
         problems.append(Problem(source, None, "[components] must be a table of tables"))
@@ -54,10 +58,14 @@ def parse_config(data: dict[str, Any], source: str = "<config>") -> Config:
     for name, table in components.items():
         where = f"[components.{name}]"
         if not NAME_RE.fullmatch(name):
-            problems.append(Problem(source, None, f"{where}: {name!r} is not a valid component name"))
+            problems.append(
+                Problem(source, None, f"{where}: {name!r} is not a valid component name")
+            )
             continue
         if not isinstance(table, dict) or not isinstance(table.get("component"), str):
-            problems.append(Problem(source, None, f"{where}: needs a key component = \"<registered name>\""))
+            problems.append(
+                Problem(source, None, f'{where}: needs a key component = "<registered name>"')
+            )
             continue
         args = tuple((k.replace("-", "_"), v) for k, v in table.items() if k != "component")
         cfg.definitions[name] = Spec(table["component"], args, called=True)
@@ -73,8 +81,13 @@ def parse_config(data: dict[str, Any], source: str = "<config>") -> Config:
     cfg.options = {k: v for k, v in score.items() if k != "metrics"}
     for key in ("lang", "normalize"):
         if key in cfg.options and not isinstance(cfg.options[key], str):
-            problems.append(Problem(source, None, f"[score] {key} must be a string such as "
-                                    f"{'zh' if key == 'lang' else 'nfkc'!r}"))
+            problems.append(
+                Problem(
+                    source,
+                    None,
+                    f"[score] {key} must be a string such as {'zh' if key == 'lang' else 'nfkc'!r}",
+                )
+            )
     if problems:
         raise DataError(problems, header=f"invalid config {source}")
     return cfg
@@ -100,10 +113,17 @@ def load_config(path: str | Path) -> Config:
     try:
         parsed = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise DataError([Problem(str(path), None, f"not valid TOML: {err}")], header=header) from err
+        raise DataError(
+            [Problem(str(path), None, f"not valid TOML: {err}")], header=header
+        ) from err
     except RecursionError as err:
-        raise DataError([Problem(str(path), None, f"TOML nested too deeply (more than {MAX_DEPTH} levels)")],
-                        header=header) from err
+        raise DataError(
+            [Problem(str(path), None, f"TOML nested too deeply (more than {MAX_DEPTH} levels)")],
+            header=header,
+        ) from err
     if depth_over(parsed, MAX_DEPTH):
-        raise DataError([Problem(str(path), None, f"TOML nested more than {MAX_DEPTH} levels deep")], header=header)
+        raise DataError(
+            [Problem(str(path), None, f"TOML nested more than {MAX_DEPTH} levels deep")],
+            header=header,
+        )
     return parse_config(parsed, str(path))

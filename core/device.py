@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
-
 from capmetrics.errors import CapmetricsError
 
 T = TypeVar("T")
@@ -58,7 +57,9 @@ def cuda_report() -> str:
     except ImportError:
         return "torch is not installed"
     if torch.cuda.is_available():
-        names = ", ".join(f"cuda:{i} {torch.cuda.get_device_name(i)}" for i in range(torch.cuda.device_count()))
+        names = ", ".join(
+            f"cuda:{i} {torch.cuda.get_device_name(i)}" for i in range(torch.cuda.device_count())
+        )
         return f"torch {torch.__version__} sees {torch.cuda.device_count()} CUDA device(s): {names}"
     build = torch.version.cuda or "none (a CPU-only build)"
     return f"torch {torch.__version__} sees no CUDA device (CUDA build: {build})"
@@ -105,8 +106,9 @@ def is_out_of_memory(error: BaseException) -> bool:
     return isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
 
 
-def in_halving_batches(run: Callable[[Sequence[T], int], np.ndarray], items: Sequence[T], batch_size: int,
-                       what: str) -> np.ndarray:
+def in_halving_batches(
+    run: Callable[[Sequence[T], int], np.ndarray], items: Sequence[T], batch_size: int, what: str
+) -> np.ndarray:
     """``run(items, batch_size)``, retried with half the batch size (down to 1) while the GPU
     is out of memory, with one warning per halving; rows are stacked in order.
 
@@ -126,7 +128,7 @@ def in_halving_batches(run: Callable[[Sequence[T], int], np.ndarray], items: Seq
     sizes, parts = [size], []
     with work(len(items), "sentences") as advance:
         for start in range(0, len(items), block_size):
-            block = items[start:start + block_size]
+            block = items[start : start + block_size]
             parts.append(_halving(run, block, sizes, what))
             advance(len(block))
     return np.concatenate(parts)
@@ -138,8 +140,9 @@ PROGRESS_BLOCK = 4096
 LISTENED_BLOCK = 256
 
 
-def _halving(run: Callable[[Sequence[T], int], np.ndarray], items: Sequence[T], sizes: list[int],
-             what: str) -> np.ndarray:
+def _halving(
+    run: Callable[[Sequence[T], int], np.ndarray], items: Sequence[T], sizes: list[int], what: str
+) -> np.ndarray:
     """``run(items, sizes[0])``, halving ``sizes[0]`` (kept for the next block) while out of GPU memory."""
     while True:
         try:
@@ -149,8 +152,11 @@ def _halving(run: Callable[[Sequence[T], int], np.ndarray], items: Sequence[T], 
                 raise
             _empty_cache()
             sizes[0] = max(1, sizes[0] // 2)
-            warnings.warn(f"{what}: out of GPU memory; retrying with batch_size={sizes[0]}", ResourceWarning,
-                          stacklevel=3)
+            warnings.warn(
+                f"{what}: out of GPU memory; retrying with batch_size={sizes[0]}",
+                ResourceWarning,
+                stacklevel=3,
+            )
 
 
 def _empty_cache() -> None:

@@ -80,8 +80,10 @@ def max_bytes() -> int:
         return DEFAULT_MAX_BYTES
     match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?", value.upper())
     if match is None:
-        raise SpecError(f"{SIZE_ENV}={value!r} is not a size; give bytes or a number with K, M, G or T "
-                        "(e.g. 500M, 8G)")
+        raise SpecError(
+            f"{SIZE_ENV}={value!r} is not a size; give bytes or a number with K, M, G or T "
+            "(e.g. 500M, 8G)"
+        )
     return int(float(match[1]) * _UNITS[match[2]])
 
 
@@ -110,8 +112,13 @@ class EmbeddingStore:
         limit: the size bound in bytes (default :func:`max_bytes`, read at each write).
     """
 
-    def __init__(self, namespace: Mapping[str, str], dtypes: Sequence[str], folder: str | Path | None = None,
-                 limit: int | None = None) -> None:
+    def __init__(
+        self,
+        namespace: Mapping[str, str],
+        dtypes: Sequence[str],
+        folder: str | Path | None = None,
+        limit: int | None = None,
+    ) -> None:
         self.namespace = {str(k): str(v) for k, v in sorted(namespace.items())}
         self.dtypes = tuple(np.dtype(d).str for d in dtypes)
         self.root = Path(folder) if folder is not None else cache_folder()
@@ -158,7 +165,9 @@ class EmbeddingStore:
                         entries.append((entry.stat().st_mtime_ns, entry.name))
         return [self.folder / name for _, name in sorted(entries, reverse=True)]
 
-    def _read(self, path: Path, wanted: dict[str, str], found: dict[str, tuple[np.ndarray, ...]]) -> bool:
+    def _read(
+        self, path: Path, wanted: dict[str, str], found: dict[str, tuple[np.ndarray, ...]]
+    ) -> bool:
         """Copy the entries of ``path`` that are wanted and not yet found; whether any was."""
         with open(path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
@@ -166,7 +175,9 @@ class EmbeddingStore:
                 raise _Corrupt(f"{size} bytes, shorter than a segment's header")
             with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
                 index = self._index(path, view, size, os.fstat(handle.fileno()).st_ino)
-                hits = [(key, index[key]) for key in wanted if key in index and wanted[key] not in found]
+                hits = [
+                    (key, index[key]) for key in wanted if key in index and wanted[key] not in found
+                ]
                 bad = 0
                 for key, (offset, shapes, crc) in hits:
                     arrays = self._arrays(view, offset, shapes, crc)
@@ -178,8 +189,9 @@ class EmbeddingStore:
                     raise _Corrupt(f"{bad} entr{'y' if bad == 1 else 'ies'} fail their checksum")
         return bool(hits)
 
-    def _index(self, path: Path, view: mmap.mmap, size: int,
-               inode: int) -> dict[str, tuple[int, list[list[int]], int]]:
+    def _index(
+        self, path: Path, view: mmap.mmap, size: int, inode: int
+    ) -> dict[str, tuple[int, list[list[int]], int]]:
         cache_key = (path.name, inode, size)
         if cache_key in self._headers:
             return self._headers[cache_key]
@@ -196,21 +208,32 @@ class EmbeddingStore:
             if meta["namespace"] != self.namespace or tuple(meta["dtypes"]) != self.dtypes:
                 raise _Corrupt("a segment of another namespace")
             start = _aligned(_PREFIX + length)
-            index = {str(k): (start + int(o), [[int(n) for n in s] for s in shapes], int(c))
-                     for k, o, shapes, c in meta["entries"]}
+            index = {
+                str(k): (start + int(o), [[int(n) for n in s] for s in shapes], int(c))
+                for k, o, shapes, c in meta["entries"]
+            }
         except (ValueError, KeyError, TypeError) as err:
             raise _Corrupt(f"its header is not a segment index ({type(err).__name__})") from None
         for offset, shapes, _ in index.values():
-            if len(shapes) != len(self.dtypes) or offset < _PREFIX + length or \
-                    offset + self._nbytes(shapes) > size or any(n < 0 for s in shapes for n in s):
+            if (
+                len(shapes) != len(self.dtypes)
+                or offset < _PREFIX + length
+                or offset + self._nbytes(shapes) > size
+                or any(n < 0 for s in shapes for n in s)
+            ):
                 raise _Corrupt(f"{size} bytes, shorter than its index says: truncated")
         self._headers[cache_key] = index
         return index
 
     def _nbytes(self, shapes: list[list[int]]) -> int:
-        return sum(int(np.prod(s, dtype=np.int64)) * np.dtype(d).itemsize for s, d in zip(shapes, self.dtypes))
+        return sum(
+            int(np.prod(s, dtype=np.int64)) * np.dtype(d).itemsize
+            for s, d in zip(shapes, self.dtypes)
+        )
 
-    def _arrays(self, view: mmap.mmap, offset: int, shapes: list[list[int]], crc: int) -> tuple[np.ndarray, ...] | None:
+    def _arrays(
+        self, view: mmap.mmap, offset: int, shapes: list[list[int]], crc: int
+    ) -> tuple[np.ndarray, ...] | None:
         """The arrays of one entry (copied out of the map), or None when its bytes are damaged."""
         block = memoryview(view)[offset : offset + self._nbytes(shapes)]
         try:
@@ -219,7 +242,11 @@ class EmbeddingStore:
             arrays, start = [], 0
             for shape, dtype in zip(shapes, self.dtypes):
                 count = int(np.prod(shape, dtype=np.int64))
-                arrays.append(np.frombuffer(block, dtype=dtype, count=count, offset=start).reshape(shape).copy())
+                arrays.append(
+                    np.frombuffer(block, dtype=dtype, count=count, offset=start)
+                    .reshape(shape)
+                    .copy()
+                )
                 start += count * np.dtype(dtype).itemsize
             return tuple(arrays)
         finally:
@@ -232,27 +259,39 @@ class EmbeddingStore:
         if not entries or not self.usable:
             return
         limit = self.limit if self.limit is not None else max_bytes()
-        rows = [(text_key(t), [np.ascontiguousarray(a, dtype=d) for a, d in zip(arrays, self.dtypes)])
-                for t, arrays in entries.items()]
+        rows = [
+            (text_key(t), [np.ascontiguousarray(a, dtype=d) for a, d in zip(arrays, self.dtypes)])
+            for t, arrays in entries.items()
+        ]
         for arrays in (a for _, a in rows):
             if len(arrays) != len(self.dtypes):
-                raise ValueError(f"an entry has {len(arrays)} arrays; this store keeps {len(self.dtypes)}")
+                raise ValueError(
+                    f"an entry has {len(arrays)} arrays; this store keeps {len(self.dtypes)}"
+                )
         written = 0
         try:
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             for segment in self._chunks(rows):
-                size = _PREFIX + sum(a.nbytes for _, arrays in segment for a in arrays) + _ALIGN * (len(segment) + 1)
+                size = (
+                    _PREFIX
+                    + sum(a.nbytes for _, arrays in segment for a in arrays)
+                    + _ALIGN * (len(segment) + 1)
+                )
                 if written + size > limit:
                     break  # what is left would not fit the bound anyway
                 written += self._write(segment)
             evict(self.root, limit)
-        except CapmetricsError as err:  # OutputError of atomic_write: a read-only folder, a full disk
+        except (
+            CapmetricsError
+        ) as err:  # OutputError of atomic_write: a read-only folder, a full disk
             self._unusable(f"cannot be written ({err})")
         except OSError as err:
             self._unusable(f"cannot be written ({err})")
 
     @staticmethod
-    def _chunks(rows: list[tuple[str, list[np.ndarray]]]) -> Iterator[list[tuple[str, list[np.ndarray]]]]:
+    def _chunks(
+        rows: list[tuple[str, list[np.ndarray]]],
+    ) -> Iterator[list[tuple[str, list[np.ndarray]]]]:
         chunk: list[tuple[str, list[np.ndarray]]] = []
         size = 0
         for row in rows:
@@ -276,7 +315,9 @@ class EmbeddingStore:
         start = _aligned(_PREFIX + len(header))
         name = f"seg-{time.time_ns():x}-{os.getpid()}-{os.urandom(4).hex()}{_SUFFIX}"
         with atomic_write(self.folder / name, "wb") as out:
-            out.write(MAGIC + len(header).to_bytes(8, "little") + hashlib.sha256(header).digest() + header)
+            out.write(
+                MAGIC + len(header).to_bytes(8, "little") + hashlib.sha256(header).digest() + header
+            )
             for (_, arrays), (_, rel, _, _) in zip(rows, entries):
                 out.write(b"\0" * (start + rel - out.tell()))
                 for a in arrays:
@@ -290,8 +331,10 @@ class EmbeddingStore:
         with contextlib.suppress(OSError):
             path.unlink()
         self._headers = {k: v for k, v in self._headers.items() if k[0] != path.name}
-        _warn(f"the embedding cache segment {path} is damaged ({reason}); deleted it (its texts are "
-              "embedded again)")
+        _warn(
+            f"the embedding cache segment {path} is damaged ({reason}); deleted it (its texts are "
+            "embedded again)"
+        )
 
     def _unusable(self, reason: str) -> None:
         if self.usable:

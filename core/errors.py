@@ -82,11 +82,17 @@ def component_errors(spec: str) -> Iterator[None]:
         yield
     except CapmetricsError:
         raise
-    except pickle.UnpicklingError as err:  # torch.load(weights_only=True) refused a file: bad input, not a bug
+    except (
+        pickle.UnpicklingError
+    ) as err:  # torch.load(weights_only=True) refused a file: bad input, not a bug
         text = str(err).split("WeightsUnpickler error:", 1)[-1]
-        reason = next((line.strip() for line in text.splitlines() if line.strip()), type(err).__name__)
-        raise MetricError(f"{spec}: a weights file it read is a pickle that holds more than tensors ({reason}); "
-                          "capmetrics never runs code from a file: use a state dict or a .safetensors file") from None
+        reason = next(
+            (line.strip() for line in text.splitlines() if line.strip()), type(err).__name__
+        )
+        raise MetricError(
+            f"{spec}: a weights file it read is a pickle that holds more than tensors ({reason}); "
+            "capmetrics never runs code from a file: use a state dict or a .safetensors file"
+        ) from None
     except Exception as err:
         raise InternalError(spec, err) from err
 

@@ -152,14 +152,29 @@ class _Localizer:
 
 
 @overload
-def localize(metric: str, lang: str, *, normalize: str | None = None,
-             definitions: Mapping[str, Spec] | None = None) -> str: ...
+def localize(
+    metric: str,
+    lang: str,
+    *,
+    normalize: str | None = None,
+    definitions: Mapping[str, Spec] | None = None,
+) -> str: ...
 @overload
-def localize(metric: Spec, lang: str, *, normalize: str | None = None,
-             definitions: Mapping[str, Spec] | None = None) -> str | Spec: ...
+def localize(
+    metric: Spec,
+    lang: str,
+    *,
+    normalize: str | None = None,
+    definitions: Mapping[str, Spec] | None = None,
+) -> str | Spec: ...
 @overload
-def localize(metric: Component, lang: str, *, normalize: str | None = None,
-             definitions: Mapping[str, Spec] | None = None) -> Component: ...
+def localize(
+    metric: Component,
+    lang: str,
+    *,
+    normalize: str | None = None,
+    definitions: Mapping[str, Spec] | None = None,
+) -> Component: ...
 def localize(
     metric: str | Spec | Component,
     lang: str,

@@ -50,8 +50,9 @@ def _average_ranks(sorted_values: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     return ((starts + ends + 1) / 2)[group], starts[group], ends[group]
 
 
-def _kendall_s(x_order: np.ndarray, x_start: np.ndarray, x_end: np.ndarray, codes: np.ndarray,
-               n_levels: int) -> float:
+def _kendall_s(
+    x_order: np.ndarray, x_start: np.ndarray, x_end: np.ndarray, codes: np.ndarray, n_levels: int
+) -> float:
     """S = P - Q from x's sort order and y's level codes, O(levels x n).
 
     For a point of level c at sorted position i with x-tie group [s, e): the points of lower
@@ -60,7 +61,9 @@ def _kendall_s(x_order: np.ndarray, x_start: np.ndarray, x_end: np.ndarray, code
     c = codes[x_order]
     onehot = np.zeros((n_levels + 1, c.size + 1), dtype=np.int32)
     onehot[c + 1, np.arange(1, c.size + 1)] = 1
-    lower = np.cumsum(np.cumsum(onehot, axis=1), axis=0)  # lower[l, i]: levels < l among the first i
+    lower = np.cumsum(
+        np.cumsum(onehot, axis=1), axis=0
+    )  # lower[l, i]: levels < l among the first i
     totals = lower[:, -1]
     below = lower[c, x_start]
     above = totals[c] - lower[c, x_end]
@@ -98,8 +101,12 @@ def correlations(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
         s = tau_b * np.sqrt((n0 - tx) * (n0 - ty))
     m = min(int(np.count_nonzero(np.r_[True, xs[1:] != xs[:-1]])), levels.size)
     tau_c = float(np.clip(2 * s / (n * n * (m - 1) / m), -1, 1))
-    return {"pearson": float(np.corrcoef(x, y)[0, 1]), "spearman": float(np.corrcoef(rx, ry)[0, 1]),
-            "kendall_b": tau_b, "kendall_c": tau_c}
+    return {
+        "pearson": float(np.corrcoef(x, y)[0, 1]),
+        "spearman": float(np.corrcoef(rx, ry)[0, 1]),
+        "kendall_b": tau_b,
+        "kendall_c": tau_c,
+    }
 
 
 @dataclass(frozen=True)
@@ -129,7 +136,11 @@ class Agreement:
     human_length_tau_b: float = float("nan")
 
     def as_dict(self) -> dict[str, object]:
-        out: dict[str, object] = {"metric": self.metric, "n_items": self.n_items, "n_points": self.n_points}
+        out: dict[str, object] = {
+            "metric": self.metric,
+            "n_items": self.n_items,
+            "n_points": self.n_points,
+        }
         for key, est in self.statistics.items():
             out[key] = est.value
             out[f"{key}_low"] = est.low
@@ -144,8 +155,13 @@ class Agreement:
 
 def candidate_lengths(dataset: Dataset) -> np.ndarray:
     """Per item: its candidates' mean length in words (white-space separated)."""
-    return np.array([np.mean([len(c.split()) for c in item.candidates]) if item.candidates else 0.0
-                     for item in dataset.items], dtype=float)
+    return np.array(
+        [
+            np.mean([len(c.split()) for c in item.candidates]) if item.candidates else 0.0
+            for item in dataset.items
+        ],
+        dtype=float,
+    )
 
 
 def length_bias(scores: np.ndarray, judgments: Judgments) -> tuple[float, float]:
@@ -164,8 +180,13 @@ def _item_offsets(judgments: Judgments) -> tuple[np.ndarray, np.ndarray]:
     return order, bounds
 
 
-def bootstrap_intervals(scores: np.ndarray, judgments: Judgments, n_boot: int = 1000, seed: int = 0,
-                        confidence: float = 0.95) -> dict[str, tuple[float, float]]:
+def bootstrap_intervals(
+    scores: np.ndarray,
+    judgments: Judgments,
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, tuple[float, float]]:
     """Percentile intervals of each statistic, resampling items with replacement (seeded)."""
     if n_boot <= 0:
         return {}
@@ -183,12 +204,21 @@ def bootstrap_intervals(scores: np.ndarray, judgments: Judgments, n_boot: int = 
         for k in STATISTICS:
             samples[k][b] = values[k]
     alpha = (1 - confidence) / 2
-    return {k: (float(np.nanquantile(v, alpha)), float(np.nanquantile(v, 1 - alpha))) if np.isfinite(v).any()
-            else (float("nan"), float("nan")) for k, v in samples.items()}
+    return {
+        k: (float(np.nanquantile(v, alpha)), float(np.nanquantile(v, 1 - alpha)))
+        if np.isfinite(v).any()
+        else (float("nan"), float("nan"))
+        for k, v in samples.items()
+    }
 
 
-def correlate(scores: np.ndarray, judgments: Judgments, n_boot: int = 1000, seed: int = 0,
-              confidence: float = 0.95) -> dict[str, Estimate]:
+def correlate(
+    scores: np.ndarray,
+    judgments: Judgments,
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, Estimate]:
     """Every statistic of per-item ``scores`` against the rating points, with bootstrap CIs."""
     scores = np.asarray(scores, dtype=float)
     if scores.shape != (len(judgments.dataset),):
@@ -227,11 +257,16 @@ def leave_one_out(dataset: Dataset, groups: Sequence[str] | None = None) -> Data
             continue
         seen.add(group)
         refs = item.references
-        items += [Item(f"{group}#ref{i}", refs[:i] + refs[i + 1:], (refs[i],), item.image) for i in range(len(refs))]
+        items += [
+            Item(f"{group}#ref{i}", refs[:i] + refs[i + 1 :], (refs[i],), item.image)
+            for i in range(len(refs))
+        ]
     return Dataset(items, f"{dataset.source} (leave one reference out)")
 
 
-def human_ceiling(metric: str | Component, dataset: Dataset, groups: Sequence[str] | None = None) -> np.ndarray:
+def human_ceiling(
+    metric: str | Component, dataset: Dataset, groups: Sequence[str] | None = None
+) -> np.ndarray:
     """The metric's scores of held-out human references (see :func:`leave_one_out`)."""
     loo = leave_one_out(dataset, groups)
     if not len(loo):
@@ -239,17 +274,35 @@ def human_ceiling(metric: str | Component, dataset: Dataset, groups: Sequence[st
     return metric_scores(metric, loo)
 
 
-def agreement(metric: str | Component, judgments: Judgments, *, n_boot: int = 1000, seed: int = 0,
-              confidence: float = 0.95, ceiling: bool = True, scores: np.ndarray | None = None) -> Agreement:
+def agreement(
+    metric: str | Component,
+    judgments: Judgments,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    ceiling: bool = True,
+    scores: np.ndarray | None = None,
+) -> Agreement:
     """Agreement of ``metric`` with ``judgments`` (scores are computed unless given)."""
     component = build_metric(metric)
-    values = metric_scores(component, judgments.dataset) if scores is None else np.asarray(scores, dtype=float)
+    values = (
+        metric_scores(component, judgments.dataset)
+        if scores is None
+        else np.asarray(scores, dtype=float)
+    )
     ceil = human_ceiling(component, judgments.dataset, judgments.groups) if ceiling else None
     name = metric if isinstance(metric, str) else component.spec
-    return Agreement(name, len(judgments.dataset), judgments.n_points,
-                     correlate(values, judgments, n_boot, seed, confidence), float(np.mean(values)),
-                     None if ceil is None else float(np.mean(ceil)), 0 if ceil is None else int(ceil.size),
-                     *length_bias(values, judgments))
+    return Agreement(
+        name,
+        len(judgments.dataset),
+        judgments.n_points,
+        correlate(values, judgments, n_boot, seed, confidence),
+        float(np.mean(values)),
+        None if ceil is None else float(np.mean(ceil)),
+        0 if ceil is None else int(ceil.size),
+        *length_bias(values, judgments),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,8 +326,9 @@ class PairwiseAccuracy:
         return out
 
 
-def pairwise_accuracy(metric: str | Component, pairs: PairJudgments,
-                      scores: np.ndarray | None = None) -> PairwiseAccuracy:
+def pairwise_accuracy(
+    metric: str | Component, pairs: PairJudgments, scores: np.ndarray | None = None
+) -> PairwiseAccuracy:
     """Share of pairs where the metric prefers the human-preferred candidate (tie = 0.5)."""
     component = build_metric(metric)
     if scores is None:
@@ -289,9 +343,13 @@ def pairwise_accuracy(metric: str | Component, pairs: PairJudgments,
     cats = np.asarray(pairs.categories)
     names = sorted(set(pairs.categories))
     acc = {c: float(correct[cats == c].mean()) for c in names}
-    return PairwiseAccuracy(metric if isinstance(metric, str) else component.spec, acc,
-                            {c: float(tie[cats == c].mean()) for c in names},
-                            {c: int((cats == c).sum()) for c in names}, float(np.mean(list(acc.values()))))
+    return PairwiseAccuracy(
+        metric if isinstance(metric, str) else component.spec,
+        acc,
+        {c: float(tie[cats == c].mean()) for c in names},
+        {c: int((cats == c).sum()) for c in names},
+        float(np.mean(list(acc.values()))),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,10 +381,18 @@ def _flickr8k(kind: str) -> Callable[[Path], Judgments]:
 
 
 PRESETS: dict[str, Preset] = {
-    "flickr8k-expert": Preset("flickr8k-expert", _flickr8k("load_expert"), "kendall_c",
-                              "Flickr8k-Expert: 5,664 candidates x 3 expert ratings = 16,992 points, tau-c"),
-    "flickr8k-cf": Preset("flickr8k-cf", _flickr8k("load_crowdflower"), "kendall_b",
-                          "Flickr8k-CF: 47,830 candidates, share of yes votes, tau-b"),
+    "flickr8k-expert": Preset(
+        "flickr8k-expert",
+        _flickr8k("load_expert"),
+        "kendall_c",
+        "Flickr8k-Expert: 5,664 candidates x 3 expert ratings = 16,992 points, tau-c",
+    ),
+    "flickr8k-cf": Preset(
+        "flickr8k-cf",
+        _flickr8k("load_crowdflower"),
+        "kendall_b",
+        "Flickr8k-CF: 47,830 candidates, share of yes votes, tau-b",
+    ),
 }
 
 
@@ -343,7 +409,9 @@ def load_preset(name: str, root: str | Path | None = None) -> tuple[Judgments, P
     if name not in PRESETS:
         from capmetrics.errors import did_you_mean
 
-        raise SpecError(f"unknown judgments preset {name!r}.{did_you_mean(name, PRESETS)} "
-                        f"Presets: {', '.join(PRESETS)}")
+        raise SpecError(
+            f"unknown judgments preset {name!r}.{did_you_mean(name, PRESETS)} "
+            f"Presets: {', '.join(PRESETS)}"
+        )
     preset = PRESETS[name]
     return preset.loader(flickr8k_root(root)), preset

@@ -32,8 +32,9 @@ def _no_progress(n: int = 1) -> None:
 
 
 @contextmanager
-def one_time_step(what: str, usual: str, total: int | None = None,
-                  unit: str = "") -> Iterator[Callable[[int], None]]:
+def one_time_step(
+    what: str, usual: str, total: int | None = None, unit: str = ""
+) -> Iterator[Callable[[int], None]]:
     """Announce a one-time step; yields ``advance(n)`` for its progress (a no-op off a terminal).
 
     Args:
@@ -53,10 +54,23 @@ def one_time_step(what: str, usual: str, total: int | None = None,
     bar = None
     if total and stream.isatty() and not bar_is_live():
         from rich.console import Console
-        from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            TaskProgressColumn,
+            TextColumn,
+            TimeRemainingColumn,
+        )
 
-        bar = Progress(TextColumn("  "), BarColumn(), TaskProgressColumn(), TextColumn(unit),
-                       TimeRemainingColumn(), console=Console(file=stream), transient=True)
+        bar = Progress(
+            TextColumn("  "),
+            BarColumn(),
+            TaskProgressColumn(),
+            TextColumn(unit),
+            TimeRemainingColumn(),
+            console=Console(file=stream),
+            transient=True,
+        )
     if total and listening():  # a run's progress bar is up: it shows this step (one bar per run)
         with work(total, unit or "steps") as advance:
             yield advance

@@ -26,7 +26,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import numpy as np
-
 from capmetrics.allocator import keep_freed_memory, keep_freed_memory_if_owned
 from capmetrics.collector import frozen
 from capmetrics.component import Statistic, StatResult
@@ -75,7 +74,9 @@ class Executor:
     to_the_work: bool = False
 
     @classmethod
-    def from_options(cls, executor: str | None = None, jobs: int = 1, address: str | None = None) -> Executor:
+    def from_options(
+        cls, executor: str | None = None, jobs: int = 1, address: str | None = None
+    ) -> Executor:
         """The executor that CLI options name: ``--jobs N`` alone means local processes."""
         kind = executor or ("dask" if address else "processes" if jobs > 1 else "serial")
         if kind not in EXECUTORS:
@@ -137,7 +138,9 @@ def sized(executor: Executor, count: int | None, chunks: int | None = None) -> E
             why.append(f"{chunks} chunk{'s' * (chunks != 1)} of work")
         if count // PROCESS_MIN_ITEMS < jobs:
             jobs = max(1, count // PROCESS_MIN_ITEMS)
-            why.append(f"{count} items: fewer than {PROCESS_MIN_ITEMS} per process do not pay for starting it")
+            why.append(
+                f"{count} items: fewer than {PROCESS_MIN_ITEMS} per process do not pay for starting it"
+            )
     reason = f" ({'; '.join(why)})" if why else ""
     if jobs <= 1:
         _note(f"--jobs {asked}: running in this process{reason}")
@@ -163,7 +166,9 @@ _SHARED: dict[str, Any] = {}
 Chunk = tuple[range, list[Any]]
 
 
-def _run_chunk(function: Callable[[Any, list[Any]], Any], shared: Any, items: list[Any], per_item: bool = True) -> Any:
+def _run_chunk(
+    function: Callable[[Any, list[Any]], Any], shared: Any, items: list[Any], per_item: bool = True
+) -> Any:
     keep_freed_memory_if_owned()  # the command's own process (workers tune themselves as they start)
     out = function(shared, items)
     if per_item and len(out) != len(items):
@@ -171,15 +176,25 @@ def _run_chunk(function: Callable[[Any, list[Any]], Any], shared: Any, items: li
     return out
 
 
-def _run_pickled_chunks(function: Callable[[Any, list[Any]], Any], shared: Any, chunks: bytes,
-                        per_item: bool, caller: int = -1) -> list[Any]:
+def _run_pickled_chunks(
+    function: Callable[[Any, list[Any]], Any],
+    shared: Any,
+    chunks: bytes,
+    per_item: bool,
+    caller: int = -1,
+) -> list[Any]:
     if os.getpid() != caller:  # a Dask worker process, not the caller's (thread workers)
         keep_freed_memory()
     return [_run_chunk(function, shared, items, per_item) for items in pickle.loads(chunks)]
 
 
-def _set_process_shared(function: Callable[[Any, list[Any]], Any], shared: Any, per_item: bool,
-                        source: Sequence[Any] | None = None, caller: int = -1) -> None:
+def _set_process_shared(
+    function: Callable[[Any, list[Any]], Any],
+    shared: Any,
+    per_item: bool,
+    source: Sequence[Any] | None = None,
+    caller: int = -1,
+) -> None:
     """The initializer of the local worker processes: the task inputs, and the process tuned
     for the work (it is capmetrics' own; the caller's process is never tuned here)."""
     _SHARED["function"], _SHARED["shared"], _SHARED["per_item"] = function, shared, per_item
@@ -198,8 +213,12 @@ def _run_process_chunk(items: list[Any] | range) -> Any:
     return _run_chunk(_SHARED["function"], _SHARED["shared"], items, _SHARED["per_item"])
 
 
-def map_chunks(function: Callable[[T, list[Any]], list[R]], shared: T, items: Sequence[Any],
-               executor: Executor | None = None) -> list[R]:
+def map_chunks(
+    function: Callable[[T, list[Any]], list[R]],
+    shared: T,
+    items: Sequence[Any],
+    executor: Executor | None = None,
+) -> list[R]:
     """``function(shared, chunk)`` over contiguous chunks of ``items`` on ``executor``; the
     chunks' result lists are joined in item order.
 
@@ -214,8 +233,12 @@ def map_chunks(function: Callable[[T, list[Any]], list[R]], shared: T, items: Se
     return map_stream(function, shared, chunks, executor)
 
 
-def map_stream(function: Callable[[T, list[Any]], list[R]], shared: T, chunks: Iterable[Chunk],
-               executor: Executor | None = None) -> list[R]:
+def map_stream(
+    function: Callable[[T, list[Any]], list[R]],
+    shared: T,
+    chunks: Iterable[Chunk],
+    executor: Executor | None = None,
+) -> list[R]:
     """:func:`map_chunks` over chunks produced lazily (e.g. embedded in this process block by
     block while the workers test the previous block); at most a few chunks per worker wait in
     flight, so the producer's memory stays bounded.
@@ -227,10 +250,15 @@ def map_stream(function: Callable[[T, list[Any]], list[R]], shared: T, chunks: I
     return [r for part in iter_stream(function, shared, chunks, executor) for r in part]
 
 
-def iter_stream(function: Callable[[T, list[Any]], Any], shared: T, chunks: Iterable[Chunk],
-                executor: Executor | None = None, per_item: bool = True,
-                while_running: Callable[[], None] | None = None,
-                source: Sequence[Any] | None = None) -> Iterator[Any]:
+def iter_stream(
+    function: Callable[[T, list[Any]], Any],
+    shared: T,
+    chunks: Iterable[Chunk],
+    executor: Executor | None = None,
+    per_item: bool = True,
+    while_running: Callable[[], None] | None = None,
+    source: Sequence[Any] | None = None,
+) -> Iterator[Any]:
     """``function(shared, chunk)`` of every chunk, yielded in chunk order as they finish (the
     caller can fold them as they come). ``per_item``: the function returns one result per item
     of its chunk (checked); otherwise one object per chunk. ``while_running`` is called once in
@@ -247,17 +275,24 @@ def iter_stream(function: Callable[[T, list[Any]], Any], shared: T, chunks: Iter
         if first is not None:
             stream = itertools.chain([first], stream)
             if executor.kind == "processes":
-                yield from _map_processes(function, shared, stream, executor, per_item, while_running, source)
+                yield from _map_processes(
+                    function, shared, stream, executor, per_item, while_running, source
+                )
                 return
             yield from _map_dask(function, shared, stream, executor, per_item)
     if while_running is not None:
         while_running()
 
 
-def _in_order(submit: Callable[[Any], Any], result: Callable[[Any], Any],
-              chunks: Iterator[tuple[range, Any]], window: int,
-              failed: Callable[[BaseException, range], ExecutorError | None],
-              succeeded: Callable[[Any], bool], idle: Callable[[], None] | None = None) -> Iterator[Any]:
+def _in_order(
+    submit: Callable[[Any], Any],
+    result: Callable[[Any], Any],
+    chunks: Iterator[tuple[range, Any]],
+    window: int,
+    failed: Callable[[BaseException, range], ExecutorError | None],
+    succeeded: Callable[[Any], bool],
+    idle: Callable[[], None] | None = None,
+) -> Iterator[Any]:
     """Submit chunks with at most ``window`` in flight; yield their results in order.
     ``failed(error, items)`` turns an executor failure into the error to raise (None: re-raise),
     ``items`` spanning the chunks in flight that had not succeeded. ``idle`` runs once, when the
@@ -323,22 +358,36 @@ def _start_method() -> str:
 FORKSERVER_PRELOAD = ["capmetrics", "capmetrics.parallel", "capmetrics.permutation", "numpy"]
 
 
-def _process_context(function: Callable[..., Any] | None = None) -> multiprocessing.context.BaseContext:
+def _process_context(
+    function: Callable[..., Any] | None = None,
+) -> multiprocessing.context.BaseContext:
     context = multiprocessing.get_context(_start_method())
     if context.get_start_method() == "forkserver":
-        extra = [function.__module__] if function is not None and function.__module__ != "__main__" else []
+        extra = (
+            [function.__module__]
+            if function is not None and function.__module__ != "__main__"
+            else []
+        )
         context.set_forkserver_preload(FORKSERVER_PRELOAD + extra)  # used when the server starts
     return context
 
 
-def _map_processes(function: Callable[[Any, list[Any]], Any], shared: Any, chunks: Iterator[Chunk],
-                   executor: Executor, per_item: bool, idle: Callable[[], None] | None = None,
-                   source: Sequence[Any] | None = None) -> Iterator[Any]:
+def _map_processes(
+    function: Callable[[Any, list[Any]], Any],
+    shared: Any,
+    chunks: Iterator[Chunk],
+    executor: Executor,
+    per_item: bool,
+    idle: Callable[[], None] | None = None,
+    source: Sequence[Any] | None = None,
+) -> Iterator[Any]:
     def failed(err: BaseException, running: range) -> ExecutorError | None:
         if isinstance(err, BrokenProcessPool):
-            return ExecutorError(f"the processes executor ({executor.jobs} jobs) lost a worker process (killed "
-                                 f"or crashed) while {_items_text(running)} were running or queued; the run was stopped "
-                                 "and no results were kept")
+            return ExecutorError(
+                f"the processes executor ({executor.jobs} jobs) lost a worker process (killed "
+                f"or crashed) while {_items_text(running)} were running or queued; the run was stopped "
+                "and no results were kept"
+            )
         return None
 
     context = _process_context(function)
@@ -346,15 +395,27 @@ def _map_processes(function: Callable[[Any, list[Any]], Any], shared: Any, chunk
     # keeps this process's own collector off it while the pool runs (capmetrics.collector:
     # frozen() acts only in the command's process; a library call leaves gc as it found it).
     forked = context.get_start_method() == "fork"
-    inherited = source if forked else None  # other start methods would pickle it whole to each worker
+    inherited = (
+        source if forked else None
+    )  # other start methods would pickle it whole to each worker
     spans = ((span, span) for span, _ in chunks) if inherited is not None else chunks
     with frozen() if forked else nullcontext():
-        with ProcessPoolExecutor(max_workers=executor.jobs, mp_context=context, initializer=_set_process_shared,
-                                 initargs=(function, shared, per_item, inherited, os.getpid())) as pool:
+        with ProcessPoolExecutor(
+            max_workers=executor.jobs,
+            mp_context=context,
+            initializer=_set_process_shared,
+            initargs=(function, shared, per_item, inherited, os.getpid()),
+        ) as pool:
             try:
-                yield from _in_order(lambda chunk: pool.submit(_run_process_chunk, chunk), lambda f: f.result(),
-                                     spans, 2 * executor.jobs + 2, failed,
-                                     lambda f: f.done() and not f.cancelled() and f.exception() is None, idle)
+                yield from _in_order(
+                    lambda chunk: pool.submit(_run_process_chunk, chunk),
+                    lambda f: f.result(),
+                    spans,
+                    2 * executor.jobs + 2,
+                    failed,
+                    lambda f: f.done() and not f.cancelled() and f.exception() is None,
+                    idle,
+                )
             except BaseException:
                 pool.shutdown(wait=True, cancel_futures=True)
                 raise
@@ -381,11 +442,23 @@ def _local_cluster(executor: Executor) -> Any:
         import dask
         from distributed import LocalCluster
     except ImportError as err:
-        raise ExecutorError("the Dask executor needs dask[distributed]: pip install 'capmetrics[dask]'") from err
-    nanny = {"config": LOCAL_CLUSTER_CONFIG} if executor.dask_processes else {}  # worker processes get it here
-    with dask.config.set(LOCAL_CLUSTER_CONFIG):  # the scheduler (and thread workers) read it as they start
-        return LocalCluster(n_workers=executor.jobs, threads_per_worker=1, processes=executor.dask_processes,
-                            dashboard_address=None, preload=["capmetrics.parallel"], **nanny)
+        raise ExecutorError(
+            "the Dask executor needs dask[distributed]: pip install 'capmetrics[dask]'"
+        ) from err
+    nanny = (
+        {"config": LOCAL_CLUSTER_CONFIG} if executor.dask_processes else {}
+    )  # worker processes get it here
+    with dask.config.set(
+        LOCAL_CLUSTER_CONFIG
+    ):  # the scheduler (and thread workers) read it as they start
+        return LocalCluster(
+            n_workers=executor.jobs,
+            threads_per_worker=1,
+            processes=executor.dask_processes,
+            dashboard_address=None,
+            preload=["capmetrics.parallel"],
+            **nanny,
+        )
 
 
 def _dask_client(executor: Executor) -> tuple[Any, Any]:
@@ -399,8 +472,10 @@ def _dask_client(executor: Executor) -> tuple[Any, Any]:
     try:
         return Client(executor.address, timeout=executor.timeout), None
     except (OSError, TimeoutError) as err:
-        raise ExecutorError(f"cannot reach the Dask scheduler at {executor.address} "
-                            f"within {executor.timeout:g} s: {err}") from err
+        raise ExecutorError(
+            f"cannot reach the Dask scheduler at {executor.address} "
+            f"within {executor.timeout:g} s: {err}"
+        ) from err
 
 
 @contextmanager
@@ -442,8 +517,13 @@ def _grouped(chunks: Iterator[Chunk], size: int) -> Iterator[tuple[range, list[l
         yield range(start, stop), group
 
 
-def _map_dask(function: Callable[[Any, list[Any]], Any], shared: Any, chunks: Iterator[Chunk],
-              executor: Executor, per_item: bool) -> Iterator[Any]:
+def _map_dask(
+    function: Callable[[Any, list[Any]], Any],
+    shared: Any,
+    chunks: Iterator[Chunk],
+    executor: Executor,
+    per_item: bool,
+) -> Iterator[Any]:
     client, cluster = _dask_client(executor)
     where = f"the Dask executor ({executor.address or f'LocalCluster of {executor.jobs} workers'})"
     try:
@@ -451,21 +531,36 @@ def _map_dask(function: Callable[[Any, list[Any]], Any], shared: Any, chunks: It
 
         def failed(err: BaseException, running: range) -> ExecutorError | None:
             if isinstance(err, (KilledWorker, CancelledError)):
-                return ExecutorError(f"{where} lost a worker while {_items_text(running)} were running or queued "
-                                     f"({type(err).__name__}: {err}); the run was stopped and no results were kept")
+                return ExecutorError(
+                    f"{where} lost a worker while {_items_text(running)} were running or queued "
+                    f"({type(err).__name__}: {err}); the run was stopped and no results were kept"
+                )
             if isinstance(err, (OSError, TimeoutError)):
-                return ExecutorError(f"lost the connection to the Dask scheduler while {_items_text(running)} "
-                                     f"were running: {err}")
+                return ExecutorError(
+                    f"lost the connection to the Dask scheduler while {_items_text(running)} "
+                    f"were running: {err}"
+                )
             return None
 
         shared_future = client.scatter(shared, broadcast=True)
         workers = max(1, len(client.scheduler_info().get("workers", {})) or executor.jobs)
         # the items go pickled: as lists, Dask would walk every string of them looking for futures
-        for results in _in_order(lambda group: client.submit(_run_pickled_chunks, function, shared_future,
-                                                             pickle.dumps(group, pickle.HIGHEST_PROTOCOL),
-                                                             per_item, os.getpid(), pure=False),
-                                 lambda f: f.result(), _grouped(chunks, DASK_TASK_ITEMS), 2 * workers + 2, failed,
-                                 lambda f: f.status == "finished"):
+        for results in _in_order(
+            lambda group: client.submit(
+                _run_pickled_chunks,
+                function,
+                shared_future,
+                pickle.dumps(group, pickle.HIGHEST_PROTOCOL),
+                per_item,
+                os.getpid(),
+                pure=False,
+            ),
+            lambda f: f.result(),
+            _grouped(chunks, DASK_TASK_ITEMS),
+            2 * workers + 2,
+            failed,
+            lambda f: f.status == "finished",
+        ):
             yield from results
     finally:
         client.close()
@@ -481,14 +576,18 @@ def _map_dask(function: Callable[[Any, list[Any]], Any], shared: Any, chunks: It
 POOLED_BLOCK = 1024
 
 
-def _compare_chunk(statistic: Statistic, items: list[tuple[list[str], list[str]]]) -> list[StatResult]:
+def _compare_chunk(
+    statistic: Statistic, items: list[tuple[list[str], list[str]]]
+) -> list[StatResult]:
     with single_threaded_blas():
         if isinstance(statistic, PermutationStatistic):
             return list(statistic.compare_many(items))
         return [statistic.compare(c, r) for c, r in items]
 
 
-def _compare_pooled_chunk(statistic: PermutationStatistic, tasks: list[PooledItem]) -> list[StatResult]:
+def _compare_pooled_chunk(
+    statistic: PermutationStatistic, tasks: list[PooledItem]
+) -> list[StatResult]:
     with single_threaded_blas():
         return statistic.compare_pooled(tasks)
 
@@ -506,8 +605,11 @@ def single_threaded_blas() -> Iterator[None]:
         yield
 
 
-def pooled_chunks(statistic: PermutationStatistic, items: Sequence[tuple[list[str], list[str]]],
-                  executor: Executor) -> Iterator[Chunk]:
+def pooled_chunks(
+    statistic: PermutationStatistic,
+    items: Sequence[tuple[list[str], list[str]]],
+    executor: Executor,
+) -> Iterator[Chunk]:
     """The items with their pooled matrices, built here block by block (:data:`POOLED_BLOCK`
     items per :meth:`~capmetrics.permutation.PermutationStatistic.pooled_many` call), cut into
     the executor's chunks."""
@@ -559,17 +661,25 @@ def fit_statistic(statistic: Statistic, references: list[list[str]], executor: E
         return
     grouped = sorted(range(len(references)), key=set_of.__getitem__)
     size = -(-len(grouped) // executor.jobs)
-    parts = ((range(a, min(a + size, len(grouped))), grouped[a : a + size]) for a in range(0, len(grouped), size))
-    states = list(iter_stream(_fit_part, (statistic, references, compact), parts, executor, per_item=False))
+    parts = (
+        (range(a, min(a + size, len(grouped))), grouped[a : a + size])
+        for a in range(0, len(grouped), size)
+    )
+    states = list(
+        iter_stream(_fit_part, (statistic, references, compact), parts, executor, per_item=False)
+    )
     if compact:
         cast(CountsInParts, statistic).fit_counts(states)
     else:
         cast(FitsInParts, statistic).fit_states(states)
 
 
-def compare_items(statistic: Statistic, items: Sequence[tuple[Sequence[str], Sequence[str]]],
-                  executor: Executor | None = None,
-                  while_running: Callable[[], None] | None = None) -> list[StatResult]:
+def compare_items(
+    statistic: Statistic,
+    items: Sequence[tuple[Sequence[str], Sequence[str]]],
+    executor: Executor | None = None,
+    while_running: Callable[[], None] | None = None,
+) -> list[StatResult]:
     """Run ``statistic.compare(candidates, references)`` for every item on ``executor``.
 
     The statistic is first fitted on all the items' references (e.g. CIDEr-D's document
@@ -589,13 +699,22 @@ def compare_items(statistic: Statistic, items: Sequence[tuple[Sequence[str], Seq
         return _compare_items(statistic, lists, executor, while_running)
 
 
-def _compare_items(statistic: Statistic, lists: list[tuple[list[str], list[str]]], executor: Executor,
-                   while_running: Callable[[], None] | None) -> list[StatResult]:
+def _compare_items(
+    statistic: Statistic,
+    lists: list[tuple[list[str], list[str]]],
+    executor: Executor,
+    while_running: Callable[[], None] | None,
+) -> list[StatResult]:
     if isinstance(statistic, PermutationStatistic) and statistic.tests_in_parent:
         fit_statistic(statistic, [r for _, r in lists], executor)
         with single_threaded_blas():
-            out = _counted((statistic.compare_pooled(chunk) for _, chunk in pooled_chunks(statistic, lists, executor)),
-                           len(lists))
+            out = _counted(
+                (
+                    statistic.compare_pooled(chunk)
+                    for _, chunk in pooled_chunks(statistic, lists, executor)
+                ),
+                len(lists),
+            )
         if while_running is not None:
             while_running()
         return out
@@ -608,13 +727,24 @@ def _compare_items(statistic: Statistic, lists: list[tuple[list[str], list[str]]
         if isinstance(statistic, PermutationStatistic) and statistic.pooled_in_parent:
             chunks = pooled_chunks(statistic, lists, executor)
             first = next(chunks)  # the first block's matrices (embeddings) while the cluster starts
-            return _counted(iter_stream(_compare_pooled_chunk, statistic.for_workers(),
-                                        itertools.chain([first], chunks), ready(), while_running=while_running),
-                            len(lists))
+            return _counted(
+                iter_stream(
+                    _compare_pooled_chunk,
+                    statistic.for_workers(),
+                    itertools.chain([first], chunks),
+                    ready(),
+                    while_running=while_running,
+                ),
+                len(lists),
+            )
         running = ready()
         spans = ((r, [lists[i] for i in r]) for r in running.chunks(len(lists)))
-        return _counted(iter_stream(_compare_chunk, statistic, spans, running, while_running=while_running,
-                                    source=lists), len(lists))
+        return _counted(
+            iter_stream(
+                _compare_chunk, statistic, spans, running, while_running=while_running, source=lists
+            ),
+            len(lists),
+        )
 
 
 def _counted(parts: Iterator[list[R]], total: int) -> list[R]:
@@ -635,19 +765,21 @@ def _counted(parts: Iterator[list[R]], total: int) -> list[R]:
     return out
 
 
-def evaluate_statistic(component: Statistic, dataset: Dataset, name: str | None = None,
-                       executor: Executor | None = None) -> MetricResult:
+def evaluate_statistic(
+    component: Statistic,
+    dataset: Dataset,
+    name: str | None = None,
+    executor: Executor | None = None,
+) -> MetricResult:
     """A statistic's :class:`MetricResult` on a dataset, items run on ``executor``.
 
     The corpus value is the mean over the items where the statistic is defined; ``details``
     lists the undefined items with the reason, counts the p-value methods, and holds the
     asymptotically exact harmonic mean p-value of the per-item p-values (``hmp``).
     """
-    from capmetrics.pvalues import harmonic_mean_p
+    from capmetrics.pvalues import harmonic_mean_p, prepare
     from capmetrics.results import MetricResult
     from capmetrics.scoring import run_signature
-
-    from capmetrics.pvalues import prepare
 
     def while_running() -> None:  # this process's own work while the workers run the items
         signature.append(run_signature(component, dataset))  # it needs the fitted state
@@ -655,21 +787,41 @@ def evaluate_statistic(component: Statistic, dataset: Dataset, name: str | None 
             prepare()
 
     signature: list[dict[str, str]] = []
-    stats = compare_items(component, [(item.candidates, item.references) for item in dataset], executor,
-                          while_running=while_running)
+    stats = compare_items(
+        component,
+        [(item.candidates, item.references) for item in dataset],
+        executor,
+        while_running=while_running,
+    )
     values = np.array([s.value for s in stats], dtype=float)
     p = [s.p_value for s in stats]
-    p_values = None if all(x is None for x in p) else np.array([np.nan if x is None else x for x in p], dtype=float)
+    p_values = (
+        None
+        if all(x is None for x in p)
+        else np.array([np.nan if x is None else x for x in p], dtype=float)
+    )
     defined = np.isfinite(values)
     details: dict[str, Any] = {
-        "undefined": [{"item": item.id, "problem": s.details.get("undefined", "not finite")}
-                      for item, s, ok in zip(dataset, stats, defined) if not ok],
+        "undefined": [
+            {"item": item.id, "problem": s.details.get("undefined", "not finite")}
+            for item, s, ok in zip(dataset, stats, defined)
+            if not ok
+        ],
         "p_methods": dict(Counter(s.details["p_method"] for s in stats if "p_method" in s.details)),
     }
     if p_values is not None and np.isfinite(p_values).any():
         details["hmp"] = float(harmonic_mean_p(p_values[np.isfinite(p_values)]))
     corpus = float(values[defined].mean()) if defined.any() else float("nan")
-    return MetricResult(name or component.spec, component.spec, component.kind, bool(component.higher_is_better),
-                        corpus, dataset.ids, values, [np.array([v]) for v in values],
-                        signature[0] if signature else run_signature(component, dataset), p_values=p_values,
-                        details=details)
+    return MetricResult(
+        name or component.spec,
+        component.spec,
+        component.kind,
+        bool(component.higher_is_better),
+        corpus,
+        dataset.ids,
+        values,
+        [np.array([v]) for v in values],
+        signature[0] if signature else run_signature(component, dataset),
+        p_values=p_values,
+        details=details,
+    )

@@ -23,7 +23,6 @@ from itertools import combinations
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-
 from capmetrics.component import Statistic, StatResult
 from capmetrics.errors import MetricError
 from capmetrics.identity import Identity
@@ -49,8 +48,9 @@ def all_splits(size: int, n: int) -> np.ndarray:
     Row 0 is the observed split (the first ``n`` positions). The array is read-only and cached.
     """
     count = math.comb(size, n)
-    chosen = np.fromiter((i for c in combinations(range(size), n) for i in c), dtype=np.intp,
-                         count=count * n).reshape(count, n)
+    chosen = np.fromiter(
+        (i for c in combinations(range(size), n) for i in c), dtype=np.intp, count=count * n
+    ).reshape(count, n)
     return _masks(chosen, size)
 
 
@@ -118,8 +118,9 @@ class NullDistribution:
 
 
 def _evaluate(stat: SplitStatistic, masks: np.ndarray) -> np.ndarray:
-    return np.concatenate([np.asarray(stat(masks[i : i + BATCH]), dtype=float)
-                           for i in range(0, len(masks), BATCH)])
+    return np.concatenate(
+        [np.asarray(stat(masks[i : i + BATCH]), dtype=float) for i in range(0, len(masks), BATCH)]
+    )
 
 
 def _at_least(values: np.ndarray, observed: float, rtol: float) -> np.ndarray:
@@ -139,8 +140,15 @@ def choose_method(method: PValueMethod, n: int, m: int, permutations: int) -> st
 MAX_SPLIT_CELLS = 2**28
 
 
-def permutation_test(stat: SplitStatistic, n: int, m: int, method: PValueMethod, permutations: int,
-                     seed: int, rtol: float = 0.0) -> NullDistribution:
+def permutation_test(
+    stat: SplitStatistic,
+    n: int,
+    m: int,
+    method: PValueMethod,
+    permutations: int,
+    seed: int,
+    rtol: float = 0.0,
+) -> NullDistribution:
     """Observed statistic, null values and p-value (``p_value`` None for method ``none``).
 
     Exact: p = #{splits with T ≥ T_obs} / C(n + m, n), observed split included. Monte-Carlo:
@@ -149,11 +157,15 @@ def permutation_test(stat: SplitStatistic, n: int, m: int, method: PValueMethod,
     """
     chosen = choose_method(method, n, m, permutations)
     if chosen == "none":
-        return NullDistribution(float(_evaluate(stat, observed_split(n, m))[0]), np.empty(0), chosen)
+        return NullDistribution(
+            float(_evaluate(stat, observed_split(n, m))[0]), np.empty(0), chosen
+        )
     if chosen == "exact":
         if math.comb(n + m, n) > MAX_EXACT:
-            raise MetricError(f"an exact p-value for {n} + {m} texts needs {math.comb(n + m, n):,} splits "
-                              f"(more than {MAX_EXACT:,}); use p_value=monte-carlo")
+            raise MetricError(
+                f"an exact p-value for {n} + {m} texts needs {math.comb(n + m, n):,} splits "
+                f"(more than {MAX_EXACT:,}); use p_value=monte-carlo"
+            )
         values = _evaluate(stat, all_splits(n + m, n))
         observed, null = float(values[0]), values
         p = float(np.count_nonzero(_at_least(values, observed, rtol))) / len(values)
@@ -161,9 +173,11 @@ def permutation_test(stat: SplitStatistic, n: int, m: int, method: PValueMethod,
         if permutations < 1:
             raise MetricError(f"Monte-Carlo p-values need permutations >= 1, got {permutations}")
         if (permutations + 1) * (n + m) > MAX_SPLIT_CELLS:  # the split masks are held in memory
-            raise MetricError(f"permutations={permutations:,} for {n} + {m} texts needs "
-                              f"{(permutations + 1) * (n + m) * 8 / 2**30:,.1f} GiB of splits; use at most "
-                              f"{MAX_SPLIT_CELLS // (n + m) - 1:,}")
+            raise MetricError(
+                f"permutations={permutations:,} for {n} + {m} texts needs "
+                f"{(permutations + 1) * (n + m) * 8 / 2**30:,.1f} GiB of splits; use at most "
+                f"{MAX_SPLIT_CELLS // (n + m) - 1:,}"
+            )
         values = _evaluate(stat, monte_carlo_splits(n + m, n, permutations, seed))
         observed, null = float(values[0]), values[1:]
         p = (1.0 + float(np.count_nonzero(_at_least(null, observed, rtol)))) / (1.0 + len(null))
@@ -238,20 +252,37 @@ class PermutationStatistic(Statistic):
         return self
 
     def signature_extra(self) -> dict[str, str]:
-        return {"p_value": self.p_value or "none", "permutations": str(self.permutations), "seed": str(self.seed)}
+        return {
+            "p_value": self.p_value or "none",
+            "permutations": str(self.permutations),
+            "seed": str(self.seed),
+        }
 
     def _check_sizes(self, n: int, m: int) -> None:
         if n < 2 or m < 2:
-            raise Undefined(f"{self.name} needs at least 2 candidates and 2 references, got {n} and {m}")
+            raise Undefined(
+                f"{self.name} needs at least 2 candidates and 2 references, got {n} and {m}"
+            )
 
-    def _test(self, pooled: np.ndarray, candidates: list[str], references: list[str],
-              method: PValueMethod | None = None) -> NullDistribution:
+    def _test(
+        self,
+        pooled: np.ndarray,
+        candidates: list[str],
+        references: list[str],
+        method: PValueMethod | None = None,
+    ) -> NullDistribution:
         n, m = len(candidates), len(references)
         stat = self.split_statistic(pooled, n)
-        return permutation_test(stat, n, m, method or self.p_value, self.permutations, self.seed, self.rtol)
+        return permutation_test(
+            stat, n, m, method or self.p_value, self.permutations, self.seed, self.rtol
+        )
 
-    def null_distribution(self, candidates: Sequence[str], references: Sequence[str],
-                          method: PValueMethod | None = None) -> NullDistribution:
+    def null_distribution(
+        self,
+        candidates: Sequence[str],
+        references: Sequence[str],
+        method: PValueMethod | None = None,
+    ) -> NullDistribution:
         """The observed statistic and its permutation null distribution for one item.
 
         Raises:
@@ -264,7 +295,9 @@ class PermutationStatistic(Statistic):
     def compare(self, candidates: Sequence[str], references: Sequence[str]) -> StatResult:
         return self.compare_many([(candidates, references)])[0]
 
-    def compare_many(self, items: Sequence[tuple[Sequence[str], Sequence[str]]]) -> list[StatResult]:
+    def compare_many(
+        self, items: Sequence[tuple[Sequence[str], Sequence[str]]]
+    ) -> list[StatResult]:
         """:meth:`compare` for several items, with their pooled matrices built in one batch."""
         lists = [(list(c), list(r)) for c, r in items]
         return self.compare_pooled(with_pooled(self, lists))
@@ -277,7 +310,9 @@ class PermutationStatistic(Statistic):
             try:
                 self._check_sizes(len(c), len(r))
                 if pooled is None:
-                    raise MetricError(f"{self.name}: no pooled matrix for an item of {len(c)} + {len(r)} texts")
+                    raise MetricError(
+                        f"{self.name}: no pooled matrix for an item of {len(c)} + {len(r)} texts"
+                    )
                 null = self._test(pooled, c, r)
             except Undefined as err:
                 results.append(undefined(str(err)))
@@ -285,7 +320,9 @@ class PermutationStatistic(Statistic):
             if math.isfinite(null.observed):
                 results.append(StatResult(null.observed, null.p_value, null.details))
             else:
-                results.append(undefined(f"{self.name} is not finite ({null.observed}) for this item"))
+                results.append(
+                    undefined(f"{self.name} is not finite ({null.observed}) for this item")
+                )
         return results
 
 
@@ -293,7 +330,9 @@ class PermutationStatistic(Statistic):
 PooledItem = tuple[list[str], list[str], "np.ndarray | None"]
 
 
-def with_pooled(statistic: PermutationStatistic, items: Sequence[tuple[list[str], list[str]]]) -> list[PooledItem]:
+def with_pooled(
+    statistic: PermutationStatistic, items: Sequence[tuple[list[str], list[str]]]
+) -> list[PooledItem]:
     """``items`` with their pooled matrices, built in one :meth:`~PermutationStatistic.pooled_many`
     call for the items of defined sizes."""
     valid = []
@@ -306,7 +345,9 @@ def with_pooled(statistic: PermutationStatistic, items: Sequence[tuple[list[str]
     pooled: list[np.ndarray | None] = [None] * len(items)
     matrices = statistic.pooled_many([items[i] for i in valid]) if valid else []
     if len(matrices) != len(valid):
-        raise MetricError(f"{statistic.name}: pooled_many returned {len(matrices)} matrices for {len(valid)} items")
+        raise MetricError(
+            f"{statistic.name}: pooled_many returned {len(matrices)} matrices for {len(valid)} items"
+        )
     for i, matrix in zip(valid, matrices):
         pooled[i] = matrix
     return [(c, r, p) for (c, r), p in zip(items, pooled)]

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from capmetrics.errors import CapmetricsError
 
 
@@ -28,14 +27,24 @@ def _save(fig: Any, path: str | Path) -> Path:
 
     path = Path(path)
     fig.tight_layout()
-    with atomic_write(path, "wb") as handle:  # never replaces a FIFO or device; old file kept on error
+    with atomic_write(
+        path, "wb"
+    ) as handle:  # never replaces a FIFO or device; old file kept on error
         fig.savefig(handle, dpi=120, format=path.suffix.lstrip(".").lower() or "png")
     _pyplot().close(fig)
     return path
 
 
-def plot_null_distribution(null: np.ndarray, observed: float, path: str | Path, *, title: str = "",
-                           p_value: float | None = None, method: str = "", bins: int = 40) -> Path:
+def plot_null_distribution(
+    null: np.ndarray,
+    observed: float,
+    path: str | Path,
+    *,
+    title: str = "",
+    p_value: float | None = None,
+    method: str = "",
+    bins: int = 40,
+) -> Path:
     """Histogram of the permutation null values with the observed statistic as a line."""
     plt = _pyplot()
     null = np.asarray(null, dtype=float)
@@ -51,9 +60,15 @@ def plot_null_distribution(null: np.ndarray, observed: float, path: str | Path, 
     return _save(fig, path)
 
 
-def plot_p_values(item_ids: Sequence[object], p_values: np.ndarray | Sequence[float],
-                  path: str | Path, *, title: str = "", alpha: float = 0.05,
-                  combined: float | None = None) -> Path:
+def plot_p_values(
+    item_ids: Sequence[object],
+    p_values: np.ndarray | Sequence[float],
+    path: str | Path,
+    *,
+    title: str = "",
+    alpha: float = 0.05,
+    combined: float | None = None,
+) -> Path:
     """Per-item p-values (log scale, items sorted by p-value) with the α line."""
     plt = _pyplot()
     p = np.asarray(p_values, dtype=float)

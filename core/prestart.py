@@ -32,8 +32,9 @@ from capmetrics.progress import reporting
 class Prepares(Protocol):
     """A component whose ``score`` has slow first steps it can take ahead (optional)."""
 
-    def prepare(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
-                stop: threading.Event) -> None:
+    def prepare(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]], stop: threading.Event
+    ) -> None:
         """Do ahead what ``score(candidates, references)`` (or ``pairwise`` of those texts) will
         need; return early, leaving no process behind, once ``stop`` is set. Must not change
         any value the component computes."""
@@ -58,8 +59,12 @@ class Prestart:
     """The background preparations of a run's ``components`` for these texts (a context
     manager: threads start on entry and are all joined on exit)."""
 
-    def __init__(self, components: Sequence[Component], candidates: Sequence[str],
-                 references: Sequence[Sequence[str]]) -> None:
+    def __init__(
+        self,
+        components: Sequence[Component],
+        candidates: Sequence[str],
+        references: Sequence[Sequence[str]],
+    ) -> None:
         self.components = list(components)
         self.candidates, self.references = candidates, references
         self.stop = threading.Event()
@@ -73,16 +78,24 @@ class Prestart:
     def __enter__(self) -> Prestart:  # noqa: PYI034 - Python 3.10 has no typing.Self
         if not self.worthwhile():
             return self
-        by_class: dict[type, list[Component]] = {}  # one class's preparations share resources: in turn
+        by_class: dict[
+            type, list[Component]
+        ] = {}  # one class's preparations share resources: in turn
         for component in self.components:
             for part in preparing(component):
                 group = by_class.setdefault(type(part), [])
                 if all(part is not p for p in group):
                     group.append(part)
         for cls, group in by_class.items():
-            context = contextvars.copy_context()  # the caller's settings; its progress bar is not shown to
-            thread = threading.Thread(target=context.run, args=(self._prepare, group), daemon=False,
-                                      name=f"capmetrics-prepare-{cls.__name__}")
+            context = (
+                contextvars.copy_context()
+            )  # the caller's settings; its progress bar is not shown to
+            thread = threading.Thread(
+                target=context.run,
+                args=(self._prepare, group),
+                daemon=False,
+                name=f"capmetrics-prepare-{cls.__name__}",
+            )
             for part in group:
                 self._threads[id(part)] = thread
             self._all.append(thread)
@@ -108,7 +121,9 @@ class Prestart:
         return [k for k in range(len(self.components)) if k not in waits] + waits
 
     def _waits_for(self, component: Component) -> bool:
-        return bool(self._all) and (not isinstance(component, Distance) or bool(preparing(component)))
+        return bool(self._all) and (
+            not isinstance(component, Distance) or bool(preparing(component))
+        )
 
     def wait(self, component: Component) -> None:
         """Block until the preparations ``component`` depends on have ended (every one, for a
@@ -122,13 +137,19 @@ class Prestart:
         for thread in threads:
             thread.join()
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 traceback: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         if kind is not None:
             self.stop.set()  # the run failed or was interrupted: abandon the preparations
         for thread in self._all:
             while thread.is_alive():
                 try:
                     thread.join()
-                except KeyboardInterrupt:  # a second Ctrl-C: stop them, still wait (no thread is left)
+                except (
+                    KeyboardInterrupt
+                ):  # a second Ctrl-C: stop them, still wait (no thread is left)
                     self.stop.set()

@@ -116,8 +116,13 @@ def reporting(reporter: Reporter | None) -> Iterator[None]:
 
 #: Environment variables that keep third-party progress bars and chatter off stderr
 #: (huggingface_hub and transformers' tqdm bars, "Loading weights", any tqdm).
-QUIET_THIRD_PARTY = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABLE": "1", "TRANSFORMERS_VERBOSITY": "error",
-                     "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1", "TOKENIZERS_PARALLELISM": "false"}
+QUIET_THIRD_PARTY = {
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TQDM_DISABLE": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
+    "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
 
 
 def silence_third_party() -> None:
@@ -146,7 +151,9 @@ class RunProgress:
     ``every`` seconds and at the end of each metric.
     """
 
-    def __init__(self, stream: IO[str], items: int | None = None, plain: bool = False, every: float = 10.0) -> None:
+    def __init__(
+        self, stream: IO[str], items: int | None = None, plain: bool = False, every: float = 10.0
+    ) -> None:
         self.stream, self.items, self.plain, self.every = stream, items, plain, every
         self.label = "scoring"
         self.stack: list[list[Any]] = []  # [total, unit, done, started]
@@ -158,7 +165,9 @@ class RunProgress:
     def __call__(self, name: str, done: int, total: int) -> None:
         if self.items is None:  # a streamed file: the steps are its chunks ("chunk 2/9")
             self.label = "scoring" if not name else f"scoring {name.split()[0]}s"
-            self.stack[:] = [[total, "chunks", done, self.stack[0][3] if self.stack else time.perf_counter()]]
+            self.stack[:] = [
+                [total, "chunks", done, self.stack[0][3] if self.stack else time.perf_counter()]
+            ]
             self._show(force=True)
             return
         if self.stack:  # the previous metric's own block
@@ -191,10 +200,14 @@ class RunProgress:
 
     # display ------------------------------------------------------------------------------------
     def _show(self, force: bool = False) -> None:
-        total, unit, done, started = self.stack[-1] if self.stack else (None, "", 0, time.perf_counter())
+        total, unit, done, started = (
+            self.stack[-1] if self.stack else (None, "", 0, time.perf_counter())
+        )
         if self.bar is not None:
             if force:  # a block starts or ends: show it now, whatever the refresh rate
-                self.bar.reset(self.task, total=total, completed=done, description=self.label, unit=unit)
+                self.bar.reset(
+                    self.task, total=total, completed=done, description=self.label, unit=unit
+                )
                 self.bar.refresh()
             else:
                 self.bar.update(self.task, completed=done, description=self.label, unit=unit)
@@ -203,17 +216,33 @@ class RunProgress:
         if self.plain and (force or now - self.last_print >= self.every) and total is not None:
             self.last_print = now
             rate = done / (now - started) if now > started else 0.0
-            print(f"capmetrics: {self.label}: {done:,}/{total:,} {unit} ({_rate(rate)} {unit}/s)", file=self.stream,
-                  flush=True)
+            print(
+                f"capmetrics: {self.label}: {done:,}/{total:,} {unit} ({_rate(rate)} {unit}/s)",
+                file=self.stream,
+                flush=True,
+            )
 
     def __enter__(self) -> RunProgress:
         if not self.plain:
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
 
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(bar_width=24), MofNCompleteColumn(),
-                                TextColumn("{task.fields[unit]}"), _rate_column(), TimeRemainingColumn(),
-                                console=Console(file=self.stream), transient=True)
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(bar_width=24),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[unit]}"),
+                _rate_column(),
+                TimeRemainingColumn(),
+                console=Console(file=self.stream),
+                transient=True,
+            )
             self.bar.__enter__()
             self.task = self.bar.add_task(self.label, total=None, unit="")
             self._go_live()
@@ -232,8 +261,14 @@ class RunProgress:
             _live = self
         self._showwarning = previous = warnings.showwarning
 
-        def showwarning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-                        file: Any = None, line: str | None = None) -> None:
+        def showwarning(
+            message: Warning | str,
+            category: type[Warning],
+            filename: str,
+            lineno: int,
+            file: Any = None,
+            line: str | None = None,
+        ) -> None:
             out: Any = _ConsoleFile() if file is None else file
             previous(message, category, filename, lineno, out, line)
             if isinstance(out, _ConsoleFile):
@@ -269,10 +304,10 @@ def _rate_column() -> Any:
     return RateColumn()
 
 
-
 @contextlib.contextmanager
-def run_progress(show: bool | None, items: int | None = None,
-                 stream: IO[str] | None = None) -> Iterator[RunProgress | None]:
+def run_progress(
+    show: bool | None, items: int | None = None, stream: IO[str] | None = None
+) -> Iterator[RunProgress | None]:
     """The progress of one CLI run on ``stream`` (stderr): a live bar on a terminal, plain
     lines elsewhere when ``show`` is True, nothing when ``show`` is False or (``None``) when
     ``stream`` is not a terminal. Third-party bars are silenced either way."""

@@ -36,7 +36,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
-
 from capmetrics.component import Scores
 from capmetrics.errors import MetricError
 
@@ -134,8 +133,9 @@ class ShardStatistics(Protocol):
     """Per-shard sums from which the corpus value is computed (METEOR's fragment statistics):
     for integrations that combine ranks by summing arrays (DDP)."""
 
-    def score_shard(self, candidates: Sequence[str], references: Sequence[Sequence[str]]
-                    ) -> tuple[Scores, np.ndarray]:
+    def score_shard(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]]
+    ) -> tuple[Scores, np.ndarray]:
         """:meth:`score` of one shard and its corpus statistics, a numpy array that adds over
         shards."""
         ...
@@ -168,8 +168,10 @@ def supports(component: object, protocol: type) -> bool:
     """Whether ``component`` takes part in ``protocol``: it has every method the protocol names
     and, if it :class:`Delegates`, it says it supports it."""
     if protocol not in PROTOCOLS.values():
-        raise TypeError(f"{protocol!r} is not a statistics protocol; use one of "
-                        + ", ".join(p.__name__ for p in PROTOCOLS.values()))
+        raise TypeError(
+            f"{protocol!r} is not a statistics protocol; use one of "
+            + ", ".join(p.__name__ for p in PROTOCOLS.values())
+        )
     if not isinstance(component, protocol):
         return False
     return not isinstance(component, Delegates) or bool(component.supports_protocol(protocol))
@@ -196,8 +198,9 @@ def counts_in_parts(component: object) -> bool:
 def merge_parts(component: ScoresInParts, parts: Sequence[Part]) -> Scores:
     """``component.merge_scores(parts)``, refusing a component that does not score in parts."""
     if not supports_parts(component):
-        raise MetricError(f"{_name(component)} does not score in parts "
-                          "(no score_part/merge_scores)")
+        raise MetricError(
+            f"{_name(component)} does not score in parts (no score_part/merge_scores)"
+        )
     return component.merge_scores(list(parts))
 
 
@@ -231,8 +234,9 @@ def _unportable(value: Any, where: str, depth: int) -> str | None:
         return None
     if isinstance(value, Mapping):
         for k, v in value.items():
-            problem = (_unportable(k, f"a key of {where}", depth + 1)
-                       or _unportable(v, f"{where}[{k!r}]", depth + 1))
+            problem = _unportable(k, f"a key of {where}", depth + 1) or _unportable(
+                v, f"{where}[{k!r}]", depth + 1
+            )
             if problem:
                 return problem
         return None
@@ -242,8 +246,10 @@ def _unportable(value: Any, where: str, depth: int) -> str | None:
             if problem:
                 return problem
         return None
-    return f"{where} is a {type(value).__module__}.{type(value).__qualname__}, not plain data " \
-           "(numbers, strings, numpy arrays, and lists, tuples, dicts and dataclasses of those)"
+    return (
+        f"{where} is a {type(value).__module__}.{type(value).__qualname__}, not plain data "
+        "(numbers, strings, numpy arrays, and lists, tuples, dicts and dataclasses of those)"
+    )
 
 
 def _name(component: object) -> str:

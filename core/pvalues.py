@@ -43,8 +43,11 @@ def landau_sf(x: np.ndarray | float, total: int) -> np.ndarray:
         _landau_sf = None
     if _landau_sf is not None:
         z = np.asarray((np.asarray(x) - loc) / (np.pi / 2), dtype=np.float64)
-        out = np.where(np.isnan(z), np.nan, np.where(z == np.inf, 0.0, np.where(z == -np.inf, 1.0,
-                                                                                   _landau_sf(z, 0.0, 1.0))))
+        out = np.where(
+            np.isnan(z),
+            np.nan,
+            np.where(z == np.inf, 0.0, np.where(z == -np.inf, 1.0, _landau_sf(z, 0.0, 1.0))),
+        )
         return out[()] if out.ndim == 0 else out
     try:
         from scipy.stats import landau  # scipy >= 1.15: accurate far into the tail
@@ -79,11 +82,14 @@ def hmp_threshold(alpha: float, total: int) -> float:
     """α_L: the raw HMP below which the asymptotically exact HMP of L p-values is ≤ α."""
     from scipy.optimize import brentq
 
-    return float(brentq(lambda r: landau_sf(1.0 / r, total) - alpha, 1e-300, 1.0, xtol=1e-300, rtol=1e-15))
+    return float(
+        brentq(lambda r: landau_sf(1.0 / r, total) - alpha, 1e-300, 1.0, xtol=1e-300, rtol=1e-15)
+    )
 
 
-def harmonic_mean_p(values: np.ndarray | Sequence[float], axis: int = -1,
-                    method: HmpMethod = "asymptotic") -> np.ndarray:
+def harmonic_mean_p(
+    values: np.ndarray | Sequence[float], axis: int = -1, method: HmpMethod = "asymptotic"
+) -> np.ndarray:
     """The harmonic mean p-value of equally weighted p-values along ``axis``.
 
     ``asymptotic`` (default): the asymptotically exact HMP, P(X > 1/p̊) for the Landau law of

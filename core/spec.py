@@ -82,7 +82,9 @@ class _Parser:
 
     def error(self, message: str, pos: int | None = None) -> SpecSyntaxError:
         at = self.pos if pos is None else pos
-        return SpecSyntaxError(f"{message} at column {at + 1} in spec\n  {self.text}\n  {' ' * at}^")
+        return SpecSyntaxError(
+            f"{message} at column {at + 1} in spec\n  {self.text}\n  {' ' * at}^"
+        )
 
     def skip_ws(self) -> None:
         while self.pos < len(self.text) and self.text[self.pos].isspace():
@@ -239,9 +241,15 @@ def format_value(value: Any, portable: bool = False) -> str:
     if not isinstance(value, (str, os.PathLike)):
         return f"<{type(value).__name__}>"
     text = str(value)
-    if NAME_RE.fullmatch(text) and text.lower() not in _KEYWORDS and text.lower() not in ("inf", "nan"):
+    if (
+        NAME_RE.fullmatch(text)
+        and text.lower() not in _KEYWORDS
+        and text.lower() not in ("inf", "nan")
+    ):
         return text
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    escaped = (
+        text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    )
     return f'"{escaped}"'
 
 
@@ -258,7 +266,11 @@ def format_component(component: Component, portable: bool = False) -> str:
         value = getattr(component, key)
         if param.default is not param.empty and _same(value, param.default):
             continue
-        parts.append(f"{key}=<local>" if key in local and value is not None else f"{key}={format_value(value, portable)}")
+        parts.append(
+            f"{key}=<local>"
+            if key in local and value is not None
+            else f"{key}={format_value(value, portable)}"
+        )
     name = type(component).name or type(component).__name__.lower()
     return f"{name}({', '.join(parts)})" if parts else name
 

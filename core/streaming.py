@@ -44,7 +44,9 @@ def should_stream(path: str | Path, input_format: str, chunk_size: int | None) -
     jsonl = input_format == "jsonl" or (input_format == "auto" and path.suffix == ".jsonl")
     if chunk_size is not None:
         if not jsonl:
-            raise MetricError(f"--chunk-size streams JSONL files only; {path} is not JSONL (--input-format jsonl)")
+            raise MetricError(
+                f"--chunk-size streams JSONL files only; {path} is not JSONL (--input-format jsonl)"
+            )
         return True
     return jsonl and path.is_file() and path.stat().st_size > AUTO_STREAM_BYTES
 
@@ -52,14 +54,20 @@ def should_stream(path: str | Path, input_format: str, chunk_size: int | None) -
 def streamable(component: Component) -> str | None:
     """Why ``component`` cannot be scored in chunks, or None when it can."""
     if not isinstance(component, Distance):
-        return (f"{component.spec} is a {component.kind}; streaming scores distances only (multi-candidate "
-                "statistics need their whole corpus: score without --chunk-size)")
+        return (
+            f"{component.spec} is a {component.kind}; streaming scores distances only (multi-candidate "
+            "statistics need their whole corpus: score without --chunk-size)"
+        )
     if not supports_parts(component):
-        return (f"{component.spec} has no score_part/merge_scores, so its corpus value cannot be joined from "
-                "chunks; score it without --chunk-size")
+        return (
+            f"{component.spec} has no score_part/merge_scores, so its corpus value cannot be joined from "
+            "chunks; score it without --chunk-size"
+        )
     if type(component).fit is not Distance.fit and not fits_in_parts(component):
-        return (f"{component.spec} has corpus statistics (fit) without fit_state/merge_fit_states/fit_states, "
-                "so they cannot be fitted from chunks; score it without --chunk-size")
+        return (
+            f"{component.spec} has corpus statistics (fit) without fit_state/merge_fit_states/fit_states, "
+            "so they cannot be fitted from chunks; score it without --chunk-size"
+        )
     return None
 
 
@@ -74,8 +82,9 @@ def _fit_part(components: Sequence[FitsInParts], references: list[list[str]]) ->
         return [c.fit_state(references) for c in components]
 
 
-def _score_part(components: Sequence[ScoresInParts], items: list[tuple[tuple[str, ...], tuple[str, ...]]]
-                ) -> list[tuple[Scores, Any]]:
+def _score_part(
+    components: Sequence[ScoresInParts], items: list[tuple[tuple[str, ...], tuple[str, ...]]]
+) -> list[tuple[Scores, Any]]:
     cands = [c for candidates, _ in items for c in candidates]
     refs = [list(r) for candidates, r in items for _ in candidates]
     with run_scope():  # the metrics of a chunk share its tokens
@@ -134,7 +143,12 @@ def score_file(
     """
     # the registry sits above core (it loads the plugins): names are resolved per call
     from capmetrics.registry.compose import compose
-    from capmetrics.scoring import _version, check_empty_candidates, signature_with, warn_empty_candidates
+    from capmetrics.scoring import (
+        _version,
+        check_empty_candidates,
+        signature_with,
+        warn_empty_candidates,
+    )
 
     if empty_candidates not in EMPTY_CANDIDATE_POLICIES:
         raise MetricError(f"empty_candidates must be 'score' or 'error', got {empty_candidates!r}")
@@ -142,7 +156,9 @@ def score_file(
     if size < 1:
         raise MetricError(f"--chunk-size must be at least 1, got {size}")
     asked = executor or Executor()
-    executor = sized(asked, None)  # pass 1: capped at the cores (the file's length is not known yet)
+    executor = sized(
+        asked, None
+    )  # pass 1: capped at the cores (the file's length is not known yet)
     built: list[tuple[str, Any]] = []  # streamable distances (ScoresInParts)
     for m in metrics:
         name = m if isinstance(m, str) else m.spec
@@ -169,9 +185,13 @@ def score_file(
         raise DataError(scan.problems, header=f"cannot load {source}")
     bad = scan.bad_ids
     if fitting and bad:  # skipped duplicates drop items of earlier chunks: fit again without them
+
         def kept_references() -> Iterator[tuple[range, list[Any]]]:
             for k, part in enumerate(iter_jsonl(path, size, empty_candidates, seen=set())):
-                yield range(k, k + 1), _scored_references([item for item in part if item.id not in bad])
+                yield (
+                    range(k, k + 1),
+                    _scored_references([item for item in part if item.id not in bad]),
+                )
 
         states = _fold_states(fitting, kept_references(), executor)
     if not scan.items:
@@ -200,7 +220,9 @@ def score_file(
             yield range(start, len(ids)), [(item.candidates, item.references) for item in kept]
 
     executor = sized(asked, scan.items, scan.chunks)  # pass 2: sized to the work
-    scored = list(iter_stream(_score_part, [c for _, c in built], parts(), executor, per_item=False))
+    scored = list(
+        iter_stream(_score_part, [c for _, c in built], parts(), executor, per_item=False)
+    )
     if not ids:
         raise MetricError("the dataset has no items to score")
     results = []
@@ -212,11 +234,20 @@ def score_file(
             results.append(distance_result(component, name, merged, ids, offsets, signatures[k]))
     if progress:
         progress("", scan.chunks, scan.chunks)
-    return Results(source, len(ids), offsets[-1], results, scan.problems, _version("capmetrics"),
-                   empty_candidates=[e for e in scan.empties if e[0] not in bad])
+    return Results(
+        source,
+        len(ids),
+        offsets[-1],
+        results,
+        scan.problems,
+        _version("capmetrics"),
+        empty_candidates=[e for e in scan.empties if e[0] not in bad],
+    )
 
 
-def _fold_states(fitting: list[Any], chunks: Iterator[tuple[range, list[Any]]], executor: Executor) -> list[Any]:
+def _fold_states(
+    fitting: list[Any], chunks: Iterator[tuple[range, list[Any]]], executor: Executor
+) -> list[Any]:
     """Each fitting component's ``fit_state`` of every chunk, summed as they arrive (the
     chunks are always read, to validate them, even when nothing needs fitting)."""
     if not fitting:
@@ -225,6 +256,8 @@ def _fold_states(fitting: list[Any], chunks: Iterator[tuple[range, list[Any]]], 
         return []
     totals: list[Any] = [None] * len(fitting)
     for chunk_states in iter_stream(_fit_part, fitting, chunks, executor, per_item=False):
-        totals = [state if total is None else c.merge_fit_states([total, state])
-                  for c, total, state in zip(fitting, totals, chunk_states)]
+        totals = [
+            state if total is None else c.merge_fit_states([total, state])
+            for c, total, state in zip(fitting, totals, chunk_states)
+        ]
     return totals

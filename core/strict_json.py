@@ -26,7 +26,6 @@ from pathlib import PurePath
 from typing import Any
 
 import numpy as np
-
 from capmetrics.errors import CapmetricsError, DataError
 
 
@@ -133,22 +132,32 @@ def limit_input(max_bytes: int | None) -> Iterator[None]:
         _limit_override.reset(token)
 
 
-def _problem(source: str, message: str, line: int | None = None, header: str | None = None) -> DataError:
+def _problem(
+    source: str, message: str, line: int | None = None, header: str | None = None
+) -> DataError:
     from capmetrics.data.model import Problem
 
-    return DataError([Problem(source, None, message, line)], header=header or f"cannot load {source}")
+    return DataError(
+        [Problem(source, None, message, line)], header=header or f"cannot load {source}"
+    )
 
 
 def _kind(mode: int) -> str:
-    for test, word in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
+    for test, word in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return word
     return "not a regular file"
 
 
-def check_regular_file(path: str | os.PathLike[str], what: str = "input", header: str | None = None) -> int:
+def check_regular_file(
+    path: str | os.PathLike[str], what: str = "input", header: str | None = None
+) -> int:
     """The size of ``path``, which must be a regular file (a link to one is fine): a FIFO, a
     device such as ``/dev/zero`` or a folder is refused by name before anything reads it (a
     read would hang or never end).
@@ -164,17 +173,27 @@ def check_regular_file(path: str | os.PathLike[str], what: str = "input", header
     except ValueError as err:  # an embedded NUL byte
         raise _problem(source, f"cannot read: {err}", header=header) from err
     if not stat.S_ISREG(info.st_mode):
-        raise _problem(source, f"{what} must be a regular file; this is {_kind(info.st_mode)}", header=header)
+        raise _problem(
+            source, f"{what} must be a regular file; this is {_kind(info.st_mode)}", header=header
+        )
     return info.st_size
 
 
 def _too_big(source: str, size: str, limit: int, header: str | None) -> DataError:
-    return _problem(source, f"{size} is over the input size limit of {limit:,} bytes; raise it with "
-                            f"--max-input-size or ${SIZE_ENV} (e.g. 4G)", header=header)
+    return _problem(
+        source,
+        f"{size} is over the input size limit of {limit:,} bytes; raise it with "
+        f"--max-input-size or ${SIZE_ENV} (e.g. 4G)",
+        header=header,
+    )
 
 
-def read_bytes(path: str | os.PathLike[str], what: str = "input", max_bytes: int | None = None,
-               header: str | None = None) -> bytes:
+def read_bytes(
+    path: str | os.PathLike[str],
+    what: str = "input",
+    max_bytes: int | None = None,
+    header: str | None = None,
+) -> bytes:
     """The bytes of the regular file ``path``, at most ``max_bytes`` (default
     :func:`max_input_bytes`); a larger file is refused before it is read, and reading stops
     there should it grow meanwhile.
@@ -204,8 +223,10 @@ class _LongInteger(ValueError):
 def _bounded_int(text: str) -> int:
     digits = len(text) - (text[:1] == "-")
     if digits > MAX_INT_DIGITS:
-        raise _LongInteger(f"holds an integer of {digits:,} digits; at most {MAX_INT_DIGITS} are read "
-                           "(ids are strings or integers of a sane length)")
+        raise _LongInteger(
+            f"holds an integer of {digits:,} digits; at most {MAX_INT_DIGITS} are read "
+            "(ids are strings or integers of a sane length)"
+        )
     return int(text)
 
 
@@ -223,20 +244,30 @@ def depth_over(value: Any, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
-def parse_json(text: str | bytes, source: str, line: int | None = None, max_depth: int | None = None,
-               header: str | None = None, allow_nan: bool = True) -> Any:
+def parse_json(
+    text: str | bytes,
+    source: str,
+    line: int | None = None,
+    max_depth: int | None = None,
+    header: str | None = None,
+    allow_nan: bool = True,
+) -> Any:
     """``json.loads`` of ``text``, bounded: invalid JSON, nesting too deep for the parser (or
     deeper than ``max_depth``), an integer of more than 1000 digits and (unless ``allow_nan``)
     the non-standard ``NaN``/``Infinity`` tokens are each a one-line :class:`DataError` naming
     the source and line."""
     try:
         value = (_DECODER if allow_nan else _STRICT_DECODER).decode(
-            text.decode("utf-8") if isinstance(text, bytes) else text)
+            text.decode("utf-8") if isinstance(text, bytes) else text
+        )
     except json.JSONDecodeError as err:
-        raise _problem(source, f"not valid JSON: {err.msg}", err.lineno if line is None else line, header) from err
+        raise _problem(
+            source, f"not valid JSON: {err.msg}", err.lineno if line is None else line, header
+        ) from err
     except RecursionError as err:
-        raise _problem(source, "JSON nested too deeply (hundreds of levels; the formats need 3)", line,
-                       header) from err
+        raise _problem(
+            source, "JSON nested too deeply (hundreds of levels; the formats need 3)", line, header
+        ) from err
     except _LongInteger as err:
         raise _problem(source, str(err), line, header) from err
     except (ValueError, UnicodeDecodeError) as err:
@@ -255,14 +286,21 @@ _DECODER = json.JSONDecoder(parse_int=_bounded_int)
 _STRICT_DECODER = json.JSONDecoder(parse_int=_bounded_int, parse_constant=_refuse_constant)
 
 
-def read_json(path: str | os.PathLike[str], what: str = "input", max_bytes: int | None = None,
-              max_depth: int | None = None, header: str | None = None, allow_nan: bool = True) -> Any:
+def read_json(
+    path: str | os.PathLike[str],
+    what: str = "input",
+    max_bytes: int | None = None,
+    max_depth: int | None = None,
+    header: str | None = None,
+    allow_nan: bool = True,
+) -> Any:
     """A JSON file read through :func:`read_bytes` and :func:`parse_json` (UTF-8, BOM allowed)."""
     source = os.fspath(path)
     data = read_bytes(source, what, max_bytes, header)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        raise _problem(source, f"invalid UTF-8 at byte {err.start}", data[: err.start].count(b"\n") + 1,
-                       header) from err
+        raise _problem(
+            source, f"invalid UTF-8 at byte {err.start}", data[: err.start].count(b"\n") + 1, header
+        ) from err
     return parse_json(text, source, max_depth=max_depth, header=header, allow_nan=allow_nan)

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
-
 from capmetrics.component import (
     METRIC_KINDS,
     Aggregator,
@@ -103,7 +102,9 @@ def _score(component: Component, dataset: Dataset, executor: Any = None) -> Resu
 CHECKS: dict[str, tuple[tuple[str, ...], Callable[[str, CheckContext], None]]] = {}
 
 
-def _check(*kinds: str) -> Callable[[Callable[[str, CheckContext], None]], Callable[[str, CheckContext], None]]:
+def _check(
+    *kinds: str,
+) -> Callable[[Callable[[str, CheckContext], None]], Callable[[str, CheckContext], None]]:
     def add(func: Callable[[str, CheckContext], None]) -> Callable[[str, CheckContext], None]:
         CHECKS[func.__name__] = (kinds, func)
         return func
@@ -123,11 +124,19 @@ def check_spec_round_trip(spec: str, ctx: CheckContext) -> None:
     c = ctx.build(spec)
     again = compose(c.spec)
     if again.spec != c.spec:
-        raise _fail("check_spec_round_trip", spec, f"compose({c.spec!r}).spec is {again.spec!r}; the "
-                    "constructor must store each parameter unchanged under its own name")
+        raise _fail(
+            "check_spec_round_trip",
+            spec,
+            f"compose({c.spec!r}).spec is {again.spec!r}; the "
+            "constructor must store each parameter unchanged under its own name",
+        )
     if again != c:
-        raise _fail("check_spec_round_trip", spec, f"compose({c.spec!r}) has other parameters than the "
-                    f"original: {again.get_params()} != {c.get_params()}")
+        raise _fail(
+            "check_spec_round_trip",
+            spec,
+            f"compose({c.spec!r}) has other parameters than the "
+            f"original: {again.get_params()} != {c.get_params()}",
+        )
 
 
 @_check()
@@ -137,17 +146,31 @@ def check_signature_fresh_process(spec: str, ctx: CheckContext) -> None:
     if not ctx.fresh_process:
         return
     here = ctx.build(spec).signature()
-    code = ("import json, sys; from capmetrics import compose; "
-            "print(json.dumps(compose(sys.argv[1]).signature()))")
-    proc = subprocess.run([sys.executable, "-c", code, spec], capture_output=True, text=True, timeout=300)
+    code = (
+        "import json, sys; from capmetrics import compose; "
+        "print(json.dumps(compose(sys.argv[1]).signature()))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, spec], capture_output=True, text=True, timeout=300
+    )
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise _fail("check_signature_fresh_process", spec, f"a new process could not build it: {last} "
-                    "(is the plugin installed with an entry point in group 'capmetrics'?)")
+        raise _fail(
+            "check_signature_fresh_process",
+            spec,
+            f"a new process could not build it: {last} "
+            "(is the plugin installed with an entry point in group 'capmetrics'?)",
+        )
     there = json.loads(proc.stdout.strip().splitlines()[-1])
     if there != here:
-        diff = {k: (here.get(k), there.get(k)) for k in set(here) | set(there) if here.get(k) != there.get(k)}
-        raise _fail("check_signature_fresh_process", spec, f"signature differs in a new process: {diff}")
+        diff = {
+            k: (here.get(k), there.get(k))
+            for k in set(here) | set(there)
+            if here.get(k) != there.get(k)
+        }
+        raise _fail(
+            "check_signature_fresh_process", spec, f"signature differs in a new process: {diff}"
+        )
 
 
 @_check()
@@ -157,11 +180,18 @@ def check_pickle(spec: str, ctx: CheckContext) -> None:
     try:
         copy = pickle.loads(pickle.dumps(c))
     except Exception as err:  # noqa: BLE001 - any pickling failure is what the check reports
-        raise _fail("check_pickle", spec, f"pickling fails ({type(err).__name__}: {err}); keep "
-                    "unpicklable state (processes, models) out of __getstate__ or load it lazily") from err
+        raise _fail(
+            "check_pickle",
+            spec,
+            f"pickling fails ({type(err).__name__}: {err}); keep "
+            "unpicklable state (processes, models) out of __getstate__ or load it lazily",
+        ) from err
     if copy.spec != c.spec:
         raise _fail("check_pickle", spec, f"the unpickled component's spec is {copy.spec!r}")
-    if c.kind in METRIC_KINDS and _score(copy, ctx.dataset).to_json() != ctx.results(spec).to_json():
+    if (
+        c.kind in METRIC_KINDS
+        and _score(copy, ctx.dataset).to_json() != ctx.results(spec).to_json()
+    ):
         raise _fail("check_pickle", spec, "the unpickled component gives other values")
 
 
@@ -205,9 +235,13 @@ def check_choice_parameters(spec: str, ctx: CheckContext) -> None:
     try:
         typing.get_type_hints(type(c).__init__)
     except Exception as err:  # noqa: BLE001 - any failure leaves compose blind to the annotations
-        raise _fail("check_choice_parameters", spec, f"the constructor's annotations do not resolve "
-                    f"({type(err).__name__}: {err}), so compose cannot validate its parameters; import "
-                    "the annotated types at module level") from err
+        raise _fail(
+            "check_choice_parameters",
+            spec,
+            f"the constructor's annotations do not resolve "
+            f"({type(err).__name__}: {err}), so compose cannot validate its parameters; import "
+            "the annotated types at module level",
+        ) from err
     base = parse(c.spec)
     for key, allowed in choice_parameters(type(c)).items():
         args = tuple(a for a in base.args if a[0] != key)
@@ -215,23 +249,36 @@ def check_choice_parameters(spec: str, ctx: CheckContext) -> None:
             compose(Spec(base.name, (*args, (key, NOT_A_CHOICE)), called=True))
         except SpecError as err:
             if key not in str(err):
-                raise _fail("check_choice_parameters", spec, f"the error for {key}={NOT_A_CHOICE} does not "
-                            f"name the parameter: {err}") from err
+                raise _fail(
+                    "check_choice_parameters",
+                    spec,
+                    f"the error for {key}={NOT_A_CHOICE} does not name the parameter: {err}",
+                ) from err
         else:
-            raise _fail("check_choice_parameters", spec, f"{key}={NOT_A_CHOICE} is accepted though {key} "
-                        f"takes only {', '.join(map(repr, allowed))}; annotate it with a Literal that "
-                        "typing.get_type_hints can resolve")
+            raise _fail(
+                "check_choice_parameters",
+                spec,
+                f"{key}={NOT_A_CHOICE} is accepted though {key} "
+                f"takes only {', '.join(map(repr, allowed))}; annotate it with a Literal that "
+                "typing.get_type_hints can resolve",
+            )
         for value in allowed:
             try:
                 built = compose(Spec(base.name, (*args, (key, value)), called=True))
             except CapmetricsError:
                 continue  # a choice that needs something missing here (a file, an extra) may say so
             except Exception as err:  # noqa: BLE001 - any other exception is what the check reports
-                raise _fail("check_choice_parameters", spec, f"{key}={value!r} raises {type(err).__name__}: "
-                            f"{err}; raise a SpecError for a combination that is not allowed") from err
+                raise _fail(
+                    "check_choice_parameters",
+                    spec,
+                    f"{key}={value!r} raises {type(err).__name__}: "
+                    f"{err}; raise a SpecError for a combination that is not allowed",
+                ) from err
             stored = getattr(built, key)
             if stored != value and getattr(stored, "value", None) != value:
-                raise _fail("check_choice_parameters", spec, f"{key}={value!r} is stored as {stored!r}")
+                raise _fail(
+                    "check_choice_parameters", spec, f"{key}={value!r} is stored as {stored!r}"
+                )
 
 
 @_check(*METRIC_KINDS)
@@ -242,20 +289,37 @@ def check_results_formats(spec: str, ctx: CheckContext) -> None:
     try:
         data = loads_strict(res.to_json())
     except (CapmetricsError, ValueError) as err:
-        raise _fail("check_results_formats", spec, f"to_json() is not strict JSON: {err}; put numbers, "
-                    "lists and dicts in Scores.details (numpy arrays are converted)") from err
+        raise _fail(
+            "check_results_formats",
+            spec,
+            f"to_json() is not strict JSON: {err}; put numbers, "
+            "lists and dicts in Scores.details (numpy arrays are converted)",
+        ) from err
     loaded = data["metrics"][0]
     if not _same(loaded["corpus"], m.corpus):
-        raise _fail("check_results_formats", spec, f"corpus {loaded['corpus']} in JSON, {m.corpus} in memory")
+        raise _fail(
+            "check_results_formats",
+            spec,
+            f"corpus {loaded['corpus']} in JSON, {m.corpus} in memory",
+        )
     for i, entry in enumerate(loaded["items"]):
-        if not _same(entry["value"], m.item_values[i]) or len(entry["candidates"]) != len(m.candidate_values[i]) \
-                or not all(_same(a, b) for a, b in zip(entry["candidates"], m.candidate_values[i])):
-            raise _fail("check_results_formats", spec, f"item {entry['id']!r} does not load back equal")
+        if (
+            not _same(entry["value"], m.item_values[i])
+            or len(entry["candidates"]) != len(m.candidate_values[i])
+            or not all(_same(a, b) for a, b in zip(entry["candidates"], m.candidate_values[i]))
+        ):
+            raise _fail(
+                "check_results_formats", spec, f"item {entry['id']!r} does not load back equal"
+            )
     rows = res.to_csv().splitlines()
     expected = 2 + len(m.item_ids) + sum(len(v) for v in m.candidate_values)
     if len(rows) != expected:
-        raise _fail("check_results_formats", spec, f"CSV has {len(rows)} lines, expected {expected} "
-                    "(header, corpus, one per item and one per candidate)")
+        raise _fail(
+            "check_results_formats",
+            spec,
+            f"CSV has {len(rows)} lines, expected {expected} "
+            "(header, corpus, one per item and one per candidate)",
+        )
     if m.name not in res.to_table():
         raise _fail("check_results_formats", spec, "the table does not show the metric")
 
@@ -268,11 +332,21 @@ def check_item_permutation(spec: str, ctx: CheckContext) -> None:
     shuffled = Dataset([ctx.dataset[i] for i in order], source=ctx.dataset.source)
     m, s = ctx.results(spec).metrics[0], _score(ctx.build(spec), shuffled).metrics[0]
     for new, old in enumerate(order):
-        if not np.allclose(s.candidate_values[new], m.candidate_values[old], rtol=1e-9, atol=1e-12, equal_nan=True):
-            raise _fail("check_item_permutation", spec, f"item {ctx.dataset[old].id!r} scores differently when "
-                        "the items come in another order (state leaking between items?)")
+        if not np.allclose(
+            s.candidate_values[new], m.candidate_values[old], rtol=1e-9, atol=1e-12, equal_nan=True
+        ):
+            raise _fail(
+                "check_item_permutation",
+                spec,
+                f"item {ctx.dataset[old].id!r} scores differently when "
+                "the items come in another order (state leaking between items?)",
+            )
     if not np.isclose(s.corpus, m.corpus, rtol=1e-9, atol=1e-12, equal_nan=True):
-        raise _fail("check_item_permutation", spec, f"corpus value {s.corpus} after shuffling, {m.corpus} before")
+        raise _fail(
+            "check_item_permutation",
+            spec,
+            f"corpus value {s.corpus} after shuffling, {m.corpus} before",
+        )
 
 
 @_check(*METRIC_KINDS)
@@ -281,8 +355,12 @@ def check_determinism(spec: str, ctx: CheckContext) -> None:
     from capmetrics.registry.compose import compose
 
     if _score(compose(spec), ctx.dataset).to_json() != ctx.results(spec).to_json():
-        raise _fail("check_determinism", spec, "two runs give different results; seed every random "
-                    "choice from the component's parameters")
+        raise _fail(
+            "check_determinism",
+            spec,
+            "two runs give different results; seed every random "
+            "choice from the component's parameters",
+        )
 
 
 @_check("statistic")
@@ -291,12 +369,16 @@ def check_executors(spec: str, ctx: CheckContext) -> None:
     from capmetrics.parallel import Executor
 
     kinds = [k for k in ctx.executors if k != "dask" or _has_dask()]
-    outputs = {k: _score(ctx.build(spec), ctx.dataset, Executor(k, jobs=2, chunk_size=2)).to_json()  # type: ignore[arg-type]
-               for k in kinds}
+    outputs = {
+        k: _score(ctx.build(spec), ctx.dataset, Executor(k, jobs=2, chunk_size=2)).to_json()  # type: ignore[arg-type]
+        for k in kinds
+    }
     first = outputs[kinds[0]]
     for kind, text in outputs.items():
         if text != first:
-            raise _fail("check_executors", spec, f"the {kind} executor gives other values than {kinds[0]}")
+            raise _fail(
+                "check_executors", spec, f"the {kind} executor gives other values than {kinds[0]}"
+            )
 
 
 def _splits(n: int) -> list[tuple[int, int]]:
@@ -317,7 +399,9 @@ def _crossed(value: Any, what: str, check: str, spec: str) -> Any:
 
 
 def _equal_scores(a: Any, b: Any) -> bool:
-    return np.array_equal(np.asarray(a.values), np.asarray(b.values), equal_nan=True) and _same_float(a.corpus, b.corpus)
+    return np.array_equal(
+        np.asarray(a.values), np.asarray(b.values), equal_nan=True
+    ) and _same_float(a.corpus, b.corpus)
 
 
 def _same_float(a: float, b: float) -> bool:
@@ -344,7 +428,10 @@ def check_merged_parts(spec: str, ctx: CheckContext) -> None:
         cands, pair_refs, _ = ctx.dataset.flat_pairs()  # what a distance's corpus statistics count
         refs = [list(r) for r in pair_refs]
     else:
-        cands, refs = [], [list(item.references) for item in ctx.dataset]  # a statistic fits on items
+        cands, refs = (
+            [],
+            [list(item.references) for item in ctx.dataset],
+        )  # a statistic fits on items
     parts = _splits(len(refs))
     whole: Any = compose(spec)  # a distance or a statistic, taking part in the protocol
     whole.fit(refs)
@@ -354,40 +441,71 @@ def check_merged_parts(spec: str, ctx: CheckContext) -> None:
         _check_scored_parts(name, spec, whole, cands, refs, parts, fits)
 
 
-def _check_fitted(name: str, spec: str, c: Any, whole: Any, refs: list[list[str]], cands: list[str],
-                  parts: list[tuple[int, int]], fits: bool, counts: bool) -> None:
+def _check_fitted(
+    name: str,
+    spec: str,
+    c: Any,
+    whole: Any,
+    refs: list[list[str]],
+    cands: list[str],
+    parts: list[tuple[int, int]],
+    fits: bool,
+    counts: bool,
+) -> None:
     """Fitting from parts (each way the component supports) fixes what ``fit`` on the whole does."""
     from capmetrics.protocols import CountsInParts, FitsInParts
     from capmetrics.registry.compose import compose
 
     ways: list[tuple[str, Any]] = []
     if fits:
-        states = [_crossed(c.fit_state(refs[a:b]), f"fit_state of references[{a}:{b}]", name, spec) for a, b in parts]
+        states = [
+            _crossed(c.fit_state(refs[a:b]), f"fit_state of references[{a}:{b}]", name, spec)
+            for a, b in parts
+        ]
         one = cast(FitsInParts, compose(spec))
         one.fit_states(pickle.loads(pickle.dumps(states)))
         ways.append(("fit_states of the parts", one))
-        folded = _crossed(c.merge_fit_states(pickle.loads(pickle.dumps(states))), "merge_fit_states", name, spec)
+        folded = _crossed(
+            c.merge_fit_states(pickle.loads(pickle.dumps(states))), "merge_fit_states", name, spec
+        )
         two = cast(FitsInParts, compose(spec))
         two.fit_states([folded])
         ways.append(("fit_states of merge_fit_states", two))
     if counts:
-        states = [_crossed(c.count_state(refs[a:b]), f"count_state of references[{a}:{b}]", name, spec)
-                  for a, b in parts]
+        states = [
+            _crossed(c.count_state(refs[a:b]), f"count_state of references[{a}:{b}]", name, spec)
+            for a, b in parts
+        ]
         three = cast(CountsInParts, compose(spec))
         three.fit_counts(states)
         ways.append(("fit_counts of the count_state parts", three))
     for how, built in ways:
         if built.signature() != whole.signature():
-            raise _fail(name, spec, f"{how} gives another fitted state than fit on the whole "
-                        f"corpus (signature {built.signature()} != {whole.signature()})")
-        if built.kind == "distance" and not _equal_scores(built.score(cands, refs),
-                                                          whole.score(cands, refs)):
-            raise _fail(name, spec, f"fitted by {how}, it scores otherwise than fitted by fit on "
-                        "the whole corpus")
+            raise _fail(
+                name,
+                spec,
+                f"{how} gives another fitted state than fit on the whole "
+                f"corpus (signature {built.signature()} != {whole.signature()})",
+            )
+        if built.kind == "distance" and not _equal_scores(
+            built.score(cands, refs), whole.score(cands, refs)
+        ):
+            raise _fail(
+                name,
+                spec,
+                f"fitted by {how}, it scores otherwise than fitted by fit on the whole corpus",
+            )
 
 
-def _check_scored_parts(name: str, spec: str, whole: Any, cands: list[str], refs: list[list[str]],
-                        parts: list[tuple[int, int]], fits: bool) -> None:
+def _check_scored_parts(
+    name: str,
+    spec: str,
+    whole: Any,
+    cands: list[str],
+    refs: list[list[str]],
+    parts: list[tuple[int, int]],
+    fits: bool,
+) -> None:
     """``merge_scores`` of the parts' ``score_part`` equals ``score`` on the whole corpus."""
     from capmetrics.registry.compose import compose
 
@@ -395,15 +513,26 @@ def _check_scored_parts(name: str, spec: str, whole: Any, cands: list[str], refs
     scorer: Any = whole if fits else compose(spec)  # it scores in parts (ScoresInParts)
     built: Any = compose(spec)
     expected = built.score(cands, refs)  # the whole corpus in one call, as capmetrics.score
-    got = [_crossed(scorer.score_part(cands[a:b], refs[a:b]), f"score_part of items[{a}:{b}]", name, spec)
-           for a, b in parts]
+    got = [
+        _crossed(
+            scorer.score_part(cands[a:b], refs[a:b]), f"score_part of items[{a}:{b}]", name, spec
+        )
+        for a, b in parts
+    ]
     merged = scorer.merge_scores(got)
     if not np.array_equal(np.asarray(merged.values), np.asarray(expected.values), equal_nan=True):
-        raise _fail(name, spec, "merge_scores of the parts gives other values than score on the "
-                    "whole corpus")
+        raise _fail(
+            name,
+            spec,
+            "merge_scores of the parts gives other values than score on the whole corpus",
+        )
     if not _same_float(merged.corpus, expected.corpus):
-        raise _fail(name, spec, f"merge_scores of the parts gives the corpus value {merged.corpus}, "
-                    f"score on the whole corpus {expected.corpus}")
+        raise _fail(
+            name,
+            spec,
+            f"merge_scores of the parts gives the corpus value {merged.corpus}, "
+            f"score on the whole corpus {expected.corpus}",
+        )
     extras = [extra for _, extra in got]
     if all(e is None for e in extras):
         return
@@ -412,9 +541,13 @@ def _check_scored_parts(name: str, spec: str, whole: Any, cands: list[str], refs
     total = np.sum([np.asarray(e) for e in extras], axis=0)
     summed = scorer.merge_scores([(got[-1][0], total)]).corpus
     if not _same_float(summed, expected.corpus):
-        raise _fail(name, spec, f"the corpus value from the summed statistics of the parts is "
-                    f"{summed}, not {expected.corpus}: score_part's statistics must add over parts "
-                    "(DDP ranks send the sums)")
+        raise _fail(
+            name,
+            spec,
+            f"the corpus value from the summed statistics of the parts is "
+            f"{summed}, not {expected.corpus}: score_part's statistics must add over parts "
+            "(DDP ranks send the sums)",
+        )
 
 
 EDGE_TEXTS = {
@@ -432,10 +565,20 @@ def edge_datasets(dataset: Dataset) -> dict[str, Dataset]:
     refs = first.references
     return {
         "one item": Dataset([first], source="<edge>"),
-        "one reference": Dataset([Item(it.id, it.references[:1], it.candidates) for it in (first, second)], source="<edge>"),
-        "duplicate candidates": Dataset([Item(first.id, refs, (first.candidates[0],) * 3), second], source="<edge>"),
-        **{name: Dataset([Item(f"edge-{name}", (*refs[:-1], text), (text, first.candidates[0])), second],
-                         source="<edge>") for name, text in EDGE_TEXTS.items()},
+        "one reference": Dataset(
+            [Item(it.id, it.references[:1], it.candidates) for it in (first, second)],
+            source="<edge>",
+        ),
+        "duplicate candidates": Dataset(
+            [Item(first.id, refs, (first.candidates[0],) * 3), second], source="<edge>"
+        ),
+        **{
+            name: Dataset(
+                [Item(f"edge-{name}", (*refs[:-1], text), (text, first.candidates[0])), second],
+                source="<edge>",
+            )
+            for name, text in EDGE_TEXTS.items()
+        },
     }
 
 
@@ -449,20 +592,34 @@ def check_edge_inputs(spec: str, ctx: CheckContext) -> None:
     accepts = refuses_empty_candidates(c) is None  # a wrapper accepts only if what it wraps does
     cases = edge_datasets(ctx.dataset)
     first = ctx.dataset[0]
-    cases["empty candidate"] = Dataset([Item(first.id, first.references, ("", first.candidates[0])), ctx.dataset[1]],
-                                       source="<edge>")
+    cases["empty candidate"] = Dataset(
+        [Item(first.id, first.references, ("", first.candidates[0])), ctx.dataset[1]],
+        source="<edge>",
+    )
     for name, data in cases.items():
         try:
             res = _score(c, data)
         except InternalError as err:
-            raise _fail("check_edge_inputs", spec, f"{name}: {err}; raise a capmetrics.MetricError "
-                        "naming the item and the problem instead") from err
+            raise _fail(
+                "check_edge_inputs",
+                spec,
+                f"{name}: {err}; raise a capmetrics.MetricError "
+                "naming the item and the problem instead",
+            ) from err
         except CapmetricsError as err:
             if name == "empty candidate" and accepts:
-                raise _fail("check_edge_inputs", spec, f"declares accepts_empty_candidates but refused one: {err}") from err
+                raise _fail(
+                    "check_edge_inputs",
+                    spec,
+                    f"declares accepts_empty_candidates but refused one: {err}",
+                ) from err
             continue
         if name == "empty candidate" and not accepts:
-            raise _fail("check_edge_inputs", spec, "declares accepts_empty_candidates = False but scored one")
+            raise _fail(
+                "check_edge_inputs",
+                spec,
+                "declares accepts_empty_candidates = False but scored one",
+            )
         # a statistic may be undefined (NaN, with its reason) on one candidate; a distance never is
         values = res.metrics[0].candidate_values
         if c.kind == "distance" and not all(np.isfinite(v).all() for v in values):
@@ -474,8 +631,12 @@ def check_tokenizer_edge_inputs(spec: str, ctx: CheckContext) -> None:
     """A tokenizer returns a list of string tokens for every text, empty and odd ones included."""
     texts = ["", "   ", *EDGE_TEXTS.values(), ctx.dataset[0].candidates[0]]
     tokens = cast(Tokenizer, ctx.build(spec)).tokenize(texts)
-    if len(tokens) != len(texts) or not all(isinstance(t, list) and all(isinstance(w, str) for w in t) for t in tokens):
-        raise _fail("check_tokenizer_edge_inputs", spec, "tokenize() must return one list of str per text")
+    if len(tokens) != len(texts) or not all(
+        isinstance(t, list) and all(isinstance(w, str) for w in t) for t in tokens
+    ):
+        raise _fail(
+            "check_tokenizer_edge_inputs", spec, "tokenize() must return one list of str per text"
+        )
 
 
 def _toy_images() -> list[Any]:
@@ -498,22 +659,42 @@ def check_image_text_model(spec: str, ctx: CheckContext) -> None:
     texts = ["A photo depicts a dog.", "", *EDGE_TEXTS.values()]
     img, txt = np.asarray(c.embed_images(images)), np.asarray(c.embed_texts(texts))
     if img.ndim != 2 or img.shape[0] != len(images) or txt.ndim != 2 or txt.shape[0] != len(texts):
-        raise _fail("check_image_text_model", spec, f"shapes {img.shape} for {len(images)} images, {txt.shape} for "
-                    f"{len(texts)} texts; expected one row each")
+        raise _fail(
+            "check_image_text_model",
+            spec,
+            f"shapes {img.shape} for {len(images)} images, {txt.shape} for "
+            f"{len(texts)} texts; expected one row each",
+        )
     if img.shape[1] != txt.shape[1]:
-        raise _fail("check_image_text_model", spec, f"images ({img.shape[1]}) and texts ({txt.shape[1]}) must share a space")
+        raise _fail(
+            "check_image_text_model",
+            spec,
+            f"images ({img.shape[1]}) and texts ({txt.shape[1]}) must share a space",
+        )
     if not (np.isfinite(img).all() and np.isfinite(txt).all()):
         raise _fail("check_image_text_model", spec, "non-finite features")
     alone = np.asarray(c.embed_images(images[1:2]))
     if not np.allclose(alone[0], img[1], atol=1e-5):
-        raise _fail("check_image_text_model", spec, "an image's features depend on the other images of the batch")
+        raise _fail(
+            "check_image_text_model",
+            spec,
+            "an image's features depend on the other images of the batch",
+        )
     if not np.allclose(np.asarray(c.embed_texts(texts[:1]))[0], txt[0], atol=1e-5):
-        raise _fail("check_image_text_model", spec, "a text's features depend on the other texts of the batch")
+        raise _fail(
+            "check_image_text_model",
+            spec,
+            "a text's features depend on the other texts of the batch",
+        )
     if np.asarray(c.embed_texts([])).shape[0] != 0 or np.asarray(c.embed_images([])).shape[0] != 0:
         raise _fail("check_image_text_model", spec, "no input must give no rows")
     over = c.overlong(texts)
     if not all(isinstance(i, (int, np.integer)) and 0 <= i < len(texts) for i in over):
-        raise _fail("check_image_text_model", spec, f"overlong() must return indices into the texts, got {over}")
+        raise _fail(
+            "check_image_text_model",
+            spec,
+            f"overlong() must return indices into the texts, got {over}",
+        )
 
 
 @_check("aggregator")
@@ -526,9 +707,13 @@ def check_aggregator_groups(spec: str, ctx: CheckContext) -> None:
         grouped = c.reduce_groups(values, offsets)
     except CapmetricsError:
         return  # an aggregator of other inputs (pre-gen probabilities); its own tests cover it
-    each = [c.reduce(values[offsets[g]:offsets[g + 1]]) for g in range(3)]
+    each = [c.reduce(values[offsets[g] : offsets[g + 1]]) for g in range(3)]
     if not np.allclose(grouped, np.asarray(each, dtype=float), rtol=1e-12):
-        raise _fail("check_aggregator_groups", spec, f"reduce_groups gives {grouped}, reduce per group {each}")
+        raise _fail(
+            "check_aggregator_groups",
+            spec,
+            f"reduce_groups gives {grouped}, reduce per group {each}",
+        )
     if not np.isclose(c.reduce(values[::-1]), c.reduce(values), rtol=1e-12):
         raise _fail("check_aggregator_groups", spec, "the value depends on the order of the values")
 
@@ -564,8 +749,13 @@ def _kind_of(spec: str) -> str:
     return compose(spec).kind
 
 
-def check_component(component: Component | str, *, checks: Iterable[str] | None = None,
-                    dataset: Dataset | None = None, context: CheckContext | None = None) -> list[str]:
+def check_component(
+    component: Component | str,
+    *,
+    checks: Iterable[str] | None = None,
+    dataset: Dataset | None = None,
+    context: CheckContext | None = None,
+) -> list[str]:
     """Run the checks that apply to the component's kind (those of them named in ``checks``)
     on a component or spec; raise :class:`CheckFailed` at the first failure, return the names
     of the checks run."""
@@ -595,8 +785,12 @@ def registered_specs(kinds: Sequence[str] = METRIC_KINDS) -> list[str]:
     return specs
 
 
-def parametrize_with_checks(components: Iterable[str], *, checks: Iterable[str] | None = None,
-                            dataset: Callable[[], Dataset] | None = None) -> Any:
+def parametrize_with_checks(
+    components: Iterable[str],
+    *,
+    checks: Iterable[str] | None = None,
+    dataset: Callable[[], Dataset] | None = None,
+) -> Any:
     """A ``pytest.mark.parametrize`` over (spec, check) pairs, with ids ``spec-check_name``:
     every check that applies to the spec's kind, or those of them named in ``checks``.
 
@@ -616,6 +810,7 @@ def parametrize_with_checks(components: Iterable[str], *, checks: Iterable[str] 
     for spec in components:
         names = [n for n in checks_for(spec) if checks is None or n in set(checks)]
         for name in names:
+
             def run(component: str, _name: str = name) -> None:
                 check_component(component, checks=[_name], context=get_context())
 

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-
 from typing import Any
 
 import typer
-
 from capmetrics.cli import get_app
 
 HEADER = """# Command line
@@ -70,12 +68,21 @@ def _command(path: str, cmd: Any, out: list[str]) -> None:
     out += [f"## `{path}`", "", " ".join((cmd.help or "").split()), ""]
     params = [p for p in cmd.params if p.name != "help"]
     if params:
-        out += ["| parameter | meaning | default |", "| --- | --- | --- |", *map(_param, params), ""]
+        out += [
+            "| parameter | meaning | default |",
+            "| --- | --- | --- |",
+            *map(_param, params),
+            "",
+        ]
 
 
 def render() -> str:
     root = typer.main.get_command(get_app())
-    out = [HEADER, "Global options: " + ", ".join(f"`{o}`" for p in root.params for o in p.opts) + "", ""]
+    out = [
+        HEADER,
+        "Global options: " + ", ".join(f"`{o}`" for p in root.params for o in p.opts) + "",
+        "",
+    ]
     for name in sorted(root.commands):
         _command(f"capmetrics {name}", root.commands[name], out)
     return "\n".join(out)

@@ -30,8 +30,16 @@ canonical specs. Metric notes: [metrics/](metrics/); the spec language: [usage/s
 
 #: pycocoevalcap's result keys, which name these components (spellings compare case- and
 #: ``_``/``-``-insensitively, so ``Bleu_4`` is ``bleu-4``).
-COCO_NAMES = {"bleu-1": "Bleu_1", "bleu-2": "Bleu_2", "bleu-3": "Bleu_3", "bleu-4": "Bleu_4", "meteor": "METEOR",
-              "rouge-l": "ROUGE_L", "cider-d": "CIDEr", "spice": "SPICE"}
+COCO_NAMES = {
+    "bleu-1": "Bleu_1",
+    "bleu-2": "Bleu_2",
+    "bleu-3": "Bleu_3",
+    "bleu-4": "Bleu_4",
+    "meteor": "METEOR",
+    "rouge-l": "ROUGE_L",
+    "cider-d": "CIDEr",
+    "spice": "SPICE",
+}
 
 #: Each metric's range as capmetrics (and coco-caption) reports it, and the scale papers print.
 SCALES = {
@@ -82,9 +90,13 @@ def names_and_scales(registry) -> list[str]:  # type: ignore[no-untyped-def]
         for e in registry.components(kind):
             if e.plugin.distribution != "capmetrics":
                 continue
-            names = [f"`{a}`" for a in e.aliases] + ([f"`{COCO_NAMES[e.name]}`"] if e.name in COCO_NAMES else [])
+            names = [f"`{a}`" for a in e.aliases] + (
+                [f"`{COCO_NAMES[e.name]}`"] if e.name in COCO_NAMES else []
+            )
             value_range, paper = SCALES.get(e.name, ("see its page", ""))
-            lines.append(f"| `{e.name}` | {', '.join(names) or '–'} | {value_range} | {paper or '–'} |")
+            lines.append(
+                f"| `{e.name}` | {', '.join(names) or '–'} | {value_range} | {paper or '–'} |"
+            )
     lines.append("")
     return lines
 

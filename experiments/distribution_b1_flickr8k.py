@@ -27,9 +27,14 @@ import capmetrics
 from capmetrics.data.flickr8k import group_by_image, load_captions, load_expert
 
 #: The paper's table (MSR-VTT human captions, 5 vs 5): method -> (log-p, samples/s).
-PAPER = {"trm(distance=cider-d)": (-1.596, 88.93), "mmd(embedder=bert)": (-1.786, 56.68),
-         "mmd(embedder=clip)": (-1.887, 14.41), "mmd(embedder=glove)": (-1.952, 54.8),
-         "mmd(embedder=fasttext)": (-1.954, 57.45), "mmd(embedder=bow)": (-2.022, 49.41)}
+PAPER = {
+    "trm(distance=cider-d)": (-1.596, 88.93),
+    "mmd(embedder=bert)": (-1.786, 56.68),
+    "mmd(embedder=clip)": (-1.887, 14.41),
+    "mmd(embedder=glove)": (-1.952, 54.8),
+    "mmd(embedder=fasttext)": (-1.954, 57.45),
+    "mmd(embedder=bow)": (-2.022, 49.41),
+}
 
 
 def items_of(root: str, count: int) -> list[tuple[list[str], list[str]]]:
@@ -52,15 +57,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default="../shared/data/flickr8k")
     parser.add_argument("--items", type=int, default=200)
-    parser.add_argument("--clip", help="a CLIP model directory (none is bundled; the row is skipped without it)")
+    parser.add_argument(
+        "--clip", help="a CLIP model directory (none is bundled; the row is skipped without it)"
+    )
     parser.add_argument("--method", action="append", help="only these specs (repeat)")
     parser.add_argument("--out", help="write the markdown table here")
     args = parser.parse_args()
 
     items = items_of(args.root, args.items)
     folder = Path(tempfile.mkdtemp())
-    methods = ["mmd(embedder=bow)", "mmd(embedder=glove)", None, "mmd(embedder=bert)",
-               "trm(distance=cider-d)", "trm(distance=meteor)", "trm(distance=bertscore)", "mauve"]
+    methods = [
+        "mmd(embedder=bow)",
+        "mmd(embedder=glove)",
+        None,
+        "mmd(embedder=bert)",
+        "trm(distance=cider-d)",
+        "trm(distance=meteor)",
+        "trm(distance=bertscore)",
+        "mauve",
+    ]
     if args.clip:
         methods.append(f'mmd(embedder=clip(model="{args.clip}"))')
     rows = []
@@ -80,15 +95,26 @@ def main() -> None:
         short = spec.split("(path=")[0].rstrip("(") + ")" if "fasttext" in spec else spec
         short = "mmd(embedder=clip)" if "clip" in spec else short
         rows.append((short, log_p, len(items) / elapsed, len(p)))
-        print(f"{short:32s} log10 p {log_p:7.3f}  {len(items) / elapsed:8.1f} items/s  ({len(p)} p-values)", flush=True)
+        print(
+            f"{short:32s} log10 p {log_p:7.3f}  {len(items) / elapsed:8.1f} items/s  ({len(p)} p-values)",
+            flush=True,
+        )
 
-    caption = (f"Flickr8k-Expert, {len(items)} images, 5 judged candidates vs 5 human references "
-               "(exact p-values over 252 splits), this machine's CPU; the paper: MSR-VTT human captions, 5 vs 5.")
-    lines = [caption, "",
-             "| method | mean log10 p (Flickr8k) | items/s | paper log-p | paper samples/s |", "| --- | --- | --- | --- | --- |"]
+    caption = (
+        f"Flickr8k-Expert, {len(items)} images, 5 judged candidates vs 5 human references "
+        "(exact p-values over 252 splits), this machine's CPU; the paper: MSR-VTT human captions, 5 vs 5."
+    )
+    lines = [
+        caption,
+        "",
+        "| method | mean log10 p (Flickr8k) | items/s | paper log-p | paper samples/s |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for short, log_p, rate, _ in rows:
         paper = PAPER.get(short)
-        lines.append(f"| `{short}` | {log_p:.3f} | {rate:.1f} | {paper[0] if paper else ''} | {paper[1] if paper else ''} |")
+        lines.append(
+            f"| `{short}` | {log_p:.3f} | {rate:.1f} | {paper[0] if paper else ''} | {paper[1] if paper else ''} |"
+        )
     table = "\n".join(lines) + "\n"
     print(table)
     if args.out:

@@ -63,7 +63,15 @@ def flickr8k_images(data: Path) -> tuple[list[str], list[str], dict[str, list[li
 
 def load_prepro_labels(sc: Path) -> types.ModuleType:
     """scripts/prepro_labels.py with its unused heavy imports stubbed."""
-    for name in ("h5py", "torchvision", "torchvision.models", "skimage", "skimage.io", "PIL", "PIL.Image"):
+    for name in (
+        "h5py",
+        "torchvision",
+        "torchvision.models",
+        "skimage",
+        "skimage.io",
+        "PIL",
+        "PIL.Image",
+    ):
         sys.modules.setdefault(name, types.ModuleType(name))
     sys.modules["PIL"].Image = sys.modules["PIL.Image"]  # type: ignore[attr-defined]
     sys.modules["torchvision"].models = sys.modules["torchvision.models"]  # type: ignore[attr-defined]
@@ -84,7 +92,9 @@ def cwd(path: Path):  # type: ignore[no-untyped-def]
         os.chdir(old)
 
 
-def run_prepro_ngrams(sc: Path, imgs: list[dict], itow: dict[str, str], work: Path, name: str) -> None:
+def run_prepro_ngrams(
+    sc: Path, imgs: list[dict], itow: dict[str, str], work: Path, name: str
+) -> None:
     """prepro_ngrams.main on ``imgs`` (split train), writing work/data/<name>-{words,idxs}.p."""
     (work / "data").mkdir(exist_ok=True)
     (work / "dataset.json").write_text(json.dumps({"images": imgs}))
@@ -93,18 +103,28 @@ def run_prepro_ngrams(sc: Path, imgs: list[dict], itow: dict[str, str], work: Pa
     import prepro_ngrams  # type: ignore[import-not-found]
 
     with cwd(work):
-        prepro_ngrams.main({"input_json": "dataset.json", "dict_json": "talk.json",
-                            "output_pkl": f"data/{name}", "split": "train"})
+        prepro_ngrams.main(
+            {
+                "input_json": "dataset.json",
+                "dict_json": "talk.json",
+                "output_pkl": f"data/{name}",
+                "split": "train",
+            }
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cider", type=Path, required=True, help="a checkout of ruotianluo/cider")
-    parser.add_argument("--self-critical", type=Path, required=True, help="a checkout of self-critical.pytorch")
+    parser.add_argument(
+        "--self-critical", type=Path, required=True, help="a checkout of self-critical.pytorch"
+    )
     parser.add_argument("--six", type=Path, required=True, help="a folder with six.py")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--train", type=int, default=300, help="training images of the stored df")
-    parser.add_argument("--full-out", type=Path, help="also write the df of all training images here")
+    parser.add_argument(
+        "--full-out", type=Path, help="also write the df of all training images here"
+    )
     args = parser.parse_args()
     sc = args.self_critical.resolve()
     sys.path[:0] = [str(args.six.resolve()), str(args.cider.resolve()), str(sc)]
@@ -156,8 +176,12 @@ def main() -> None:
         rewards.init_scorer(name + "-idxs")
         for key, (cw, bw) in {"cider": (1.0, 0.0), "cider+bleu": (1.0, 0.5)}.items():
             opt = types.SimpleNamespace(cider_reward_weight=cw, bleu_reward_weight=bw)
-            r = rewards.get_self_critical_reward(torch.from_numpy(greedy), [g.astype(np.int64) for g in gts],
-                                                 torch.from_numpy(gen), opt)
+            r = rewards.get_self_critical_reward(
+                torch.from_numpy(greedy),
+                [g.astype(np.int64) for g in gts],
+                torch.from_numpy(gen),
+                opt,
+            )
             results[key] = r[:, 0].tolist()
         res = [rewards.array_to_str(s) for s in np.concatenate([gen, greedy])]
         refs = [[rewards.array_to_str(r) for r in g] for g in gts]
@@ -171,17 +195,29 @@ def main() -> None:
 
     OUT.mkdir(parents=True, exist_ok=True)
     for kind in ("words", "idxs"):
-        with open(work / "data" / f"{name}-{kind}.p", "rb") as f, gzip.open(OUT / f"{name}-{kind}.p.gz", "wb", 9) as g:
+        with (
+            open(work / "data" / f"{name}-{kind}.p", "rb") as f,
+            gzip.open(OUT / f"{name}-{kind}.p.gz", "wb", 9) as g,
+        ):
             shutil.copyfileobj(f, g)
     batch = {
         "made_by": "experiments/make_cider_compat_fixtures.py",
-        "df": name, "ix_to_word": itow, "end_id": 0, "seq_per_img": 5,
-        "gts": [g.tolist() for g in gts], "gen_result": gen.tolist(), "greedy_res": greedy.tolist(),
-        "res_strings": res, "gts_strings": refs,
+        "df": name,
+        "ix_to_word": itow,
+        "end_id": 0,
+        "seq_per_img": 5,
+        "gts": [g.tolist() for g in gts],
+        "gen_result": gen.tolist(),
+        "greedy_res": greedy.tolist(),
+        "res_strings": res,
+        "gts_strings": refs,
         "rewards": results,
-        "ciderd_scores": list(map(float, ciderd[1])), "ciderd_mean": float(ciderd[0]),
-        "cider_scores": list(map(float, cider[1])), "cider_mean": float(cider[0]),
-        "cider_corpus_scores": list(map(float, cider_corpus[1])), "cider_corpus_mean": float(cider_corpus[0]),
+        "ciderd_scores": list(map(float, ciderd[1])),
+        "ciderd_mean": float(ciderd[0]),
+        "cider_scores": list(map(float, cider[1])),
+        "cider_mean": float(cider[0]),
+        "cider_corpus_scores": list(map(float, cider_corpus[1])),
+        "cider_corpus_mean": float(cider_corpus[0]),
     }
     (OUT / "batch.json").write_text(json.dumps(batch, separators=(",", ":")) + "\n")
     shutil.rmtree(work)

@@ -19,32 +19,46 @@ from pathlib import Path
 
 import numpy as np
 from capmetrics.meta import correlations, load_preset
-from capmetrics.plugins.nneval.training_data import build_training_set, load_flickr8k_split
 from capmetrics.plugins.nneval import NNEval
+from capmetrics.plugins.nneval.training_data import build_training_set, load_flickr8k_split
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default="../shared/data/flickr8k")
-    parser.add_argument("--seed", type=int, default=0, help="seeds the training set, the image split and the MLP")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seeds the training set, the image split and the MLP"
+    )
     parser.add_argument("--out", default="nneval-flickr8k", help="folder for the trained model")
     parser.add_argument("--cache", default=str(Path.home() / ".cache" / "capmetrics" / "nneval"))
-    parser.add_argument("--feature", action="append", help="feature spec (repeat); default: the paper's set")
-    parser.add_argument("--param", action="append", default=[], help="learner option key=value (repeat)")
-    parser.add_argument("--impostor-pool", type=int, default=0, help="0: all captions of other images")
+    parser.add_argument(
+        "--feature", action="append", help="feature spec (repeat); default: the paper's set"
+    )
+    parser.add_argument(
+        "--param", action="append", default=[], help="learner option key=value (repeat)"
+    )
+    parser.add_argument(
+        "--impostor-pool", type=int, default=0, help="0: all captions of other images"
+    )
     parser.add_argument("--impostor-sampling", default="uniform")
     args = parser.parse_args()
 
     t0 = time.time()
     train_images = load_flickr8k_split(args.root, "train")
-    training = build_training_set(train_images, seed=args.seed, impostor_pool=args.impostor_pool,
-                                  impostor_sampling=args.impostor_sampling)
+    training = build_training_set(
+        train_images,
+        seed=args.seed,
+        impostor_pool=args.impostor_pool,
+        impostor_sampling=args.impostor_sampling,
+    )
     expert, expert_preset = load_preset("flickr8k-expert", args.root)
     cf, cf_preset = load_preset("flickr8k-cf", args.root)
     overlap = {str(i.id) for i in train_images} & set(expert.groups)
     assert not overlap, f"train images overlap the judged images: {sorted(overlap)[:3]}"
-    print(f"training set: {len(training)} candidates from {len(train_images)} images "
-          f"({int(training.labels.sum())} human, {int((training.labels == 0).sum())} impostors) [{time.time() - t0:.0f}s]")
+    print(
+        f"training set: {len(training)} candidates from {len(train_images)} images "
+        f"({int(training.labels.sum())} human, {int((training.labels == 0).sum())} impostors) [{time.time() - t0:.0f}s]"
+    )
 
     params = {k: ast.literal_eval(v) for k, v in (p.split("=", 1) for p in args.param)}
     learner = NNEval(features=args.feature, seed=args.seed, cache_dir=args.cache, **params)
@@ -61,20 +75,38 @@ def main() -> None:
     val_images = {g for g, m in zip(expert.groups, val_mask) if m}
     cf_test_mask = np.array([g not in val_images for g in cf.groups])
     t1 = time.time()
-    learner.fit_features(x_train, training.labels, (feats["expert"][val_mask], expert.subset(val_mask)))
-    print(f"trained: best epoch {learner.log_.best_epoch + 1} of {len(learner.log_.loss)} run, "
-          f"validation tau {max(learner.log_.validation):.4f} [{time.time() - t1:.0f}s training]")
+    learner.fit_features(
+        x_train, training.labels, (feats["expert"][val_mask], expert.subset(val_mask))
+    )
+    print(
+        f"trained: best epoch {learner.log_.best_epoch + 1} of {len(learner.log_.loss)} run, "
+        f"validation tau {max(learner.log_.validation):.4f} [{time.time() - t1:.0f}s training]"
+    )
     learner.save(args.out)
 
     rows = []
-    for name, judged, mask, preset in (("expert", expert, test_mask, expert_preset), ("cf", cf, cf_test_mask, cf_preset)):
+    for name, judged, mask, preset in (
+        ("expert", expert, test_mask, expert_preset),
+        ("cf", cf, cf_test_mask, cf_preset),
+    ):
         test = judged.subset(mask)
         columns = {spec: feats[name][mask, k] for k, spec in enumerate(learner.features_)}
         columns["nneval"] = learner.predict_features(feats[name][mask])
         for metric, values in columns.items():
             stats = correlations(values[test.point_item], test.point_rating)
-            rows.append((name, preset.primary, metric, stats[preset.primary], len(test.dataset), test.n_points))
-    print(f"\nseed {args.seed}; test half: {int(test_mask.sum())} Expert items, {int(cf_test_mask.sum())} CF items\n")
+            rows.append(
+                (
+                    name,
+                    preset.primary,
+                    metric,
+                    stats[preset.primary],
+                    len(test.dataset),
+                    test.n_points,
+                )
+            )
+    print(
+        f"\nseed {args.seed}; test half: {int(test_mask.sum())} Expert items, {int(cf_test_mask.sum())} CF items\n"
+    )
     print("| metric | Expert test half, tau-c x100 | CF test half, tau-b x100 |")
     print("| --- | --- | --- |")
     for metric in [*learner.features_, "nneval"]:
@@ -83,8 +115,10 @@ def main() -> None:
         print(f"| {metric} | {100 * e:.3f} | {100 * c:.3f} |")
     best = {n: max(r[3] for r in rows if r[0] == n and r[2] != "nneval") for n in ("expert", "cf")}
     nn = {n: next(r[3] for r in rows if r[0] == n and r[2] == "nneval") for n in ("expert", "cf")}
-    print(f"\nNNEval beats every feature: Expert {nn['expert'] > best['expert']}, CF {nn['cf'] > best['cf']}"
-          f" [total {time.time() - t0:.0f}s]")
+    print(
+        f"\nNNEval beats every feature: Expert {nn['expert'] > best['expert']}, CF {nn['cf'] > best['cf']}"
+        f" [total {time.time() - t0:.0f}s]"
+    )
 
 
 if __name__ == "__main__":

@@ -70,18 +70,29 @@ def main() -> None:
         parses = _parse.parse_captions(tokens, command, 1, 3600, lambda p: None)
         t4 = time.perf_counter()
         rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        print(f"4 one JVM, all {len(tokens)} captions: {t4 - t3:.1f} s, i.e. parse {t4 - t3 - (t3 - t2):.1f} s "
-              f"({1000 * (t4 - t3 - (t3 - t2)) / len(tokens):.0f} ms per caption); JVM peak RSS {rss:.0f} MB")
+        print(
+            f"4 one JVM, all {len(tokens)} captions: {t4 - t3:.1f} s, i.e. parse {t4 - t3 - (t3 - t2):.1f} s "
+            f"({1000 * (t4 - t3 - (t3 - t2)) / len(tokens):.0f} ms per caption); JVM peak RSS {rss:.0f} MB"
+        )
         entries = {t: {"tuples": p, "synsets": spice._synsets_of(p)} for t, p in parses.items()}
         t5 = time.perf_counter()
-        print(f"5 synsets (Meteor's synonym tables{' built' if not args.meteor_warm else ''}): {t5 - t4:.1f} s")
+        print(
+            f"5 synsets (Meteor's synonym tables{' built' if not args.meteor_warm else ''}): {t5 - t4:.1f} s"
+        )
         tok = dict(zip(texts, metric.tokenizer.tokenize_joined(texts)))
-        results = spice._evaluate(entries, [tok[c] for c in cands], [tuple(tok[r] for r in rs) for rs in refs],
-                                  range(len(cands)), False)
+        results = spice._evaluate(
+            entries,
+            [tok[c] for c in cands],
+            [tuple(tok[r] for r in rs) for rs in refs],
+            range(len(cands)),
+            False,
+        )
         t6 = time.perf_counter()
         print(f"6 scene graphs and matching ({len(results)} items): {t6 - t5:.2f} s")
-        print(f"python peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; "
-              f"total {t6 - start:.1f} s; load {os.getloadavg()}")
+        print(
+            f"python peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; "
+            f"total {t6 - start:.1f} s; load {os.getloadavg()}"
+        )
     sys.stdout.flush()
 
 

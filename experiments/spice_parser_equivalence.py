@@ -39,7 +39,9 @@ def captions(root: str, every: int) -> list[str]:
     return texts[::every]
 
 
-def parse(texts: list[str], jar_start: bool, jobs: int, memory: str) -> tuple[dict[str, Parse], float]:
+def parse(
+    texts: list[str], jar_start: bool, jobs: int, memory: str
+) -> tuple[dict[str, Parse], float]:
     """``texts`` parsed by the helper (the jar's own start when ``jar_start``) and the wall time."""
     java, corenlp = find_java(None), find_corenlp(None)
 
@@ -54,8 +56,12 @@ def parse(texts: list[str], jar_start: bool, jobs: int, memory: str) -> tuple[di
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--root", default=str(Path(__file__).resolve().parents[2] / "shared/data/flickr8k"))
-    parser.add_argument("--every", type=int, default=1, help="take every K-th caption (default: all)")
+    parser.add_argument(
+        "--root", default=str(Path(__file__).resolve().parents[2] / "shared/data/flickr8k")
+    )
+    parser.add_argument(
+        "--every", type=int, default=1, help="take every K-th caption (default: all)"
+    )
     parser.add_argument("--reference", choices=("cache", "jar"), default="cache")
     parser.add_argument("--jobs", type=int, default=1, help="JVMs side by side (each ~3 GB)")
     parser.add_argument("--memory", default="6G")
@@ -73,8 +79,10 @@ def main() -> int:
     ours, our_seconds = parse(texts, False, args.jobs, args.memory)
 
     differ = [t for t in texts if ours[t] != reference[t]]
-    print(f"captions: {len(texts)} ({len(texts) - len(missing)} reference tuples from the parse cache, "
-          f"{len(missing)} parsed by the jar's start in {jar_seconds:.1f} s)")
+    print(
+        f"captions: {len(texts)} ({len(texts) - len(missing)} reference tuples from the parse cache, "
+        f"{len(missing)} parsed by the jar's start in {jar_seconds:.1f} s)"
+    )
     print(f"capmetrics' start: {our_seconds:.1f} s for {len(texts)} captions")
     print(f"captions whose tuples differ: {len(differ)}")
     for text in differ[:5]:

@@ -40,17 +40,23 @@ class Untrusted:
         if key in cls.program_params and value is not None and value is not False:
             raise UntrustedSpecError(
                 f"{at} names a program or code to run ({format_value(value)}); a model file may not "
-                f"choose what runs: give {key}= in your own spec, config or command line")
+                f"choose what runs: give {key}= in your own spec, config or command line"
+            )
         paths = list(_texts(value, bare=key in cls.path_params))
         for text in paths:
             if key in cls.path_params:
-                inside = within(self.folder, text) if text in self.declared else inside_folder(self.folder, text)
+                inside = (
+                    within(self.folder, text)
+                    if text in self.declared
+                    else inside_folder(self.folder, text)
+                )
             else:
                 inside = not _looks_like_path(text)
             if not inside:
                 raise UntrustedSpecError(
                     f"{at} names {text!r}, outside the model's folder; a model file may name only files "
-                    "inside its own folder")
+                    "inside its own folder"
+                )
 
 
 class UntrustedSpecError(SpecError):
@@ -92,7 +98,9 @@ def inside_folder(folder: str | Path, value: str) -> bool:
     name such as ``sentence-transformers/all-MiniLM-L6-v2``)."""
     if not within(folder, value):
         return False
-    return os.path.exists(os.path.join(os.path.realpath(folder), value)) or not os.path.lexists(value)
+    return os.path.exists(os.path.join(os.path.realpath(folder), value)) or not os.path.lexists(
+        value
+    )
 
 
 def compose(
@@ -149,8 +157,13 @@ def _type_name(tp: Any) -> str:
 
 
 class _Builder:
-    def __init__(self, registry: Registry, definitions: Mapping[str, Spec], text: str,
-                 untrusted: Untrusted | None = None) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        definitions: Mapping[str, Spec],
+        text: str,
+        untrusted: Untrusted | None = None,
+    ) -> None:
         self.registry = registry
         self.untrusted = untrusted
         self.definitions = {normalize_name(k): v for k, v in definitions.items()}
@@ -163,7 +176,9 @@ class _Builder:
         return f" in spec {self.text!r}"
 
     def build(self, spec: Spec, kinds: tuple[str, ...] | None) -> Component:
-        if self._depth >= MAX_DEPTH:  # Spec objects and config definitions can nest without the parser
+        if (
+            self._depth >= MAX_DEPTH
+        ):  # Spec objects and config definitions can nest without the parser
             raise SpecError(f"components nest at most {MAX_DEPTH} levels deep{self.context}")
         self._depth += 1
         try:
@@ -190,7 +205,9 @@ class _Builder:
         for key, value in spec.args:
             if key is None:
                 if not params:
-                    raise SpecError(f"{cls.name}() takes no parameters{self.context}\n{parameter_help(cls)}")
+                    raise SpecError(
+                        f"{cls.name}() takes no parameters{self.context}\n{parameter_help(cls)}"
+                    )
                 key = next(iter(params))
             if key not in params:
                 raise SpecError(
@@ -221,7 +238,9 @@ class _Builder:
                 return None
             raise SpecError(f"{where} cannot be none; expected {_type_name(tp)}")
         kinds = tuple(
-            kind for o in options for kind, base in KIND_BASES.items()
+            kind
+            for o in options
+            for kind, base in KIND_BASES.items()
             if isinstance(o, type) and issubclass(o, base)
         )
         if kinds:
@@ -231,7 +250,9 @@ class _Builder:
                 return value
             if isinstance(value, str):
                 value = parse(value)
-            if isinstance(value, Spec) and value.is_bare and str in options:  # a word: a component, else text
+            if (
+                isinstance(value, Spec) and value.is_bare and str in options
+            ):  # a word: a component, else text
                 try:
                     return self.build(value, kinds)
                 except UnknownComponentError:
@@ -300,5 +321,7 @@ def _enum_member(tp: type[enum.Enum], value: Any, where: str) -> enum.Enum:
         if value == member.value or (isinstance(value, str) and value == member.name):
             return member
     names = [str(m.value) for m in tp]
-    raise SpecError(f"{where} must be one of {', '.join(names)}, got {format_value(value)}."
-                    f"{did_you_mean(str(value), names)}")
+    raise SpecError(
+        f"{where} must be one of {', '.join(names)}, got {format_value(value)}."
+        f"{did_you_mean(str(value), names)}"
+    )

@@ -96,7 +96,9 @@ class Registry:
                 seen[(k, entry.name)] = entry
         return [seen[key] for key in sorted(seen, key=lambda x: (KINDS.index(x[0]), x[1]))]
 
-    def lookup(self, name: str, kinds: Iterable[str] | None = None, context: str = "") -> ComponentEntry:
+    def lookup(
+        self, name: str, kinds: Iterable[str] | None = None, context: str = ""
+    ) -> ComponentEntry:
         """Find a component by name among ``kinds`` (all kinds if None).
 
         Raises:
@@ -119,8 +121,10 @@ class Registry:
         where = "" if normalize_name(context) == normalize_name(f" in spec {name!r}") else context
         best = _closest(key, choices)
         if best:  # one line: the likely fix
-            raise UnknownComponentError(f"unknown {label} {name!r}{where}; did you mean {best}? "
-                                        "(`capmetrics plugins` lists them all)")
+            raise UnknownComponentError(
+                f"unknown {label} {name!r}{where}; did you mean {best}? "
+                "(`capmetrics plugins` lists them all)"
+            )
         lines = [f"unknown {label} {name!r}{where}."]
         for k in kinds:
             lines.append(f"Available {k}s: {', '.join(self.names(k)) or '(none)'}")
@@ -164,7 +168,9 @@ def make_plugin_manager() -> tuple[pluggy.PluginManager, list[PluginInfo]]:
     infos: list[PluginInfo] = []
     own_only = _autoload_disabled()
     for ep in _entry_points():
-        dist_name, dist_version = (ep.dist.metadata["Name"], ep.dist.version) if ep.dist else ("(unknown)", "")
+        dist_name, dist_version = (
+            (ep.dist.metadata["Name"], ep.dist.version) if ep.dist else ("(unknown)", "")
+        )
         if (own_only and dist_name.lower() != "capmetrics") or ep.name in blocked:
             continue
         source = f"{dist_name} {dist_version}"
@@ -206,7 +212,9 @@ def collect_components(pm: pluggy.PluginManager, infos: list[PluginInfo]) -> Reg
     for pname, plugin in pm.list_name_plugin():
         if plugin is None:  # blocked
             continue
-        info = by_name.get(pname) or PluginInfo(pname, getattr(plugin, "__name__", repr(plugin)), "(registered in code)", "")
+        info = by_name.get(pname) or PluginInfo(
+            pname, getattr(plugin, "__name__", repr(plugin)), "(registered in code)", ""
+        )
         if pname not in by_name:
             registry.plugins.append(info)
         for hook_name, kind in HOOK_KINDS.items():
@@ -227,7 +235,9 @@ def _registrar(registry: Registry, kind: str, info: PluginInfo) -> Callable[...,
                 f"but it is not a subclass of capmetrics.{base.__name__}"
             )
         if not cls.name:
-            raise PluginError(f"{info.describe()} registered {cls.__name__} without a class attribute 'name'")
+            raise PluginError(
+                f"{info.describe()} registered {cls.__name__} without a class attribute 'name'"
+            )
         cls.constructor_parameters()  # refuses *args/**kwargs early, naming the class
         entry = ComponentEntry(normalize_name(cls.name), kind, cls, info, tuple(aliases))
         for key in (entry.name, *map(normalize_name, aliases)):
@@ -270,13 +280,20 @@ def register_plugin(plugin: Any, name: str) -> Registry:
     reg = get_registry()
     taken = reg.plugin_manager.get_plugin(name)
     if taken is not None or reg.plugin_manager.is_registered(plugin):
-        where = (f"the name {name!r} is taken (by {getattr(taken, '__name__', type(taken).__name__)})"
-                 if taken is not None else f"{getattr(plugin, '__name__', plugin)!r} is registered already "
-                 f"as {reg.plugin_manager.get_name(plugin)!r}")
-        raise PluginError(f"cannot register plugin {name!r}: {where}; an installed package is loaded by its "
-                          "entry point already (unregister_plugin(name) first, or use another name)")
+        where = (
+            f"the name {name!r} is taken (by {getattr(taken, '__name__', type(taken).__name__)})"
+            if taken is not None
+            else f"{getattr(plugin, '__name__', plugin)!r} is registered already "
+            f"as {reg.plugin_manager.get_name(plugin)!r}"
+        )
+        raise PluginError(
+            f"cannot register plugin {name!r}: {where}; an installed package is loaded by its "
+            "entry point already (unregister_plugin(name) first, or use another name)"
+        )
     reg.plugin_manager.register(plugin, name=name)
-    new = collect_components(reg.plugin_manager, [p for p in reg.plugins if p.distribution != "(registered in code)"])
+    new = collect_components(
+        reg.plugin_manager, [p for p in reg.plugins if p.distribution != "(registered in code)"]
+    )
     reset_registry(new)
     return new
 
@@ -285,6 +302,8 @@ def unregister_plugin(name: str) -> Registry:
     """Undo :func:`register_plugin`."""
     reg = get_registry()
     reg.plugin_manager.unregister(name=name)
-    new = collect_components(reg.plugin_manager, [p for p in reg.plugins if p.distribution != "(registered in code)"])
+    new = collect_components(
+        reg.plugin_manager, [p for p in reg.plugins if p.distribution != "(registered in code)"]
+    )
     reset_registry(new)
     return new

@@ -18,7 +18,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from capmetrics.registry import register_plugin, unregister_plugin
 
 #: Distributions whose plugins the tests may load: capmetrics itself and the contrib example.
@@ -38,7 +37,9 @@ def third_party_plugins() -> list[str]:
 
 
 def _block_third_party_plugins() -> None:
-    blocked = [n.strip() for n in os.environ.get("CAPMETRICS_DISABLE_PLUGINS", "").split(",") if n.strip()]
+    blocked = [
+        n.strip() for n in os.environ.get("CAPMETRICS_DISABLE_PLUGINS", "").split(",") if n.strip()
+    ]
     extra = [n for n in third_party_plugins() if n not in blocked]
     if extra:
         os.environ["CAPMETRICS_DISABLE_PLUGINS"] = ",".join(blocked + extra)
@@ -53,8 +54,11 @@ def slow_enabled() -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow(full=False, reason=None): a slow test; with full=True a full-data "
-                            "run of minutes, skipped unless CAPMETRICS_SLOW=1")
+    config.addinivalue_line(
+        "markers",
+        "slow(full=False, reason=None): a slow test; with full=True a full-data "
+        "run of minutes, skipped unless CAPMETRICS_SLOW=1",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -65,6 +69,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if full:
             why = full[0].kwargs.get("reason") or "a full-data run"
             item.add_marker(pytest.mark.skip(reason=f"{why}; set {SLOW_ENV}=1"))
+
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"

@@ -11,30 +11,42 @@ import sys
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
-
 from capmetrics import Distance, Scores, compose, hookimpl
 from capmetrics.cli import EXIT_INTERNAL, app
 from capmetrics.strict_json import loads_strict
 from capmetrics.testing import registered_specs
+from typer.testing import CliRunner
+
 from tests.conftest import SAMPLE
 from tests.test_conformance import NEEDS_USER_FILES
 
 runner = CliRunner()
-SPECS = [s for s in registered_specs(("distance", "statistic")) if s.split("(")[0] not in NEEDS_USER_FILES]
-SPECS += ["bleu-4(tokenizer=whitespace)", "bleu-4(tokenizer=ptb-jar)", "wembsim(embedder=spacy-vectors)",
-          "over-candidates(distance=cider-d, reduce=max)"]
+SPECS = [
+    s
+    for s in registered_specs(("distance", "statistic"))
+    if s.split("(")[0] not in NEEDS_USER_FILES
+]
+SPECS += [
+    "bleu-4(tokenizer=whitespace)",
+    "bleu-4(tokenizer=ptb-jar)",
+    "wembsim(embedder=spacy-vectors)",
+    "over-candidates(distance=cider-d, reduce=max)",
+]
 
 
 @pytest.mark.parametrize("fmt", ["json", "csv", "table"])
 @pytest.mark.parametrize("spec", SPECS)
 def test_score_every_metric_in_every_format(spec, fmt, tmp_path):
     out = tmp_path / f"scores.{fmt}"
-    result = runner.invoke(app, ["score", str(SAMPLE), "-m", spec, "--out", str(out), "--format", fmt, "-q"])
+    result = runner.invoke(
+        app, ["score", str(SAMPLE), "-m", spec, "--out", str(out), "--format", fmt, "-q"]
+    )
     assert result.exit_code == 0, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     text = out.read_text(encoding="utf-8")
-    per_item = 20 if compose(spec).kind == "statistic" else 112  # a statistic has one value per item
+    per_item = (
+        20 if compose(spec).kind == "statistic" else 112
+    )  # a statistic has one value per item
     if fmt == "json":
         data = loads_strict(text)
         metric = data["metrics"][0]
@@ -67,7 +79,9 @@ class BrokenPlugin:
 def test_internal_error_is_one_line_with_its_own_exit_status(add_plugin, tmp_path):
     add_plugin(BrokenPlugin(), "broken-test")
     out = tmp_path / "scores.json"
-    result = runner.invoke(app, ["score", str(SAMPLE), "-m", "broken-metric", "--out", str(out), "-q"])
+    result = runner.invoke(
+        app, ["score", str(SAMPLE), "-m", "broken-metric", "--out", str(out), "-q"]
+    )
     assert result.exit_code == EXIT_INTERNAL
     lines = result.output.strip().splitlines()
     assert lines[0] == "Error: internal error in broken-metric: ZeroDivisionError: division by zero"
@@ -85,8 +99,23 @@ def test_the_script_never_prints_a_raw_traceback(tmp_path):
     """A real process: an unexpected error outside any metric (here an unreadable output path
     that is a directory) is one line, exit status 3 or an input error, never a traceback."""
     (tmp_path / "out.json").mkdir()
-    proc = subprocess.run([sys.executable, "-m", "capmetrics.cli", "score", str(SAMPLE), "-m", "bleu-1",
-                           "--out", str(tmp_path / "out.json"), "-q"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "capmetrics.cli",
+            "score",
+            str(SAMPLE),
+            "-m",
+            "bleu-1",
+            "--out",
+            str(tmp_path / "out.json"),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode in (1, EXIT_INTERNAL)
     assert "Traceback" not in proc.stderr and proc.stderr.startswith("Error: ")
 
@@ -97,10 +126,25 @@ def test_meta_json_is_strict_without_bootstrap(tmp_path):
 
     data = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines()[:6]]
     judged = tmp_path / "judged.jsonl"
-    judged.write_text("".join(json.dumps({"id": f"{d['id']}-{k}", "image": d["id"], "references": d["references"],
-                                          "candidate": c, "rating": (k + i) % 4 + 1}) + "\n"
-                              for i, d in enumerate(data) for k, c in enumerate(d["candidates"][:3])))
-    result = runner.invoke(app, ["meta", str(judged), "-m", "bleu-1", "--bootstrap", "0", "--format", "json"])
+    judged.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"{d['id']}-{k}",
+                    "image": d["id"],
+                    "references": d["references"],
+                    "candidate": c,
+                    "rating": (k + i) % 4 + 1,
+                }
+            )
+            + "\n"
+            for i, d in enumerate(data)
+            for k, c in enumerate(d["candidates"][:3])
+        )
+    )
+    result = runner.invoke(
+        app, ["meta", str(judged), "-m", "bleu-1", "--bootstrap", "0", "--format", "json"]
+    )
     assert result.exit_code == 0, result.output
     row = loads_strict(result.output)[0]
     assert row["kendall_c_low"] is None and isinstance(row["kendall_c"], float)

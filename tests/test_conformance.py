@@ -5,7 +5,6 @@ defaults are listed, with the reason, in NEEDS_USER_FILES (the one place)."""
 from __future__ import annotations
 
 import pytest
-
 from capmetrics.component import KINDS
 from capmetrics.registry import get_registry
 from capmetrics.testing import parametrize_with_checks, registered_specs
@@ -21,8 +20,10 @@ NEEDS_USER_FILES = {
     "prob-file": "needs a probabilities file (tests/plugins/test_pregen_sources.py)",
     "torch-model": "needs the user's torch caption model (tests/plugins/test_pregen_sources.py)",
     "hf-causal-lm": "needs a Hugging Face causal LM (tests/plugins/test_pregen_sources.py, slow)",
-    **{name: "needs a CLIP checkpoint and images (tests/plugins/test_clip_score.py builds a tiny CLIP)"
-       for name in ("clip-score", "ref-clip-score", "pac-score", "ref-pac-score", "clip-model")},
+    **{
+        name: "needs a CLIP checkpoint and images (tests/plugins/test_clip_score.py builds a tiny CLIP)"
+        for name in ("clip-score", "ref-clip-score", "pac-score", "ref-pac-score", "clip-model")
+    },
 }
 
 
@@ -52,9 +53,9 @@ def test_kit_covers_every_metric():
 @pytest.mark.parametrize("spec", ['nneval(model="/nonexistent/model")'])
 def test_user_file_metrics_fail_with_a_named_error(spec):
     """Without their files these metrics refuse with a capmetrics error, not a traceback."""
+    import capmetrics
     from capmetrics import CapmetricsError
     from capmetrics.testing import default_dataset
-    import capmetrics
 
     with pytest.raises(CapmetricsError) as info:
         capmetrics.score(default_dataset(2), [spec])

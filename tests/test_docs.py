@@ -7,7 +7,6 @@ import inspect
 import re
 
 import pytest
-
 from capmetrics import hookspecs
 
 from tests.conftest import ROOT
@@ -16,15 +15,21 @@ HOOKS_DOC = ROOT / "docs" / "plugins" / "plugin-hooks.md"
 
 
 def hook_names() -> list[str]:
-    return [n for n, f in vars(hookspecs).items()
-            if callable(f) and hasattr(f, "capmetrics_spec")]
+    return [n for n, f in vars(hookspecs).items() if callable(f) and hasattr(f, "capmetrics_spec")]
 
 
 def test_every_hook_is_in_the_module():
     assert set(hook_names()) == {
-        "register_distances", "register_embedders", "register_aggregators", "register_statistics",
-        "register_tokenizers", "register_learners", "register_probability_sources", "register_pregen_metrics",
-        "register_pregen_tiers", "register_image_text_models",
+        "register_distances",
+        "register_embedders",
+        "register_aggregators",
+        "register_statistics",
+        "register_tokenizers",
+        "register_learners",
+        "register_probability_sources",
+        "register_pregen_metrics",
+        "register_pregen_tiers",
+        "register_image_text_models",
         "register_commands",
     }
 
@@ -47,7 +52,9 @@ def test_no_documented_hook_is_missing_from_the_code():
 def test_components_page_is_up_to_date():
     """docs/components.md lists every bundled component; regenerate it with
     ``python docs/generate_components.py``."""
-    assert (ROOT / "docs" / "components.md").read_text(encoding="utf-8") == _generator("generate_components").render()
+    assert (ROOT / "docs" / "components.md").read_text(encoding="utf-8") == _generator(
+        "generate_components"
+    ).render()
 
 
 def _generator(name: str):  # type: ignore[no-untyped-def]
@@ -62,14 +69,15 @@ def _generator(name: str):  # type: ignore[no-untyped-def]
 def test_cli_page_is_up_to_date():
     """docs/usage/cli.md documents every command and option; regenerate it with
     ``python docs/generate_cli.py``."""
-    assert (ROOT / "docs" / "usage" / "cli.md").read_text(encoding="utf-8") == _generator("generate_cli").render()
+    assert (ROOT / "docs" / "usage" / "cli.md").read_text(encoding="utf-8") == _generator(
+        "generate_cli"
+    ).render()
 
 
 def test_architecture_page_lists_every_family_with_the_components_it_registers():
     """docs/plugins/architecture.md has one row per plugin family package (the bundled entry
     points and ``java``), naming in backticks exactly the components that family registers."""
     import tomllib
-
     from capmetrics import KINDS
     from capmetrics.registry import get_registry
 

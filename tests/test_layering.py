@@ -29,14 +29,22 @@ def imports(path) -> list[str]:
 
 @pytest.mark.parametrize("layer", ["core", "registry"])
 def test_core_and_registry_import_no_plugin(layer):
-    offenders = [f"{p.relative_to(ROOT)}: {name}" for p in sorted((ROOT / layer).rglob("*.py"))
-                 for name in imports(p) if name.startswith("capmetrics.plugins")]
+    offenders = [
+        f"{p.relative_to(ROOT)}: {name}"
+        for p in sorted((ROOT / layer).rglob("*.py"))
+        for name in imports(p)
+        if name.startswith("capmetrics.plugins")
+    ]
     assert offenders == []
 
 
 def test_plugins_folder_holds_families():
     """Every plugin module lives in a family package; private helpers live inside their family."""
-    loose = [p.name for p in (ROOT / "plugins").iterdir() if p.suffix == ".py" and p.name != "__init__.py"]
+    loose = [
+        p.name
+        for p in (ROOT / "plugins").iterdir()
+        if p.suffix == ".py" and p.name != "__init__.py"
+    ]
     assert loose == [], "put plugin modules in a family package (plugins/<family>/)"
 
 
@@ -73,26 +81,44 @@ def module_level_imports(tree: ast.Module) -> list[tuple[int, str]]:
 
 
 def test_module_level_imports_sees_only_what_runs_at_import() -> None:
-    tree = ast.parse("import a\nif TYPE_CHECKING:\n    import b\nelse:\n    import c\n"
-                     "def f():\n    import d\nclass K:\n    from e import x\n")
+    tree = ast.parse(
+        "import a\nif TYPE_CHECKING:\n    import b\nelse:\n    import c\n"
+        "def f():\n    import d\nclass K:\n    from e import x\n"
+    )
     assert module_level_imports(tree) == [(1, "a"), (5, "c"), (9, "e")]
 
 
 def test_core_does_not_import_the_registry_at_module_level() -> None:
     """core ← registry is one way: core resolves names through the registry only inside the
     functions that compose (the registry loads plugins, which import core)."""
-    offenders = [f"{p.relative_to(ROOT)}:{line}: {name}" for p in sorted((ROOT / "core").rglob("*.py"))
-                 for line, name in module_level_imports(ast.parse(p.read_text(encoding="utf-8")))
-                 if name == "capmetrics.registry" or name.startswith("capmetrics.registry.")]
+    offenders = [
+        f"{p.relative_to(ROOT)}:{line}: {name}"
+        for p in sorted((ROOT / "core").rglob("*.py"))
+        for line, name in module_level_imports(ast.parse(p.read_text(encoding="utf-8")))
+        if name == "capmetrics.registry" or name.startswith("capmetrics.registry.")
+    ]
     assert offenders == []
 
 
-@pytest.mark.parametrize("module", ["capmetrics.registry", "capmetrics", "capmetrics.scoring",
-                                    "capmetrics.spec", "capmetrics.registry.compose"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "capmetrics.registry",
+        "capmetrics",
+        "capmetrics.scoring",
+        "capmetrics.spec",
+        "capmetrics.registry.compose",
+    ],
+)
 def test_each_layer_imports_alone_in_a_fresh_interpreter(module: str) -> None:
     """No import order is needed: each of these is the first capmetrics import of a process."""
-    done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", f"import {module}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
 
 
@@ -113,8 +139,11 @@ def test_families_import_only_each_others_public_names() -> None:
     for path in sorted((ROOT / "plugins").rglob("*.py")):
         family = path.relative_to(ROOT / "plugins").parts[0]
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not (isinstance(node, ast.ImportFrom) and node.module
-                    and node.module.startswith("capmetrics.plugins.")):
+            if not (
+                isinstance(node, ast.ImportFrom)
+                and node.module
+                and node.module.startswith("capmetrics.plugins.")
+            ):
                 continue
             parts = node.module.split(".")
             if parts[2] == family:

@@ -29,8 +29,9 @@ def test_third_party_plugins_are_named_and_ours_are_not(tmp_path, monkeypatch):
     assert OWN_DISTRIBUTIONS == {"capmetrics", "capmetrics-chrf"}
 
 
-@pytest.mark.parametrize(("value", "enabled"), [(None, False), ("", False), ("0", False), ("1", True),
-                                                ("yes", True)])
+@pytest.mark.parametrize(
+    ("value", "enabled"), [(None, False), ("", False), ("0", False), ("1", True), ("yes", True)]
+)
 def test_one_reading_of_capmetrics_slow(monkeypatch, value, enabled):
     if value is None:
         monkeypatch.delenv("CAPMETRICS_SLOW", raising=False)

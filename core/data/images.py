@@ -64,18 +64,24 @@ class ImageLimits:
         if width < 1 or height < 1:
             return f"declares an empty size ({width} × {height})"
         if width * height > self.max_pixels:
-            return (f"is {width} × {height} = {width * height:,} pixels, more than the limit of "
-                    f"{self.max_pixels:,} (raise it with --max-image-pixels or CAPMETRICS_MAX_IMAGE_PIXELS)")
+            return (
+                f"is {width} × {height} = {width * height:,} pixels, more than the limit of "
+                f"{self.max_pixels:,} (raise it with --max-image-pixels or CAPMETRICS_MAX_IMAGE_PIXELS)"
+            )
         if max(width, height) > self.max_aspect * min(width, height):
-            return (f"is {width} × {height}, an aspect ratio over the limit of {self.max_aspect:g}:1 (raise it "
-                    "with --max-image-aspect or CAPMETRICS_MAX_IMAGE_ASPECT)")
+            return (
+                f"is {width} × {height}, an aspect ratio over the limit of {self.max_aspect:g}:1 (raise it "
+                "with --max-image-aspect or CAPMETRICS_MAX_IMAGE_ASPECT)"
+            )
         return None
 
 
 def _env_limits() -> ImageLimits:
     limits = ImageLimits()
-    for field, name, kind in (("max_pixels", "CAPMETRICS_MAX_IMAGE_PIXELS", int),
-                              ("max_aspect", "CAPMETRICS_MAX_IMAGE_ASPECT", float)):
+    for field, name, kind in (
+        ("max_pixels", "CAPMETRICS_MAX_IMAGE_PIXELS", int),
+        ("max_aspect", "CAPMETRICS_MAX_IMAGE_ASPECT", float),
+    ):
         text = os.environ.get(name)
         if text:
             try:
@@ -98,15 +104,19 @@ def image_limits() -> ImageLimits:
 
 
 @contextlib.contextmanager
-def use_image_limits(max_pixels: int | None = None, max_aspect: float | None = None) -> Iterator[ImageLimits]:
+def use_image_limits(
+    max_pixels: int | None = None, max_aspect: float | None = None
+) -> Iterator[ImageLimits]:
     """Within the block, images may declare up to ``max_pixels`` and ``max_aspect`` (None:
     keep the current limit)."""
     current = image_limits()
     for name, value in (("max_pixels", max_pixels), ("max_aspect", max_aspect)):
         if value is not None and (isinstance(value, bool) or not value > 0):
             raise MetricError(f"{name} must be positive, got {value!r}")
-    limits = ImageLimits(int(max_pixels) if max_pixels is not None else current.max_pixels,
-                         float(max_aspect) if max_aspect is not None else current.max_aspect)
+    limits = ImageLimits(
+        int(max_pixels) if max_pixels is not None else current.max_pixels,
+        float(max_aspect) if max_aspect is not None else current.max_aspect,
+    )
     token = _LIMITS.set(limits)
     try:
         yield limits
@@ -122,8 +132,10 @@ def path_problem(image: str | os.PathLike[str]) -> str | None:
     if "\0" in str(text):
         return f"image path {name} contains a NUL character"
     if len(text) > MAX_PATH_CHARS or any(len(part) > MAX_NAME_CHARS for part in Path(text).parts):
-        return f"image path {name} is too long ({len(text)} characters; at most {MAX_PATH_CHARS}, " \
-               f"{MAX_NAME_CHARS} per folder or file name)"
+        return (
+            f"image path {name} is too long ({len(text)} characters; at most {MAX_PATH_CHARS}, "
+            f"{MAX_NAME_CHARS} per folder or file name)"
+        )
     try:
         mode = os.stat(text).st_mode
     except OSError as err:
@@ -135,8 +147,15 @@ def path_problem(image: str | os.PathLike[str]) -> str | None:
     except ValueError as err:
         return f"image path {name} is not usable: {err}"
     if not stat.S_ISREG(mode):
-        kind = "a folder" if stat.S_ISDIR(mode) else "a pipe" if stat.S_ISFIFO(mode) else \
-            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+        kind = (
+            "a folder"
+            if stat.S_ISDIR(mode)
+            else "a pipe"
+            if stat.S_ISFIFO(mode)
+            else "a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "not a regular file"
+        )
         return f"image {name} is not a file ({kind})"
     return None
 
@@ -145,7 +164,7 @@ def _short(text: str, keep: int = 120) -> str:
     """``repr`` of a path, cut in the middle when long (a 5000-character path in one line)."""
     if len(text) <= keep:
         return repr(text)
-    return repr(f"{text[: keep // 2]}...{text[-keep // 2:]}")
+    return repr(f"{text[: keep // 2]}...{text[-keep // 2 :]}")
 
 
 def _open_header(path: str, limits: ImageLimits) -> Any:
@@ -158,17 +177,23 @@ def _open_header(path: str, limits: ImageLimits) -> Any:
         try:
             opened = Image.open(path, formats=_openers())
         except UnidentifiedImageError:
-            raise ImageRefused(f"image {_short(path)} is not an image file in an accepted format "
-                               f"({', '.join(IMAGE_FORMATS)})") from None
+            raise ImageRefused(
+                f"image {_short(path)} is not an image file in an accepted format "
+                f"({', '.join(IMAGE_FORMATS)})"
+            ) from None
         except Image.DecompressionBombError as err:
             size = re.search(r"\((\d+) pixels\)", str(err))
             pixels = int(size.group(1)) if size else None
             count = f"{pixels:,} pixels" if pixels else "too many pixels"
             if pixels is None or pixels > limits.max_pixels:
-                raise ImageRefused(f"image {_short(path)} is {count}, more than the limit of {limits.max_pixels:,} "
-                                   "(raise it with --max-image-pixels or CAPMETRICS_MAX_IMAGE_PIXELS)") from None
-            raise ImageRefused(f"image {_short(path)} is {count}, more than Pillow's own limit (twice "
-                               "PIL.Image.MAX_IMAGE_PIXELS); raise that too to open it") from None
+                raise ImageRefused(
+                    f"image {_short(path)} is {count}, more than the limit of {limits.max_pixels:,} "
+                    "(raise it with --max-image-pixels or CAPMETRICS_MAX_IMAGE_PIXELS)"
+                ) from None
+            raise ImageRefused(
+                f"image {_short(path)} is {count}, more than Pillow's own limit (twice "
+                "PIL.Image.MAX_IMAGE_PIXELS); raise that too to open it"
+            ) from None
     why = limits.problem(opened.size)
     if why is not None:
         opened.close()
@@ -202,13 +227,17 @@ def resolve_image(value: Any, base: Path | None, images: Path | None) -> Any:
     return value
 
 
-def with_images(dataset: Dataset, base: Path | None = None, images: str | Path | None = None) -> Dataset:
+def with_images(
+    dataset: Dataset, base: Path | None = None, images: str | Path | None = None
+) -> Dataset:
     """The dataset with every item's image resolved (see the module doc)."""
     if images is None and all(item.image is None for item in dataset.items):
         return dataset
     root = Path(images).expanduser() if images is not None else None
     if root is not None and not root.is_dir():
-        raise DataError([Problem(str(images), None, "--images is not a folder")], header="cannot use --images")
+        raise DataError(
+            [Problem(str(images), None, "--images is not a folder")], header="cannot use --images"
+        )
     by_stem: dict[str, str] | None = None
     items = []
     for item in dataset.items:
@@ -302,7 +331,11 @@ def check_images(dataset: Dataset, spec: str) -> None:
 
 def check_references(dataset: Dataset, spec: str) -> None:
     """Raise one DataError listing the items without references (``spec`` needs them)."""
-    problems = [Problem(dataset.source, item.id, "has no references") for item in dataset.items if not item.references]
+    problems = [
+        Problem(dataset.source, item.id, "has no references")
+        for item in dataset.items
+        if not item.references
+    ]
     if problems:
         raise DataError(problems, header=f"{spec} needs references")
 
@@ -322,23 +355,48 @@ class ImageProblems:
             with self._lock:
                 self.problems.append(str(err))
         except (OSError, ValueError, SyntaxError) as err:  # PIL raises these on damaged files
-            name = os.fspath(image) if isinstance(image, (str, os.PathLike)) else type(image).__name__
+            name = (
+                os.fspath(image) if isinstance(image, (str, os.PathLike)) else type(image).__name__
+            )
             with self._lock:
                 self.problems.append(f"image {_short(name)} cannot be decoded: {err}")
 
     def raise_if_any(self) -> None:
         if self.problems:
-            raise DataError([Problem("images", None, p) for p in self.problems], header="cannot read images")
+            raise DataError(
+                [Problem("images", None, p) for p in self.problems], header="cannot read images"
+            )
 
 
 def items_with(dataset: Dataset, images: Sequence[Any]) -> Dataset:
     """The dataset with ``images[i]`` as item i's image (Python use)."""
     if len(images) != len(dataset.items):
-        raise DataError([Problem(dataset.source, None, f"{len(images)} images for {len(dataset.items)} items")])
-    return Dataset([dataclasses.replace(item, image=im) for item, im in zip(dataset.items, images)],
-                   dataset.source, list(dataset.skipped))
+        raise DataError(
+            [Problem(dataset.source, None, f"{len(images)} images for {len(dataset.items)} items")]
+        )
+    return Dataset(
+        [dataclasses.replace(item, image=im) for item, im in zip(dataset.items, images)],
+        dataset.source,
+        list(dataset.skipped),
+    )
 
 
-__all__ = ["IMAGE_FORMATS", "IMAGE_SUFFIXES", "ImageLimits", "ImageProblems", "ImageRefused", "Item", "check_images",
-           "check_references", "image_key", "image_limits", "image_problem", "items_with", "open_image",
-           "path_problem", "resolve_image", "use_image_limits", "with_images"]
+__all__ = [
+    "IMAGE_FORMATS",
+    "IMAGE_SUFFIXES",
+    "ImageLimits",
+    "ImageProblems",
+    "ImageRefused",
+    "Item",
+    "check_images",
+    "check_references",
+    "image_key",
+    "image_limits",
+    "image_problem",
+    "items_with",
+    "open_image",
+    "path_problem",
+    "resolve_image",
+    "use_image_limits",
+    "with_images",
+]

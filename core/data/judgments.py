@@ -75,17 +75,32 @@ class Judgments:
     source: str = "<memory>"
 
     @classmethod
-    def from_ratings(cls, dataset: Dataset, ratings: np.ndarray | Sequence[Sequence[float]],
-                     groups: Sequence[str] | None = None) -> Judgments:
+    def from_ratings(
+        cls,
+        dataset: Dataset,
+        ratings: np.ndarray | Sequence[Sequence[float]],
+        groups: Sequence[str] | None = None,
+    ) -> Judgments:
         """Build from a per-item rating array: shape (n_items,) or (n_items, n_raters)."""
         r = np.asarray(ratings, dtype=float)
         r = r[:, None] if r.ndim == 1 else r
         if r.shape[0] != len(dataset):
-            raise JudgmentsError([Problem(dataset.source, None, f"{r.shape[0]} rating rows for {len(dataset)} items")])
+            raise JudgmentsError(
+                [
+                    Problem(
+                        dataset.source, None, f"{r.shape[0]} rating rows for {len(dataset)} items"
+                    )
+                ]
+            )
         keep = np.isfinite(r)
         items = np.repeat(np.arange(len(dataset))[:, None], r.shape[1], axis=1)
-        return cls(dataset, items[keep], r[keep],
-                   list(groups) if groups is not None else [str(i) for i in dataset.ids], dataset.source)
+        return cls(
+            dataset,
+            items[keep],
+            r[keep],
+            list(groups) if groups is not None else [str(i) for i in dataset.ids],
+            dataset.source,
+        )
 
     @property
     def n_points(self) -> int:
@@ -97,7 +112,7 @@ class Judgments:
         order = np.argsort(self.point_item, kind="stable")
         bounds = np.searchsorted(self.point_item[order], np.arange(len(self.dataset) + 1))
         for i in range(len(self.dataset)):
-            values = self.point_rating[order[bounds[i]:bounds[i + 1]]]
+            values = self.point_rating[order[bounds[i] : bounds[i + 1]]]
             out[i] = _reduce(values, how)
         return out
 
@@ -108,8 +123,13 @@ class Judgments:
         new_index[keep] = np.arange(keep.size)
         point_keep = item_mask[self.point_item]
         dataset = Dataset([self.dataset.items[i] for i in keep], self.dataset.source)
-        return Judgments(dataset, new_index[self.point_item[point_keep]], self.point_rating[point_keep],
-                         [self.groups[i] for i in keep], self.source)
+        return Judgments(
+            dataset,
+            new_index[self.point_item[point_keep]],
+            self.point_rating[point_keep],
+            [self.groups[i] for i in keep],
+            self.source,
+        )
 
     def split_by_group(self, fraction: float = 0.5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Boolean item masks (first, second) splitting the images at random (seeded)."""
@@ -123,7 +143,9 @@ def choose_groups(groups: Iterable[str], fraction: float, seed: int = 0) -> set[
     :meth:`Judgments.split_by_group`; equal group sets give equal choices)."""
     names = sorted(set(groups))
     rng = np.random.default_rng(seed)
-    return set(np.asarray(names, dtype=object)[rng.permutation(len(names))[: round(fraction * len(names))]])
+    return set(
+        np.asarray(names, dtype=object)[rng.permutation(len(names))[: round(fraction * len(names))]]
+    )
 
 
 def _reduce(values: np.ndarray, how: str) -> float:
@@ -150,12 +172,18 @@ class PairJudgments:
 # ---------------------------------------------------------------------------------------------
 # JSONL loader
 # ---------------------------------------------------------------------------------------------
-_KINDS = (("no rating", MissingRatingError), ("no preference", MissingRatingError),
-          ("not a finite number", NonNumericRatingError), ("unknown", UnknownIdError))
+_KINDS = (
+    ("no rating", MissingRatingError),
+    ("no preference", MissingRatingError),
+    ("not a finite number", NonNumericRatingError),
+    ("unknown", UnknownIdError),
+)
 
 
 def _error(problems: list[Problem], source: str) -> JudgmentsError:
-    kinds = {next((cls for key, cls in _KINDS if key in p.message), JudgmentsError) for p in problems}
+    kinds = {
+        next((cls for key, cls in _KINDS if key in p.message), JudgmentsError) for p in problems
+    }
     cls = kinds.pop() if len(kinds) == 1 else JudgmentsError
     return cls(problems, header=f"cannot load judgments from {source}")
 
@@ -181,10 +209,16 @@ class _Reader:
             refs = [record[k] for k in sorted(record) if k.startswith(DETAILCAPS_REFERENCES)]
         if refs is None and self.references is not None:
             if image not in self.references:
-                self.problem(rid, f"unknown image id {image!r}: not in the references dataset", line)
+                self.problem(
+                    rid, f"unknown image id {image!r}: not in the references dataset", line
+                )
                 return ()
             refs = self.references[image]
-        if not isinstance(refs, list | tuple) or not refs or not all(isinstance(r, str) and r.strip() for r in refs):
+        if (
+            not isinstance(refs, list | tuple)
+            or not refs
+            or not all(isinstance(r, str) and r.strip() for r in refs)
+        ):
             self.problem(rid, "references must be a non-empty list of non-empty strings", line)
             return ()
         return tuple(refs)
@@ -198,7 +232,9 @@ class _Reader:
         values = raw if isinstance(raw, list) else [raw]
         out = [_number(v) for v in values]
         if not values or any(v is None for v in out):
-            self.problem(rid, f"rating {raw!r} is not a finite number (or a non-empty list of them)", line)
+            self.problem(
+                rid, f"rating {raw!r} is not a finite number (or a non-empty list of them)", line
+            )
             return []
         return [v for v in out if v is not None]
 
@@ -210,8 +246,10 @@ def _records(path: Path) -> list[tuple[int, Any]]:
     try:
         lines = read_bytes(path, "a judgments file").decode("utf-8").split("\n")
     except UnicodeDecodeError as err:
-        raise JudgmentsError([Problem(str(path), None, f"invalid UTF-8 at byte {err.start}")],
-                             header=f"cannot load judgments from {path}") from err
+        raise JudgmentsError(
+            [Problem(str(path), None, f"invalid UTF-8 at byte {err.start}")],
+            header=f"cannot load judgments from {path}",
+        ) from err
     for line, text in enumerate(lines, 1):
         if not text.strip():
             continue
@@ -224,8 +262,11 @@ def _records(path: Path) -> list[tuple[int, Any]]:
     return out
 
 
-def load_judgments(path: str | Path, references: Dataset | Mapping[str, Sequence[str]] | None = None,
-                   images: str | Path | None = None) -> Judgments | PairJudgments:
+def load_judgments(
+    path: str | Path,
+    references: Dataset | Mapping[str, Sequence[str]] | None = None,
+    images: str | Path | None = None,
+) -> Judgments | PairJudgments:
     """Load a judgments JSONL file: rated records give :class:`Judgments`, pairwise records
     :class:`PairJudgments` (the kind is decided by the first record).
 
@@ -241,7 +282,9 @@ def load_judgments(path: str | Path, references: Dataset | Mapping[str, Sequence
     """
     path = Path(path)
     if not path.is_file():
-        raise JudgmentsError([Problem(str(path), None, "file not found")], header="cannot load judgments")
+        raise JudgmentsError(
+            [Problem(str(path), None, "file not found")], header="cannot load judgments"
+        )
     if path.suffix == ".json":
         from capmetrics.data.clipscore_json import load_clipscore_json
 
@@ -250,7 +293,9 @@ def load_judgments(path: str | Path, references: Dataset | Mapping[str, Sequence
         references = {str(item.id): item.references for item in references}
     records = _records(path)
     if not records:
-        raise JudgmentsError([Problem(str(path), None, "no records")], header=f"cannot load judgments from {path}")
+        raise JudgmentsError(
+            [Problem(str(path), None, "no records")], header=f"cannot load judgments from {path}"
+        )
     reader = _Reader(str(path), references)
     pairwise = isinstance(records[0][1], dict) and "candidates" in records[0][1]
     result = _pairwise(records, reader) if pairwise else _rated(records, reader)
@@ -274,8 +319,9 @@ def _header(record: Any, reader: _Reader, line: int, seen: set[str]) -> tuple[st
     return str(rid), str(record.get("image", rid))
 
 
-def _valid_records(records: list[tuple[int, Any]], reader: _Reader
-                   ) -> Iterator[tuple[int, dict[str, Any], str, str, tuple[str, ...]]]:
+def _valid_records(
+    records: list[tuple[int, Any]], reader: _Reader
+) -> Iterator[tuple[int, dict[str, Any], str, str, tuple[str, ...]]]:
     """(line, record, id, image, references) of every record with a valid, unique id."""
     seen: set[str] = set()
     for line, record in records:
@@ -301,14 +347,24 @@ def _rated(records: list[tuple[int, Any]], reader: _Reader) -> Judgments:
             items.append(Item(rid, refs, (cand,)))
             groups.append(image)
     dataset = Dataset(items, reader.source)
-    return Judgments(dataset, np.array(point_item, dtype=int), np.array(point_rating, dtype=float), groups, reader.source)
+    return Judgments(
+        dataset,
+        np.array(point_item, dtype=int),
+        np.array(point_rating, dtype=float),
+        groups,
+        reader.source,
+    )
 
 
 def _pairwise(records: list[tuple[int, Any]], reader: _Reader) -> PairJudgments:
     items, preferred, categories = [], [], []
     for line, record, rid, _image, refs in _valid_records(records, reader):
         cands = record.get("candidates")
-        if not isinstance(cands, list) or len(cands) != 2 or not all(isinstance(c, str) and c.strip() for c in cands):
+        if (
+            not isinstance(cands, list)
+            or len(cands) != 2
+            or not all(isinstance(c, str) and c.strip() for c in cands)
+        ):
             reader.problem(rid, "candidates must be a list of two non-empty strings", line)
             continue
         if record.get("preferred") is None:
@@ -321,4 +377,6 @@ def _pairwise(records: list[tuple[int, Any]], reader: _Reader) -> PairJudgments:
             items.append(Item(rid, refs, tuple(cands)))
             preferred.append(int(record["preferred"]))
             categories.append(str(record.get("category", "all")))
-    return PairJudgments(Dataset(items, reader.source), np.array(preferred, dtype=int), categories, reader.source)
+    return PairJudgments(
+        Dataset(items, reader.source), np.array(preferred, dtype=int), categories, reader.source
+    )

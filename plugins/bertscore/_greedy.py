@@ -33,7 +33,9 @@ class TokenTable:
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         dim = embedded[0].shape[1] if embedded else 1
         tokens = np.concatenate(list(embedded)) if embedded else np.zeros((0, dim), np.float32)
-        flat_w = np.concatenate(list(weights)).astype(np.float32) if weights else np.zeros(0, np.float32)
+        flat_w = (
+            np.concatenate(list(weights)).astype(np.float32) if weights else np.zeros(0, np.float32)
+        )
         return cls(tokens, offsets, flat_w)
 
     @property
@@ -56,8 +58,14 @@ def _gather(torch, table: TokenTable, tokens, texts: np.ndarray, device: str):  
     return emb, torch.from_numpy(valid).to(device), weights
 
 
-def pair_scores(table: TokenTable, a: np.ndarray, b: np.ndarray, device: str = "cpu",
-                floor_a: np.ndarray | None = None, floor_b: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def pair_scores(
+    table: TokenTable,
+    a: np.ndarray,
+    b: np.ndarray,
+    device: str = "cpu",
+    floor_a: np.ndarray | None = None,
+    floor_b: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Precision and recall of text ``a[k]`` as candidate against text ``b[k]``, for every k.
 
     Where ``floor_a[k]`` (``floor_b[k]``), the best match of each token of ``a[k]`` (``b[k]``)
@@ -71,7 +79,9 @@ def pair_scores(table: TokenTable, a: np.ndarray, b: np.ndarray, device: str = "
     recall = np.zeros(len(a), np.float32)
     order = np.lexsort((table.lengths[b], table.lengths[a]))
     with torch.inference_mode():
-        tokens = torch.from_numpy(table.tokens).to(device)  # one copy to the device (none on the CPU)
+        tokens = torch.from_numpy(table.tokens).to(
+            device
+        )  # one copy to the device (none on the CPU)
         for start in range(0, len(order), PAIR_BATCH):
             rows = order[start : start + PAIR_BATCH]
             ea, va, wa = _gather(torch, table, tokens, a[rows], device)
@@ -79,16 +89,21 @@ def pair_scores(table: TokenTable, a: np.ndarray, b: np.ndarray, device: str = "
             sim = torch.bmm(ea, eb.transpose(1, 2))
             sim = sim.masked_fill(~(va[:, :, None] & vb[:, None, :]), -torch.inf)
             best_a, best_b = sim.amax(dim=2), sim.amax(dim=1)
-            best_a = torch.where(torch.from_numpy(floor_a[rows, None]).to(device), best_a.clamp(min=0.0), best_a)
-            best_b = torch.where(torch.from_numpy(floor_b[rows, None]).to(device), best_b.clamp(min=0.0), best_b)
+            best_a = torch.where(
+                torch.from_numpy(floor_a[rows, None]).to(device), best_a.clamp(min=0.0), best_a
+            )
+            best_b = torch.where(
+                torch.from_numpy(floor_b[rows, None]).to(device), best_b.clamp(min=0.0), best_b
+            )
             best_a, best_b = torch.where(va, best_a, 0.0), torch.where(vb, best_b, 0.0)
             precision[rows] = (best_a * wa).sum(dim=1).cpu().numpy()
             recall[rows] = (best_b * wb).sum(dim=1).cpu().numpy()
     return precision, recall
 
 
-def pool_precisions(table: TokenTable, pools: Sequence[np.ndarray], device: str = "cpu",
-                    floor: bool = True) -> list[np.ndarray]:
+def pool_precisions(
+    table: TokenTable, pools: Sequence[np.ndarray], device: str = "cpu", floor: bool = True
+) -> list[np.ndarray]:
     """Per pool of texts, the matrix P[i, j] = precision of text i against text j (recall is Pᵀ);
     with ``floor`` every best match is at least 0.
 
@@ -106,19 +121,25 @@ def pool_precisions(table: TokenTable, pools: Sequence[np.ndarray], device: str 
     out: list[np.ndarray | None] = [None] * len(pools)
     order = np.argsort(totals, kind="stable")
     with torch.inference_mode():
-        tokens = torch.from_numpy(table.tokens).to(device)  # one copy to the device (none on the CPU)
+        tokens = torch.from_numpy(table.tokens).to(
+            device
+        )  # one copy to the device (none on the CPU)
         for start in range(0, len(order), POOL_BATCH):
             chunk = order[start : start + POOL_BATCH]
             width, n = int(totals[chunk].max()), max(len(pools[k]) for k in chunk)
             index = np.zeros((len(chunk), width), np.int64)
             owner = np.full((len(chunk), width), n, np.int64)  # n: padding segment
             for row, k in enumerate(chunk):
-                tok = np.concatenate([np.arange(table.offsets[t], table.offsets[t + 1]) for t in pools[k]])
+                tok = np.concatenate(
+                    [np.arange(table.offsets[t], table.offsets[t + 1]) for t in pools[k]]
+                )
                 index[row, : len(tok)] = tok
                 owner[row, : len(tok)] = np.repeat(np.arange(len(pools[k])), lengths[pools[k]])
             emb = tokens[torch.from_numpy(index).to(device)]
             own = torch.from_numpy(owner).to(device)
-            weights = torch.from_numpy(np.where(owner < n, unit_w[index], 0.0).astype(np.float32)).to(device)
+            weights = torch.from_numpy(
+                np.where(owner < n, unit_w[index], 0.0).astype(np.float32)
+            ).to(device)
             sim = torch.bmm(emb, emb.transpose(1, 2))  # (B, W, W)
             best = torch.full((len(chunk), width, n + 1), -torch.inf, device=device)
             best = best.scatter_reduce(2, own[:, None, :].expand(-1, width, -1), sim, "amax")

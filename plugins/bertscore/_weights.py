@@ -51,7 +51,9 @@ class Idf:
 
 def plain_weights(ids: np.ndarray, special: set[int]) -> np.ndarray:
     """Weight 1 per token, 0 for [CLS] and [SEP]."""
-    return np.fromiter((0.0 if int(i) in special else 1.0 for i in ids), dtype=np.float64, count=len(ids))
+    return np.fromiter(
+        (0.0 if int(i) in special else 1.0 for i in ids), dtype=np.float64, count=len(ids)
+    )
 
 
 def read_baseline(path: str, layer: int, depth: int) -> np.ndarray:
@@ -65,16 +67,24 @@ def read_baseline(path: str, layer: int, depth: int) -> np.ndarray:
         header, body = [h.strip() for h in rows[0]], [r for r in rows[1:] if r]
         values = np.array([[float(x) for x in r] for r in body], dtype=np.float64)
     except (IndexError, ValueError, UnicodeDecodeError) as err:
-        raise MetricError(f"baseline={path!r} is not a bert-score baseline file "
-                          f"(CSV with columns LAYER,P,R,F): {err}") from None
+        raise MetricError(
+            f"baseline={path!r} is not a bert-score baseline file "
+            f"(CSV with columns LAYER,P,R,F): {err}"
+        ) from None
     if header[1:] != ["P", "R", "F"] or values.ndim != 2 or values.shape[1] != 4:
-        raise MetricError(f"baseline={path!r} is not a bert-score baseline file: header {header}, "
-                          "expected LAYER,P,R,F")
+        raise MetricError(
+            f"baseline={path!r} is not a bert-score baseline file: header {header}, "
+            "expected LAYER,P,R,F"
+        )
     if len(values) != depth + 1 or not np.array_equal(values[:, 0], np.arange(depth + 1)):
-        raise MetricError(f"baseline={path!r} has {len(values)} layer rows but the model has {depth} "
-                          f"layers ({depth + 1} rows, LAYER 0..{depth}): a baseline of another model?")
+        raise MetricError(
+            f"baseline={path!r} has {len(values)} layer rows but the model has {depth} "
+            f"layers ({depth + 1} rows, LAYER 0..{depth}): a baseline of another model?"
+        )
     if not all(math.isfinite(v) and v < 1.0 for v in values[layer, 1:]):
-        raise MetricError(f"baseline={path!r}: row {layer} has values {values[layer, 1:]} (need < 1)")
+        raise MetricError(
+            f"baseline={path!r}: row {layer} has values {values[layer, 1:]} (need < 1)"
+        )
     return values[layer, 1:].astype(np.float32)
 
 

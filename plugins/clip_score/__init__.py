@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from capmetrics import hookimpl
-
 from capmetrics.plugins.clip_score.metrics import ClipScore, PacScore, RefClipScore, RefPacScore
 from capmetrics.plugins.clip_score.model import ClipModel
 

@@ -28,7 +28,11 @@ _N_MERGES = 49152 - 256 - 2  # the checkpoints' vocabulary: 49408 ids
 def _byte_alphabet() -> tuple[list[str], list[str]]:
     """One printable character per byte value (printable bytes stand for themselves, the others
     for 256, 257, ...), and the vocabulary's order of them: the printable bytes first."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
     extra = iter(range(256, 512))
     chars = [chr(b) if b in printable else chr(next(extra)) for b in range(256)]
     order = printable + [b for b in range(256) if b not in printable]
@@ -45,13 +49,16 @@ class ClipBPE:
             lines = f.read().split("\n")[1 : _N_MERGES + 1]
         merges = [tuple(line.split()) for line in lines]
         self.alphabet, ordered = _byte_alphabet()
-        symbols = ordered + [c + "</w>" for c in ordered] + ["".join(m) for m in merges] + [START, END]
+        symbols = (
+            ordered + [c + "</w>" for c in ordered] + ["".join(m) for m in merges] + [START, END]
+        )
         self.ids = {s: i for i, s in enumerate(symbols)}
         self.ranks = {m: r for r, m in enumerate(merges)}
         self.start, self.end = self.ids[START], self.ids[END]
         self.pieces = regex.compile(
             r"<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+",
-            regex.IGNORECASE)
+            regex.IGNORECASE,
+        )
         try:
             import ftfy
 
@@ -74,7 +81,9 @@ class ClipBPE:
     def _merge(self, piece: str) -> tuple[int, ...]:
         parts = list(piece[:-1]) + [piece[-1] + "</w>"]
         while len(parts) > 1:
-            pairs = [(self.ranks.get((a, b), None), k) for k, (a, b) in enumerate(zip(parts, parts[1:]))]
+            pairs = [
+                (self.ranks.get((a, b), None), k) for k, (a, b) in enumerate(zip(parts, parts[1:]))
+            ]
             ranked = [(r, k) for r, k in pairs if r is not None]
             if not ranked:
                 break

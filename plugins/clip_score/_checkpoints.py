@@ -33,14 +33,17 @@ from typing import Any
 
 import numpy as np
 from capmetrics.errors import MetricError
-
 from capmetrics.plugins.clip_score._preprocess import OPENAI_MEAN, OPENAI_STD, Preprocess
 
 OPENAI_EOT = 49407
 OPENAI_SOT = 49406
 #: Long-CLIP keeps CLIP's positions below this one and fine-tunes (stretched) ones above.
 LONGCLIP_KEPT = 20
-OPEN_CLIP_WEIGHTS = ("open_clip_model.safetensors", "open_clip_pytorch_model.bin", "open_clip_pytorch_model.pt")
+OPEN_CLIP_WEIGHTS = (
+    "open_clip_model.safetensors",
+    "open_clip_pytorch_model.bin",
+    "open_clip_pytorch_model.pt",
+)
 
 
 @dataclass
@@ -77,16 +80,20 @@ def load_checkpoint(path: str, activation: str = "auto", trust_code: bool = Fals
     """
     p = Path(path).expanduser()
     if not p.exists():
-        raise MetricError(f"model={path!r}: no such file or folder (CLIP weights are never downloaded; "
-                          "give the path of an OpenAI .pt, a PAC-S .pth, a Hugging Face CLIPModel folder or "
-                          "an open_clip checkpoint)")
+        raise MetricError(
+            f"model={path!r}: no such file or folder (CLIP weights are never downloaded; "
+            "give the path of an OpenAI .pt, a PAC-S .pth, a Hugging Face CLIPModel folder or "
+            "an open_clip checkpoint)"
+        )
     if p.is_dir():
         if (p / "open_clip_config.json").is_file():
             return _open_clip_folder(p, path, activation, trust_code)
         if (p / "config.json").is_file():
             return _hf_folder(p, path)
-        raise MetricError(f"model={path!r} is a folder without config.json (Hugging Face) or "
-                          "open_clip_config.json (open_clip): not a CLIP checkpoint")
+        raise MetricError(
+            f"model={path!r} is a folder without config.json (Hugging Face) or "
+            "open_clip_config.json (open_clip): not a CLIP checkpoint"
+        )
     state, fmt = _read_state_dict(p, path, trust_code)
     if "positional_embedding_res" in state:
         fmt = "longclip-" + fmt
@@ -100,10 +107,14 @@ def check_regular_file(p: Path, path: str) -> None:
     try:
         mode = os.stat(p).st_mode
     except OSError as err:
-        raise MetricError(f"model={path!r}: cannot read {str(p)!r} ({err.strerror or err})") from None
+        raise MetricError(
+            f"model={path!r}: cannot read {str(p)!r} ({err.strerror or err})"
+        ) from None
     if not stat.S_ISREG(mode):
-        raise MetricError(f"model={path!r}: {str(p)!r} is not a regular file (a checkpoint is a file or a folder "
-                          "of files, not a pipe or a device)")
+        raise MetricError(
+            f"model={path!r}: {str(p)!r} is not a regular file (a checkpoint is a file or a folder "
+            "of files, not a pipe or a device)"
+        )
 
 
 def is_torchscript(p: Path) -> bool:
@@ -117,9 +128,13 @@ def is_torchscript(p: Path) -> bool:
             names = z.namelist()
     except (zipfile.BadZipFile, OSError, ValueError):
         return False
-    for name in names:  # <root>/code/... or <root>/constants.pkl; the root is the file's stem (maybe "code")
+    for name in (
+        names
+    ):  # <root>/code/... or <root>/constants.pkl; the root is the file's stem (maybe "code")
         parts = name.split("/")
-        if len(parts) >= 2 and (parts[1] == "constants.pkl" or (parts[1] == "code" and len(parts) > 2)):
+        if len(parts) >= 2 and (
+            parts[1] == "constants.pkl" or (parts[1] == "code" and len(parts) > 2)
+        ):
             return True
     return False
 
@@ -127,19 +142,27 @@ def is_torchscript(p: Path) -> bool:
 def torchscript_refusal(path: str) -> str:
     """The one-line refusal of a TorchScript archive, with how to convert it."""
     stem = Path(path).with_suffix("").name
-    return (f"model={path!r} is a TorchScript archive: loading one runs the code inside it, so capmetrics does "
-            "not, unless you trust where it came from and say so (clip-model(..., trust_code=true) or --trust-code). "
-            "Or convert it once, in a Python session you trust: import torch; torch.save(torch.jit.load("
-            f"{path!r}, map_location=\"cpu\").state_dict(), \"{stem}-state-dict.pt\"); then use that file")
+    return (
+        f"model={path!r} is a TorchScript archive: loading one runs the code inside it, so capmetrics does "
+        "not, unless you trust where it came from and say so (clip-model(..., trust_code=true) or --trust-code). "
+        "Or convert it once, in a Python session you trust: import torch; torch.save(torch.jit.load("
+        f'{path!r}, map_location="cpu").state_dict(), "{stem}-state-dict.pt"); then use that file'
+    )
 
 
 def weights_only_refusal(path: str, err: BaseException) -> str:
     """The one-line refusal of a pickle that holds more than tensors."""
-    text = str(err).split("WeightsUnpickler error:", 1)[-1] if "WeightsUnpickler error:" in str(err) else ""
+    text = (
+        str(err).split("WeightsUnpickler error:", 1)[-1]
+        if "WeightsUnpickler error:" in str(err)
+        else ""
+    )
     first = next((line.strip() for line in text.splitlines() if line.strip()), type(err).__name__)
-    return (f"model={path!r}: its weights are a pickle that holds more than tensors ({first}); capmetrics "
-            "reads checkpoints with torch.load(weights_only=True) and never runs code from them: use a state dict "
-            "saved with torch.save(model.state_dict()) or a .safetensors file")
+    return (
+        f"model={path!r}: its weights are a pickle that holds more than tensors ({first}); capmetrics "
+        "reads checkpoints with torch.load(weights_only=True) and never runs code from them: use a state dict "
+        "saved with torch.save(model.state_dict()) or a .safetensors file"
+    )
 
 
 def _read_state_dict(p: Path, path: str, trust_code: bool = False) -> tuple[dict[str, Any], str]:
@@ -150,9 +173,13 @@ def _read_state_dict(p: Path, path: str, trust_code: bool = False) -> tuple[dict
         import torch
 
         try:
-            return dict(torch.jit.load(str(p), map_location="cpu").state_dict()), "openai-torchscript"
+            return dict(
+                torch.jit.load(str(p), map_location="cpu").state_dict()
+            ), "openai-torchscript"
         except Exception as err:
-            raise MetricError(f"model={path!r}: cannot read the TorchScript archive ({err})") from None
+            raise MetricError(
+                f"model={path!r}: cannot read the TorchScript archive ({err})"
+            ) from None
     import torch
 
     if p.suffix == ".safetensors":
@@ -168,14 +195,20 @@ def _read_state_dict(p: Path, path: str, trust_code: bool = False) -> tuple[dict
         raise MetricError(weights_only_refusal(path, err)) from None
     except Exception as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise MetricError(f"model={path!r} is not a CLIP checkpoint (torch cannot read it: {first})") from None
+        raise MetricError(
+            f"model={path!r} is not a CLIP checkpoint (torch cannot read it: {first})"
+        ) from None
     fmt = "state-dict"
-    if isinstance(obj, dict) and isinstance(obj.get("state_dict"), dict):  # PAC-S, training checkpoints
+    if isinstance(obj, dict) and isinstance(
+        obj.get("state_dict"), dict
+    ):  # PAC-S, training checkpoints
         obj, fmt = obj["state_dict"], "pac-s-state-dict"
     if not isinstance(obj, dict) or not all(isinstance(k, str) for k in obj):
-        raise MetricError(f"model={path!r} is not a CLIP checkpoint (expected a state dict, got {type(obj).__name__})")
+        raise MetricError(
+            f"model={path!r} is not a CLIP checkpoint (expected a state dict, got {type(obj).__name__})"
+        )
     if obj and all(k.startswith("module.") for k in obj):
-        obj = {k[len("module."):]: v for k, v in obj.items()}
+        obj = {k[len("module.") :]: v for k, v in obj.items()}
     return obj, fmt
 
 
@@ -184,16 +217,24 @@ def openai_layout_model(state: dict[str, Any], path: str, activation: str) -> tu
     image size."""
     import torch
 
-    sd = {k: (v.detach() if isinstance(v, torch.Tensor) else torch.as_tensor(np.asarray(v))).float()
-          for k, v in state.items()}
+    sd = {
+        k: (v.detach() if isinstance(v, torch.Tensor) else torch.as_tensor(np.asarray(v))).float()
+        for k, v in state.items()
+    }
     if "token_embedding.weight" not in sd or "text_projection" not in sd:
-        raise MetricError(f"model={path!r} is not a CLIP checkpoint (no CLIP text tower: token_embedding and "
-                          "text_projection are missing)")
+        raise MetricError(
+            f"model={path!r} is not a CLIP checkpoint (no CLIP text tower: token_embedding and "
+            "text_projection are missing)"
+        )
     if not any(k.startswith("visual.") for k in sd):
-        raise MetricError(f"model={path!r} has no vision tower (no visual.* weights): image-grounded metrics "
-                          "need a full CLIP model")
+        raise MetricError(
+            f"model={path!r} has no vision tower (no visual.* weights): image-grounded metrics "
+            "need a full CLIP model"
+        )
     if "visual.conv1.weight" not in sd or "visual.class_embedding" not in sd:
-        raise MetricError(f"model={path!r}: only ViT image towers are supported (this looks like a ResNet CLIP)")
+        raise MetricError(
+            f"model={path!r}: only ViT image towers are supported (this looks like a ResNet CLIP)"
+        )
     conv = sd["visual.conv1.weight"]
     v_width, patch = conv.shape[0], conv.shape[-1]
     v_layers = _count_layers(sd, "visual.transformer.resblocks.")
@@ -207,13 +248,31 @@ def openai_layout_model(state: dict[str, Any], path: str, activation: str) -> tu
     from transformers import CLIPConfig
 
     config = CLIPConfig(
-        text_config=dict(vocab_size=vocab, hidden_size=t_width, intermediate_size=sd["transformer.resblocks.0.mlp.c_fc.weight"].shape[0],
-                         num_hidden_layers=t_layers, num_attention_heads=t_width // 64, max_position_embeddings=context,
-                         hidden_act=activation, layer_norm_eps=1e-5, bos_token_id=OPENAI_SOT, eos_token_id=OPENAI_EOT,
-                         pad_token_id=0, projection_dim=embed),
-        vision_config=dict(hidden_size=v_width, intermediate_size=sd["visual.transformer.resblocks.0.mlp.c_fc.weight"].shape[0],
-                           num_hidden_layers=v_layers, num_attention_heads=v_width // 64, image_size=grid * patch,
-                           patch_size=patch, hidden_act=activation, layer_norm_eps=1e-5, projection_dim=embed),
+        text_config=dict(
+            vocab_size=vocab,
+            hidden_size=t_width,
+            intermediate_size=sd["transformer.resblocks.0.mlp.c_fc.weight"].shape[0],
+            num_hidden_layers=t_layers,
+            num_attention_heads=t_width // 64,
+            max_position_embeddings=context,
+            hidden_act=activation,
+            layer_norm_eps=1e-5,
+            bos_token_id=OPENAI_SOT,
+            eos_token_id=OPENAI_EOT,
+            pad_token_id=0,
+            projection_dim=embed,
+        ),
+        vision_config=dict(
+            hidden_size=v_width,
+            intermediate_size=sd["visual.transformer.resblocks.0.mlp.c_fc.weight"].shape[0],
+            num_hidden_layers=v_layers,
+            num_attention_heads=v_width // 64,
+            image_size=grid * patch,
+            patch_size=patch,
+            hidden_act=activation,
+            layer_norm_eps=1e-5,
+            projection_dim=embed,
+        ),
         projection_dim=embed,
     )
     hf = {}
@@ -225,32 +284,43 @@ def openai_layout_model(state: dict[str, Any], path: str, activation: str) -> tu
                 hf[f"{b}self_attn.{which}_proj.weight"] = part
             for which, part in zip("qkv", sd[a + "attn.in_proj_bias"].chunk(3)):
                 hf[f"{b}self_attn.{which}_proj.bias"] = part
-            for old, new in (("attn.out_proj", "self_attn.out_proj"), ("ln_1", "layer_norm1"), ("ln_2", "layer_norm2"),
-                             ("mlp.c_fc", "mlp.fc1"), ("mlp.c_proj", "mlp.fc2")):
+            for old, new in (
+                ("attn.out_proj", "self_attn.out_proj"),
+                ("ln_1", "layer_norm1"),
+                ("ln_2", "layer_norm2"),
+                ("mlp.c_fc", "mlp.fc1"),
+                ("mlp.c_proj", "mlp.fc2"),
+            ):
                 hf[f"{b}{new}.weight"] = sd[f"{a}{old}.weight"]
                 hf[f"{b}{new}.bias"] = sd[f"{a}{old}.bias"]
-    hf.update({
-        "text_model.embeddings.token_embedding.weight": sd["token_embedding.weight"],
-        "text_model.embeddings.position_embedding.weight": sd["positional_embedding"],
-        "text_model.final_layer_norm.weight": sd["ln_final.weight"],
-        "text_model.final_layer_norm.bias": sd["ln_final.bias"],
-        "text_projection.weight": sd["text_projection"].t().contiguous(),
-        "vision_model.embeddings.patch_embedding.weight": sd["visual.conv1.weight"],
-        "vision_model.embeddings.class_embedding": sd["visual.class_embedding"],
-        "vision_model.embeddings.position_embedding.weight": sd["visual.positional_embedding"],
-        "vision_model.pre_layrnorm.weight": sd["visual.ln_pre.weight"],
-        "vision_model.pre_layrnorm.bias": sd["visual.ln_pre.bias"],
-        "vision_model.post_layernorm.weight": sd["visual.ln_post.weight"],
-        "vision_model.post_layernorm.bias": sd["visual.ln_post.bias"],
-        "visual_projection.weight": sd["visual.proj"].t().contiguous(),
-        "logit_scale": sd.get("logit_scale", torch.tensor(np.log(1 / 0.07), dtype=torch.float32)),
-    })
+    hf.update(
+        {
+            "text_model.embeddings.token_embedding.weight": sd["token_embedding.weight"],
+            "text_model.embeddings.position_embedding.weight": sd["positional_embedding"],
+            "text_model.final_layer_norm.weight": sd["ln_final.weight"],
+            "text_model.final_layer_norm.bias": sd["ln_final.bias"],
+            "text_projection.weight": sd["text_projection"].t().contiguous(),
+            "vision_model.embeddings.patch_embedding.weight": sd["visual.conv1.weight"],
+            "vision_model.embeddings.class_embedding": sd["visual.class_embedding"],
+            "vision_model.embeddings.position_embedding.weight": sd["visual.positional_embedding"],
+            "vision_model.pre_layrnorm.weight": sd["visual.ln_pre.weight"],
+            "vision_model.pre_layrnorm.bias": sd["visual.ln_pre.bias"],
+            "vision_model.post_layernorm.weight": sd["visual.ln_post.weight"],
+            "vision_model.post_layernorm.bias": sd["visual.ln_post.bias"],
+            "visual_projection.weight": sd["visual.proj"].t().contiguous(),
+            "logit_scale": sd.get(
+                "logit_scale", torch.tensor(np.log(1 / 0.07), dtype=torch.float32)
+            ),
+        }
+    )
     model = _build(config)
     result = model.load_state_dict(hf, strict=False)
     missing = [k for k in result.missing_keys if not k.endswith("position_ids")]
     if missing or result.unexpected_keys:
-        raise MetricError(f"model={path!r}: the weights do not fit a CLIP ViT ({len(missing)} missing, "
-                          f"e.g. {(missing or result.unexpected_keys)[0]})")
+        raise MetricError(
+            f"model={path!r}: the weights do not fit a CLIP ViT ({len(missing)} missing, "
+            f"e.g. {(missing or result.unexpected_keys)[0]})"
+        )
     return model.eval(), int(context), int(grid * patch)
 
 
@@ -262,13 +332,15 @@ def longclip_positions(sd: dict[str, Any], path: str) -> Any:
 
     pos, res = sd["positional_embedding"], sd["positional_embedding_res"]
     if pos.shape != res.shape or pos.shape[0] <= LONGCLIP_KEPT:
-        raise MetricError(f"model={path!r}: positional_embedding_res {tuple(res.shape)} does not fit "
-                          f"positional_embedding {tuple(pos.shape)} (Long-CLIP's layout has two equal tables)")
+        raise MetricError(
+            f"model={path!r}: positional_embedding_res {tuple(res.shape)} does not fit "
+            f"positional_embedding {tuple(pos.shape)} (Long-CLIP's layout has two equal tables)"
+        )
     return torch.cat([pos[:LONGCLIP_KEPT], res[LONGCLIP_KEPT:]], dim=0).contiguous()
 
 
 def _count_layers(sd: dict[str, Any], prefix: str) -> int:
-    return len({k[len(prefix):].split(".")[0] for k in sd if k.startswith(prefix)})
+    return len({k[len(prefix) :].split(".")[0] for k in sd if k.startswith(prefix)})
 
 
 def _build(config: Any) -> Any:
@@ -288,27 +360,40 @@ def _hf_folder(p: Path, path: str) -> Loaded:
     try:
         config = AutoConfig.from_pretrained(str(p), local_files_only=True)
     except (OSError, ValueError) as err:
-        raise MetricError(f"model={path!r} is not a model folder ({str(err).splitlines()[0]})") from None
+        raise MetricError(
+            f"model={path!r} is not a model folder ({str(err).splitlines()[0]})"
+        ) from None
     if config.model_type != "clip":
-        tower = " (a text tower only: it has no vision tower)" if config.model_type == "clip_text_model" else ""
-        raise MetricError(f"model={path!r} is a {config.model_type!r} model{tower}; image-grounded metrics need "
-                          "a full CLIPModel (model_type clip)")
+        tower = (
+            " (a text tower only: it has no vision tower)"
+            if config.model_type == "clip_text_model"
+            else ""
+        )
+        raise MetricError(
+            f"model={path!r} is a {config.model_type!r} model{tower}; image-grounded metrics need "
+            "a full CLIPModel (model_type clip)"
+        )
     from transformers.utils import logging as hf_logging
 
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     try:
-        model, info = CLIPModel.from_pretrained(str(p), local_files_only=True, output_loading_info=True,
-                                                dtype="float32")
+        model, info = CLIPModel.from_pretrained(
+            str(p), local_files_only=True, output_loading_info=True, dtype="float32"
+        )
     except pickle.UnpicklingError as err:  # transformers reads .bin weights with weights_only=True
         raise MetricError(weights_only_refusal(path, err)) from None
     except (OSError, ValueError) as err:
-        raise MetricError(f"model={path!r}: cannot load the CLIPModel weights ({str(err).splitlines()[0]})") from None
+        raise MetricError(
+            f"model={path!r}: cannot load the CLIPModel weights ({str(err).splitlines()[0]})"
+        ) from None
     finally:
         hf_logging.set_verbosity(level)
     absent = [k for k in info.get("missing_keys", []) if not k.endswith("position_ids")]
     if absent:
-        raise MetricError(f"model={path!r}: the weights are incomplete ({len(absent)} missing, e.g. {absent[0]})")
+        raise MetricError(
+            f"model={path!r}: the weights are incomplete ({len(absent)} missing, e.g. {absent[0]})"
+        )
     tokenizer = None
     if any((p / f).is_file() for f in ("tokenizer.json", "vocab.json", "tokenizer_config.json")):
         from transformers import AutoTokenizer
@@ -316,11 +401,19 @@ def _hf_folder(p: Path, path: str) -> Loaded:
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(p), local_files_only=True)
         except (OSError, ValueError, TypeError) as err:
-            raise MetricError(f"model={path!r} has an unusable tokenizer ({str(err).splitlines()[0]})") from None
+            raise MetricError(
+                f"model={path!r} has an unusable tokenizer ({str(err).splitlines()[0]})"
+            ) from None
     preprocess = _hf_preprocess(p, int(config.vision_config.image_size))
-    files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in (".safetensors", ".bin", ".json", ".txt"))
+    files = sorted(
+        f
+        for f in p.rglob("*")
+        if f.is_file() and f.suffix in (".safetensors", ".bin", ".json", ".txt")
+    )
     context = int(config.text_config.max_position_embeddings)
-    return Loaded(model.eval(), preprocess, context, tokenizer, "hf-clipmodel", file_checksum(files, p))
+    return Loaded(
+        model.eval(), preprocess, context, tokenizer, "hf-clipmodel", file_checksum(files, p)
+    )
 
 
 def _config(path: Path) -> dict:
@@ -328,7 +421,9 @@ def _config(path: Path) -> dict:
     most 64 deep: :func:`capmetrics.strict_json.read_json`); not an object is a named error."""
     from capmetrics.strict_json import MAX_DEPTH, read_json
 
-    cfg = read_json(path, "a model config", 16 << 20, MAX_DEPTH, header=f"cannot load the model config {path}")
+    cfg = read_json(
+        path, "a model config", 16 << 20, MAX_DEPTH, header=f"cannot load the model config {path}"
+    )
     if not isinstance(cfg, dict):
         raise MetricError(f"{path}: a model config must be a JSON object, got {type(cfg).__name__}")
     return cfg
@@ -343,10 +438,22 @@ def _hf_preprocess(p: Path, image_size: int) -> Preprocess:
     size = size.get("shortest_edge", image_size) if isinstance(size, dict) else int(size)
     crop = cfg.get("crop_size", size)
     crop = crop.get("height", size) if isinstance(crop, dict) else int(crop)
-    if cfg.get("resample", 3) != 3 or not cfg.get("do_center_crop", True) or not cfg.get("do_resize", True):
-        raise MetricError(f"model={str(p)!r}: its image processor is not CLIP's (bicubic resize + centre crop)")
-    return Preprocess(int(size), int(crop), tuple(cfg.get("image_mean", OPENAI_MEAN)),
-                      tuple(cfg.get("image_std", OPENAI_STD)), rgb_first=True, floor_crop=True)
+    if (
+        cfg.get("resample", 3) != 3
+        or not cfg.get("do_center_crop", True)
+        or not cfg.get("do_resize", True)
+    ):
+        raise MetricError(
+            f"model={str(p)!r}: its image processor is not CLIP's (bicubic resize + centre crop)"
+        )
+    return Preprocess(
+        int(size),
+        int(crop),
+        tuple(cfg.get("image_mean", OPENAI_MEAN)),
+        tuple(cfg.get("image_std", OPENAI_STD)),
+        rgb_first=True,
+        floor_crop=True,
+    )
 
 
 def _open_clip_folder(p: Path, path: str, activation: str, trust_code: bool = False) -> Loaded:
@@ -354,20 +461,54 @@ def _open_clip_folder(p: Path, path: str, activation: str, trust_code: bool = Fa
     model_cfg = cfg.get("model_cfg", cfg)
     weights = next((p / f for f in OPEN_CLIP_WEIGHTS if (p / f).is_file()), None)
     if weights is None:
-        raise MetricError(f"model={path!r}: an open_clip folder needs one of {', '.join(OPEN_CLIP_WEIGHTS)}")
+        raise MetricError(
+            f"model={path!r}: an open_clip folder needs one of {', '.join(OPEN_CLIP_WEIGHTS)}"
+        )
     vision, text = model_cfg.get("vision_cfg", {}), model_cfg.get("text_cfg", {})
-    if "timm_model_name" in vision or "hf_model_name" in text or isinstance(vision.get("layers"), list):
-        raise MetricError(f"model={path!r}: only open_clip's own ViT towers are supported (not timm, HF text or ResNet)")
-    unsupported = [k for k in ("attentional_pool", "no_ln_pre", "final_ln_after_pool", "proj_bias")
-                   if vision.get(k) or text.get(k)]
-    if unsupported or vision.get("pool_type", "tok") != "tok" or text.get("pool_type", "argmax") != "argmax":
-        raise MetricError(f"model={path!r}: open_clip options {unsupported or ['pool_type']} are not supported")
+    if (
+        "timm_model_name" in vision
+        or "hf_model_name" in text
+        or isinstance(vision.get("layers"), list)
+    ):
+        raise MetricError(
+            f"model={path!r}: only open_clip's own ViT towers are supported (not timm, HF text or ResNet)"
+        )
+    unsupported = [
+        k
+        for k in ("attentional_pool", "no_ln_pre", "final_ln_after_pool", "proj_bias")
+        if vision.get(k) or text.get(k)
+    ]
+    if (
+        unsupported
+        or vision.get("pool_type", "tok") != "tok"
+        or text.get("pool_type", "argmax") != "argmax"
+    ):
+        raise MetricError(
+            f"model={path!r}: open_clip options {unsupported or ['pool_type']} are not supported"
+        )
     state, _ = _read_state_dict(weights, path, trust_code)
-    act = activation if activation != "auto" else ("quick_gelu" if model_cfg.get("quick_gelu") else "gelu")
+    act = (
+        activation
+        if activation != "auto"
+        else ("quick_gelu" if model_cfg.get("quick_gelu") else "gelu")
+    )
     model, context, size = openai_layout_model(state, path, act)
     pre = cfg.get("preprocess_cfg", {})
-    if pre.get("interpolation", "bicubic") != "bicubic" or pre.get("resize_mode", "shortest") != "shortest":
-        raise MetricError(f"model={path!r}: open_clip preprocessing other than bicubic shortest-side resize is not supported")
-    preprocess = Preprocess(size, size, tuple(pre.get("mean", OPENAI_MEAN)), tuple(pre.get("std", OPENAI_STD)))
-    return Loaded(model, preprocess, context, None, f"open_clip-{act}",
-                  file_checksum([p / "open_clip_config.json", weights], p))
+    if (
+        pre.get("interpolation", "bicubic") != "bicubic"
+        or pre.get("resize_mode", "shortest") != "shortest"
+    ):
+        raise MetricError(
+            f"model={path!r}: open_clip preprocessing other than bicubic shortest-side resize is not supported"
+        )
+    preprocess = Preprocess(
+        size, size, tuple(pre.get("mean", OPENAI_MEAN)), tuple(pre.get("std", OPENAI_STD))
+    )
+    return Loaded(
+        model,
+        preprocess,
+        context,
+        None,
+        f"open_clip-{act}",
+        file_checksum([p / "open_clip_config.json", weights], p),
+    )

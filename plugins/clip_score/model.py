@@ -22,9 +22,8 @@ import numpy as np
 from capmetrics import ImageTextModel, MetricError
 from capmetrics.data.images import ImageLimits, ImageProblems, image_key, image_limits, open_image
 from capmetrics.device import device_signature, in_halving_batches, resolve_device
-from capmetrics.prepared import shared
-
 from capmetrics.plugins.clip_score._checkpoints import Loaded, load_checkpoint
+from capmetrics.prepared import shared
 
 Precision = Literal["fp32", "fp16", "bf16"]
 _DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
@@ -41,7 +40,9 @@ def _require() -> None:
         except ImportError:
             missing.append(module)
     if missing:
-        raise MetricError(f"{', '.join(missing)} not installed; install them with: pip install 'capmetrics[clip]'")
+        raise MetricError(
+            f"{', '.join(missing)} not installed; install them with: pip install 'capmetrics[clip]'"
+        )
 
 
 class ClipModel(ImageTextModel):
@@ -69,9 +70,16 @@ class ClipModel(ImageTextModel):
     program_params = ("trust_code",)
     example_specs = ()
 
-    def __init__(self, path: str, activation: Literal["auto", "quick_gelu", "gelu"] = "auto",
-                 precision: Precision = "fp32", device: str | None = None, batch_size: int = 64,
-                 workers: int = 0, trust_code: bool | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        activation: Literal["auto", "quick_gelu", "gelu"] = "auto",
+        precision: Precision = "fp32",
+        device: str | None = None,
+        batch_size: int = 64,
+        workers: int = 0,
+        trust_code: bool | None = None,
+    ) -> None:
         self.path = path
         self.activation = activation
         self.precision = precision
@@ -111,7 +119,9 @@ class ClipModel(ImageTextModel):
                 loaded = load_checkpoint(self.path, self.activation, trusted)
                 if loaded.tokenizer is None:
                     _bpe()  # the vocabulary is read with the model, not by the first caption
-                loaded.model = loaded.model.to(device=self._device, dtype=getattr(torch, _DTYPES[self.precision]))
+                loaded.model = loaded.model.to(
+                    device=self._device, dtype=getattr(torch, _DTYPES[self.precision])
+                )
                 _loaded[key] = loaded
                 while len(_loaded) > _KEEP:
                     _loaded.popitem(last=False)
@@ -125,11 +135,20 @@ class ClipModel(ImageTextModel):
 
     def signature_extra(self) -> dict[str, str]:
         loaded = self._checkpoint()
-        tokenizer = "hf-folder" if loaded.tokenizer is not None else (
-            "clip-bpe+ftfy" if _bpe().fixes_text else "clip-bpe")
-        return {"model": loaded.checksum, "format": loaded.format, "precision": self.precision,
-                "preprocess": loaded.preprocess.describe(), "tokenizer": tokenizer,
-                "context": str(loaded.context), **device_signature(self._device)}
+        tokenizer = (
+            "hf-folder"
+            if loaded.tokenizer is not None
+            else ("clip-bpe+ftfy" if _bpe().fixes_text else "clip-bpe")
+        )
+        return {
+            "model": loaded.checksum,
+            "format": loaded.format,
+            "precision": self.precision,
+            "preprocess": loaded.preprocess.describe(),
+            "tokenizer": tokenizer,
+            "context": str(loaded.context),
+            **device_signature(self._device),
+        }
 
     def _run_key(self) -> Hashable:
         loaded = self._checkpoint()
@@ -147,8 +166,13 @@ class ClipModel(ImageTextModel):
             ids, _ = _bpe().tokenize(texts, loaded.context)
             width = int((ids != 0).sum(axis=1).max()) if len(ids) else 1
             return {"input_ids": torch.from_numpy(np.ascontiguousarray(ids[:, :width]))}
-        enc = loaded.tokenizer(list(texts), padding=True, truncation=True, max_length=loaded.context,
-                               return_tensors="pt")
+        enc = loaded.tokenizer(
+            list(texts),
+            padding=True,
+            truncation=True,
+            max_length=loaded.context,
+            return_tensors="pt",
+        )
         return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
 
     def overlong(self, texts: Sequence[str]) -> list[int]:
@@ -185,13 +209,19 @@ class ClipModel(ImageTextModel):
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
                 inputs = self._tokens([texts[k] for k in rows])
-                feats = _features(loaded.model.get_text_features(**{k: v.to(self._device) for k, v in inputs.items()}))
+                feats = _features(
+                    loaded.model.get_text_features(
+                        **{k: v.to(self._device) for k, v in inputs.items()}
+                    )
+                )
                 out[rows] = feats.float().cpu().numpy()
         return out
 
     # ---------------------------------------------------------------- images
     def embed_images(self, images: Sequence[Any]) -> np.ndarray:
-        return self._cached("image", [image_key(im) for im in images], list(images), self._encode_images)
+        return self._cached(
+            "image", [image_key(im) for im in images], list(images), self._encode_images
+        )
 
     def _encode_images(self, images: Sequence[Any]) -> np.ndarray:
         return in_halving_batches(self._image_batch, images, self.batch_size, "clip")
@@ -212,15 +242,22 @@ class ClipModel(ImageTextModel):
                 good = [k for k, x in enumerate(pixels) if x is not None]
                 if not good:
                     continue
-                batch = torch.stack([pixels[k] for k in good]).to(self._device, dtype=loaded.model.dtype)
+                batch = torch.stack([pixels[k] for k in good]).to(
+                    self._device, dtype=loaded.model.dtype
+                )
                 feats = _features(loaded.model.get_image_features(pixel_values=batch))
                 out[[start + k for k in good]] = feats.float().cpu().numpy()
         problems.raise_if_any()
         return out
 
     # ---------------------------------------------------------------- run cache
-    def _cached(self, what: str, keys: list[Hashable], values: list[Any],
-                compute: Callable[[Sequence[Any]], np.ndarray]) -> np.ndarray:
+    def _cached(
+        self,
+        what: str,
+        keys: list[Hashable],
+        values: list[Any],
+        compute: Callable[[Sequence[Any]], np.ndarray],
+    ) -> np.ndarray:
         """Vectors of ``values``, each distinct key computed once per run (and per call outside a run)."""
         table: dict[Hashable, np.ndarray] = shared(("clip-embeddings", what, self._run_key()), dict)
         todo: dict[Hashable, Any] = {}
@@ -242,7 +279,9 @@ def _features(out: Any) -> Any:
     return out if hasattr(out, "float") else out.pooler_output
 
 
-def _prepare(image: Any, loaded: Loaded, problems: ImageProblems, limits: ImageLimits | None = None) -> Any:
+def _prepare(
+    image: Any, loaded: Loaded, problems: ImageProblems, limits: ImageLimits | None = None
+) -> Any:
     with problems.collect(image):
         return loaded.preprocess(open_image(image, limits))
     return None

@@ -28,7 +28,13 @@ from capmetrics.plugins.embeddings.wmd import WMD
 
 @hookimpl
 def register_embedders(register: Callable[..., None]) -> None:
-    for cls in (GloveEmbedder, Word2VecEmbedder, FastTextEmbedder, SpacyVectorsEmbedder, ElmoEmbedder):
+    for cls in (
+        GloveEmbedder,
+        Word2VecEmbedder,
+        FastTextEmbedder,
+        SpacyVectorsEmbedder,
+        ElmoEmbedder,
+    ):
         register(cls)
     register(SentenceTransformerEmbedder, aliases=("sentence-transformer",))
     register(BagOfWordsEmbedder)

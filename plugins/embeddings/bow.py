@@ -34,7 +34,9 @@ class BagOfWordsEmbedder(Embedder):
         """Fix the vocabulary: the ``words`` most frequent tokens of all references."""
         if self.words < 1:
             raise MetricError(f"bow: words={self.words} must be at least 1")
-        counts = Counter(w for toks in self.tokenizer.tokenize([r for g in references for r in g]) for w in toks)
+        counts = Counter(
+            w for toks in self.tokenizer.tokenize([r for g in references for r in g]) for w in toks
+        )
         ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[: self.words]
         self.vocabulary_ = {w: k for k, (w, _) in enumerate(ranked)}
         return self
@@ -50,8 +52,10 @@ class BagOfWordsEmbedder(Embedder):
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         vocabulary = getattr(self, "vocabulary_", None)
         if vocabulary is None:
-            raise MetricError("bow has no vocabulary: call fit(references) first (the statistics' fit does, "
-                              "as `capmetrics compare` runs them)")
+            raise MetricError(
+                "bow has no vocabulary: call fit(references) first (the statistics' fit does, "
+                "as `capmetrics compare` runs them)"
+            )
         out = np.zeros((len(texts), max(len(vocabulary), 1)), np.float32)
         rows, cols = [], []
         for k, toks in enumerate(self.tokenizer.tokenize(list(texts))):

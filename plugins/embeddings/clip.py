@@ -38,8 +38,14 @@ class ClipTextEmbedder(Embedder):
     requires = ("torch",)
     program_params = ("trust_code",)
 
-    def __init__(self, model: str | None = None, batch_size: int = 64, device: str | None = None,
-                 normalize: bool = False, trust_code: bool | None = None) -> None:
+    def __init__(
+        self,
+        model: str | None = None,
+        batch_size: int = 64,
+        device: str | None = None,
+        normalize: bool = False,
+        trust_code: bool | None = None,
+    ) -> None:
         self.model = model
         self.batch_size = batch_size
         self.device = device
@@ -50,7 +56,9 @@ class ClipTextEmbedder(Embedder):
         if getattr(self, "_tower", None) is not None:
             return self._tokenizer, self._tower
         if self.model is None:
-            raise MetricError("clip needs model=<CLIP model directory> (no CLIP weights are bundled)")
+            raise MetricError(
+                "clip needs model=<CLIP model directory> (no CLIP weights are bundled)"
+            )
         require("transformers", "torch")
         from transformers import AutoConfig, AutoTokenizer, CLIPTextModelWithProjection
 
@@ -58,16 +66,24 @@ class ClipTextEmbedder(Embedder):
         try:
             config = AutoConfig.from_pretrained(path, local_files_only=True)
         except (OSError, ValueError) as err:
-            raise MetricError(f"model={self.model!r} is not a model directory ({str(err).splitlines()[0]})") from None
+            raise MetricError(
+                f"model={self.model!r} is not a model directory ({str(err).splitlines()[0]})"
+            ) from None
         if config.model_type not in TEXT_TOWERS:
-            raise MetricError(f"model={self.model!r} is a {config.model_type!r} model, not a CLIP model with a "
-                              "text tower (expected model_type clip or clip_text_model)")
+            raise MetricError(
+                f"model={self.model!r} is a {config.model_type!r} model, not a CLIP model with a "
+                "text tower (expected model_type clip or clip_text_model)"
+            )
         try:
             self._tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         except (OSError, ValueError, TypeError) as err:
-            raise MetricError(f"model={self.model!r} has no usable tokenizer ({str(err).splitlines()[0]})") from None
+            raise MetricError(
+                f"model={self.model!r} has no usable tokenizer ({str(err).splitlines()[0]})"
+            ) from None
         text_config = config
-        if config.model_type == "clip":  # a full checkpoint: its text config, with its projection size
+        if (
+            config.model_type == "clip"
+        ):  # a full checkpoint: its text config, with its projection size
             text_config = config.text_config
             text_config.projection_dim = config.projection_dim
         from transformers.utils import logging as hf_logging
@@ -75,18 +91,25 @@ class ClipTextEmbedder(Embedder):
         level = hf_logging.get_verbosity()
         hf_logging.set_verbosity_error()  # the vision weights of a full checkpoint are expected to go unused
         try:
-            tower, info = CLIPTextModelWithProjection.from_pretrained(path, config=text_config, local_files_only=True,
-                                                                      output_loading_info=True)
-        except pickle.UnpicklingError as err:  # transformers reads .bin weights with weights_only=True
+            tower, info = CLIPTextModelWithProjection.from_pretrained(
+                path, config=text_config, local_files_only=True, output_loading_info=True
+            )
+        except (
+            pickle.UnpicklingError
+        ) as err:  # transformers reads .bin weights with weights_only=True
             from capmetrics.plugins.clip_score._checkpoints import weights_only_refusal
 
             raise MetricError(weights_only_refusal(str(self.model), err)) from None
         finally:
             hf_logging.set_verbosity(level)
-        absent = list(info.get("missing_keys", [])) + [str(k) for k in info.get("mismatched_keys", [])]
+        absent = list(info.get("missing_keys", [])) + [
+            str(k) for k in info.get("mismatched_keys", [])
+        ]
         if absent:
-            raise MetricError(f"model={self.model!r}: the text tower's weights are incomplete "
-                              f"({len(absent)} missing or mismatched, e.g. {absent[0]})")
+            raise MetricError(
+                f"model={self.model!r}: the text tower's weights are incomplete "
+                f"({len(absent)} missing or mismatched, e.g. {absent[0]})"
+            )
         self._device = resolve_device(self.device)
         self._tower = tower.eval().to(self._device)
         return self._tokenizer, self._tower
@@ -103,8 +126,12 @@ class ClipTextEmbedder(Embedder):
         if shared is None:
             from capmetrics.plugins.clip_score.model import ClipModel
 
-            shared = self._clip_model = ClipModel(str(self.model), device=self.device, batch_size=self.batch_size,
-                                                  trust_code=self.trust_code)
+            shared = self._clip_model = ClipModel(
+                str(self.model),
+                device=self.device,
+                batch_size=self.batch_size,
+                trust_code=self.trust_code,
+            )
         return shared
 
     def __getstate__(self) -> dict[str, object]:
@@ -121,7 +148,11 @@ class ClipTextEmbedder(Embedder):
         if shared is not None:
             return {**shared.signature_extra(), "normalize": str(self.normalize)}
         device = getattr(self, "_device", None) or resolve_device(self.device)
-        return {"model": self.identity(), "normalize": str(self.normalize), **device_signature(device)}
+        return {
+            "model": self.identity(),
+            "normalize": str(self.normalize),
+            **device_signature(device),
+        }
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Text features of ``texts`` (no de-duplication)."""
@@ -141,13 +172,17 @@ class ClipTextEmbedder(Embedder):
                 batch = [texts[k] for k in rows]
                 full = tokenizer(batch, padding=True, return_tensors="pt")
                 cut += int((full["attention_mask"].sum(dim=1) > limit).sum())
-                inputs = tokenizer(batch, padding=True, truncation=True, max_length=limit, return_tensors="pt")
+                inputs = tokenizer(
+                    batch, padding=True, truncation=True, max_length=limit, return_tensors="pt"
+                )
                 feats = tower(**{k: v.to(self._device) for k, v in inputs.items()}).text_embeds
                 if self.normalize:
                     feats = feats / feats.norm(dim=-1, keepdim=True)
                 out[rows] = feats.float().cpu().numpy()
         if cut:
-            warnings.warn(f"clip: {cut} text(s) longer than {limit} tokens were truncated", stacklevel=2)
+            warnings.warn(
+                f"clip: {cut} text(s) longer than {limit} tokens were truncated", stacklevel=2
+            )
         return out
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
@@ -156,7 +191,10 @@ class ClipTextEmbedder(Embedder):
             distinct, inverse = unique_texts(texts)
             cut = len(shared.overlong(distinct))
             if cut:
-                warnings.warn(f"clip: {cut} text(s) longer than the text tower takes were truncated", stacklevel=2)
+                warnings.warn(
+                    f"clip: {cut} text(s) longer than the text tower takes were truncated",
+                    stacklevel=2,
+                )
             feats = np.asarray(shared.embed_texts(distinct), dtype=np.float32)
             if self.normalize and len(feats):
                 feats = feats / np.linalg.norm(feats, axis=1, keepdims=True)

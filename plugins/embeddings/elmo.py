@@ -45,19 +45,34 @@ class ElmoModel:
     def __init__(self, options: dict[str, Any], weights: Any) -> None:
         cnn, lstm = options["char_cnn"], options["lstm"]
         self.width = cnn.get("max_characters_per_token", 50)
-        self.activation = np.tanh if cnn.get("activation", "relu") == "tanh" else (lambda x: np.maximum(x, 0))
+        self.activation = (
+            np.tanh if cnn.get("activation", "relu") == "tanh" else (lambda x: np.maximum(x, 0))
+        )
         embed = np.asarray(weights["char_embed"], np.float32)
         self.char_embed = np.vstack([np.zeros((1, embed.shape[1]), np.float32), embed])
-        self.filters = [(np.asarray(weights["CNN"][f"W_cnn_{i}"], np.float32)[0],
-                         np.asarray(weights["CNN"][f"b_cnn_{i}"], np.float32)) for i in range(len(cnn["filters"]))]
-        self.highway = [{k: np.asarray(weights[f"CNN_high_{h}"][k], np.float32)
-                         for k in ("W_transform", "b_transform", "W_carry", "b_carry")}
-                        for h in range(cnn["n_highway"])]
-        self.proj = (np.asarray(weights["CNN_proj"]["W_proj"], np.float32),
-                     np.asarray(weights["CNN_proj"]["b_proj"], np.float32))
+        self.filters = [
+            (
+                np.asarray(weights["CNN"][f"W_cnn_{i}"], np.float32)[0],
+                np.asarray(weights["CNN"][f"b_cnn_{i}"], np.float32),
+            )
+            for i in range(len(cnn["filters"]))
+        ]
+        self.highway = [
+            {
+                k: np.asarray(weights[f"CNN_high_{h}"][k], np.float32)
+                for k in ("W_transform", "b_transform", "W_carry", "b_carry")
+            }
+            for h in range(cnn["n_highway"])
+        ]
+        self.proj = (
+            np.asarray(weights["CNN_proj"]["W_proj"], np.float32),
+            np.asarray(weights["CNN_proj"]["b_proj"], np.float32),
+        )
         self.cell_clip, self.proj_clip = lstm.get("cell_clip"), lstm.get("proj_clip")
         self.skip = lstm.get("use_skip_connections", True)
-        self.cells = [[self._cell(weights, d, layer) for d in (0, 1)] for layer in range(lstm["n_layers"])]
+        self.cells = [
+            [self._cell(weights, d, layer) for d in (0, 1)] for layer in range(lstm["n_layers"])
+        ]
 
     @staticmethod
     def _cell(weights: Any, direction: int, layer: int) -> tuple[np.ndarray, ...]:
@@ -70,7 +85,9 @@ class ElmoModel:
         pooled = []
         for w, b in self.filters:  # w: kernel, char_dim, n_filters
             k = w.shape[0]
-            windows = np.lib.stride_tricks.sliding_window_view(x, k, axis=1)  # n, width-k+1, char_dim, k
+            windows = np.lib.stride_tricks.sliding_window_view(
+                x, k, axis=1
+            )  # n, width-k+1, char_dim, k
             conv = np.einsum("ntdk,kdf->ntf", windows, w, optimize=True) + b
             pooled.append(self.activation(conv.max(axis=1)))
         h = np.concatenate(pooled, axis=-1)
@@ -90,7 +107,7 @@ class ElmoModel:
         h = np.zeros((x.shape[0], w_proj.shape[1]), np.float32)
         c = np.zeros((x.shape[0], c_size), np.float32)
         x_part = x @ w[: x.shape[2]] + b
-        w_h = w[x.shape[2]:]
+        w_h = w[x.shape[2] :]
         out = np.empty((x.shape[0], x.shape[1], w_proj.shape[1]), np.float32)
         for t in range(x.shape[1]):
             z = x_part[:, t] + h @ w_h
@@ -148,9 +165,15 @@ class ElmoEmbedder(Embedder):
 
     path_params = ("options_file", "weight_file")
 
-    def __init__(self, options_file: str | None = None, weight_file: str | None = None,
-                 layer: Literal[0, 1, 2, "mix"] = 0, mix_weights: list[float] | None = None,
-                 mix_scale: float = 1.0, batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        options_file: str | None = None,
+        weight_file: str | None = None,
+        layer: Literal[0, 1, 2, "mix"] = 0,
+        mix_weights: list[float] | None = None,
+        mix_scale: float = 1.0,
+        batch_size: int = 32,
+    ) -> None:
         self.options_file = options_file
         self.weight_file = weight_file
         self.layer = layer
@@ -160,7 +183,9 @@ class ElmoEmbedder(Embedder):
 
     def _paths(self) -> tuple[Path, Path]:
         if self.options_file is None or self.weight_file is None:
-            raise MetricError("elmo needs options_file and weight_file (no ELMo weights ship with capmetrics)")
+            raise MetricError(
+                "elmo needs options_file and weight_file (no ELMo weights ship with capmetrics)"
+            )
         paths = Path(self.options_file).expanduser(), Path(self.weight_file).expanduser()
         for p in paths:
             if not p.is_file():
@@ -176,9 +201,16 @@ class ElmoEmbedder(Embedder):
                 options = json.loads(options_path.read_text())
                 with h5py.File(weight_path, "r") as weights:  # type: ignore[attr-defined]
                     self._model = ElmoModel(options, weights)
-            except (KeyError, ValueError, OSError, RecursionError) as err:  # RecursionError: hostile JSON nesting
-                raise corrupt(weight_path if isinstance(err, (KeyError, OSError)) else options_path,
-                              f"not a readable ELMo model: {err}") from None
+            except (
+                KeyError,
+                ValueError,
+                OSError,
+                RecursionError,
+            ) as err:  # RecursionError: hostile JSON nesting
+                raise corrupt(
+                    weight_path if isinstance(err, (KeyError, OSError)) else options_path,
+                    f"not a readable ELMo model: {err}",
+                ) from None
         return self._model
 
     def signature_extra(self) -> dict[str, str]:
@@ -191,19 +223,28 @@ class ElmoEmbedder(Embedder):
 
     def _select(self, layers: np.ndarray) -> np.ndarray:
         if self.layer == "mix":
-            w = np.zeros(len(layers)) if self.mix_weights is None else np.asarray(self.mix_weights, float)
+            w = (
+                np.zeros(len(layers))
+                if self.mix_weights is None
+                else np.asarray(self.mix_weights, float)
+            )
             if w.shape != (len(layers),):
                 raise MetricError(f"elmo mix_weights needs {len(layers)} values, got {w.tolist()}")
             w = np.exp(w - w.max())
             return (self.mix_scale * np.tensordot(w / w.sum(), layers, axes=1)).astype(np.float32)
         return layers[int(self.layer)]
 
-    def embed_sentences(self, sentences: Sequence[Sequence[str]]) -> list[tuple[np.ndarray, np.ndarray]]:
+    def embed_sentences(
+        self, sentences: Sequence[Sequence[str]]
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
         """Word vectors of each sentence (batched, longest first), as ``embed_words`` gives them."""
         model = self.model()
         empty = (np.zeros((0, 2 * model.proj[0].shape[1]), np.float32), np.zeros(0, bool))
         out: list[tuple[np.ndarray, np.ndarray]] = [empty] * len(sentences)
-        order = sorted((k for k in range(len(sentences)) if len(sentences[k])), key=lambda k: -len(sentences[k]))
+        order = sorted(
+            (k for k in range(len(sentences)) if len(sentences[k])),
+            key=lambda k: -len(sentences[k]),
+        )
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
             for k, layers in zip(batch, model.layers([list(sentences[k]) for k in batch])):
@@ -215,6 +256,8 @@ class ElmoEmbedder(Embedder):
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         dim = 2 * self.model().proj[0].shape[1]
-        out = [v.mean(axis=0) if len(v) else np.zeros(dim, np.float32)
-               for v, _ in self.embed_sentences([t.split() for t in texts])]
+        out = [
+            v.mean(axis=0) if len(v) else np.zeros(dim, np.float32)
+            for v, _ in self.embed_sentences([t.split() for t in texts])
+        ]
         return np.array(out, dtype=np.float32).reshape(len(texts), dim)

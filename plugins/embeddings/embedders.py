@@ -117,7 +117,9 @@ class Word2VecEmbedder(FileEmbedder):
 
     path_params = ("path", "cache_dir")
 
-    def __init__(self, path: str | None = None, binary: bool | None = None, cache_dir: str | None = None) -> None:
+    def __init__(
+        self, path: str | None = None, binary: bool | None = None, cache_dir: str | None = None
+    ) -> None:
         self.path = path
         self.binary = binary
         self.cache_dir = cache_dir

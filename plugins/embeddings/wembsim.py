@@ -16,11 +16,11 @@ from collections.abc import Sequence
 
 import numpy as np
 from capmetrics import Aggregator, Distance, Embedder, Scores, Tokenizer
-from capmetrics.plugins.embeddings.text import cosine_matrix, cosines, flatten, mean_vectors
-from capmetrics.plugins.embeddings.sentence import SentenceTransformerEmbedder
-from capmetrics.plugins.embeddings.stopwords import NLTK_ENGLISH
 from capmetrics.plugins.aggregators import Mean
 from capmetrics.plugins.embeddings.embedders import GloveEmbedder
+from capmetrics.plugins.embeddings.sentence import SentenceTransformerEmbedder
+from capmetrics.plugins.embeddings.stopwords import NLTK_ENGLISH
+from capmetrics.plugins.embeddings.text import cosine_matrix, cosines, flatten, mean_vectors
 from capmetrics.plugins.tokenizers import PTBTokenizer
 
 GLOVE = GloveEmbedder()
@@ -50,7 +50,9 @@ class _CosineMetric(Distance):
         texts, cand, refs, offsets = flatten(candidates, references)
         vectors, valid = self.text_vectors(texts)
         owner = np.repeat(cand, np.diff(offsets))
-        slots = cosines(vectors[owner], vectors[refs], valid[owner], valid[refs], self.empty, self.name)
+        slots = cosines(
+            vectors[owner], vectors[refs], valid[owner], valid[refs], self.empty, self.name
+        )
         values = self.combine.reduce_groups(slots, offsets)
         return Scores(values, float(values.mean()), {"per_reference": slots})
 
@@ -77,9 +79,15 @@ class WEmbSim(_CosineMetric):
 
     name = "wembsim"
 
-    def __init__(self, embedder: Embedder = GLOVE, tokenizer: Tokenizer = PTB,
-                 combine: Aggregator = MEAN, stopwords: bool = True, unit_word_vectors: bool = False,
-                 empty: float = -1.0) -> None:
+    def __init__(
+        self,
+        embedder: Embedder = GLOVE,
+        tokenizer: Tokenizer = PTB,
+        combine: Aggregator = MEAN,
+        stopwords: bool = True,
+        unit_word_vectors: bool = False,
+        empty: float = -1.0,
+    ) -> None:
         self.embedder = embedder
         self.tokenizer = tokenizer
         self.combine = combine
@@ -105,7 +113,9 @@ class _UnitWords:
     def embed_words(self, tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         vectors, known = self.inner.embed_words(tokens)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0), known & (norms[:, 0] > 0)
+        return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0), known & (
+            norms[:, 0] > 0
+        )
 
 
 class EmbeddingCosine(_CosineMetric):
@@ -119,8 +129,9 @@ class EmbeddingCosine(_CosineMetric):
 
     name = "embedding-cosine"
 
-    def __init__(self, embedder: Embedder = BERT, combine: Aggregator = MEAN,
-                 empty: float = -1.0) -> None:
+    def __init__(
+        self, embedder: Embedder = BERT, combine: Aggregator = MEAN, empty: float = -1.0
+    ) -> None:
         self.embedder = embedder
         self.combine = combine
         self.empty = empty

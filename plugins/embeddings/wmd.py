@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from capmetrics import Distance, Embedder, MetricError, Scores, Tokenizer
-from capmetrics.plugins.embeddings.text import content_words, flatten, vocabulary
 from capmetrics.plugins.embeddings.embedders import GloveEmbedder
+from capmetrics.plugins.embeddings.text import content_words, flatten, vocabulary
 from capmetrics.plugins.tokenizers import PTBTokenizer
 
 ZERO_COST = 1e-8
@@ -34,11 +34,15 @@ def _solver() -> Callable[[np.ndarray, np.ndarray, np.ndarray], float]:
     try:
         import ot
     except ImportError as err:
-        raise MetricError("POT is not installed; install it with: pip install 'capmetrics[embeddings]'") from err
+        raise MetricError(
+            "POT is not installed; install it with: pip install 'capmetrics[embeddings]'"
+        ) from err
     try:
         from ot.lp.emd_wrap import emd_c
 
-        probe = emd_c(np.array([0.5, 0.5]), np.array([1.0]), np.array([[1.0], [2.0]]), 100000, 1, None, None)
+        probe = emd_c(
+            np.array([0.5, 0.5]), np.array([1.0]), np.array([[1.0], [2.0]]), 100000, 1, None, None
+        )
         if abs(probe[1] - 1.5) > 1e-12:
             raise TypeError("unexpected emd_c result")
     except (ImportError, TypeError, ValueError):
@@ -112,9 +116,15 @@ class WMD(Distance):
     higher_is_better = True
     requires = ("embeddings",)
 
-    def __init__(self, embedder: Embedder = GLOVE, tokenizer: Tokenizer = PTB,
-                 stopwords: bool = True, normalize: bool = True, sigma: float = 1.0,
-                 infinity: float | None = None) -> None:
+    def __init__(
+        self,
+        embedder: Embedder = GLOVE,
+        tokenizer: Tokenizer = PTB,
+        stopwords: bool = True,
+        normalize: bool = True,
+        sigma: float = 1.0,
+        infinity: float | None = None,
+    ) -> None:
         self.embedder = embedder
         self.tokenizer = tokenizer
         self.stopwords = stopwords
@@ -124,7 +134,9 @@ class WMD(Distance):
 
     def documents(self, texts: Sequence[str]) -> Documents:
         """The nBOW documents of ``texts`` (tokenized, stop words removed, words embedded)."""
-        ids, vectors = vocabulary(self.embedder, content_words(self.tokenizer, texts, self.stopwords))
+        ids, vectors = vocabulary(
+            self.embedder, content_words(self.tokenizer, texts, self.stopwords)
+        )
         vectors = np.asarray(vectors, dtype=np.float32)
         if self.normalize and len(vectors):
             vectors = vectors / np.linalg.norm(vectors, axis=1)[:, None]
@@ -137,13 +149,17 @@ class WMD(Distance):
         """WMD of each (candidate, reference) pair."""
         texts, cand, refs, _ = flatten(candidates, [[r] for r in references])
         docs = self.documents(texts)
-        return self._finite(np.array([docs.distance(i, j) for i, j in zip(cand, refs)], dtype=float))
+        return self._finite(
+            np.array([docs.distance(i, j) for i, j in zip(cand, refs)], dtype=float)
+        )
 
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
         texts, cand, refs, offsets = flatten(candidates, references)
         docs = self.documents(texts)
         owner = np.repeat(cand, np.diff(offsets))
-        slots = self._finite(np.array([docs.distance(i, j) for i, j in zip(owner, refs)], dtype=float))
+        slots = self._finite(
+            np.array([docs.distance(i, j) for i, j in zip(owner, refs)], dtype=float)
+        )
         nearest = np.minimum.reduceat(slots, offsets[:-1]) if len(slots) else np.zeros(0)
         values = np.exp(-nearest / self.sigma)
         corpus = float(values.mean()) if len(values) else float("nan")
@@ -159,5 +175,7 @@ class WMD(Distance):
         ``infinity`` is set)."""
         position = {t: k for k, t in enumerate(dict.fromkeys([*a, *b]))}
         docs = self.documents(list(position))
-        out = np.array([[docs.distance(position[x], position[y]) for y in b] for x in a], dtype=float)
+        out = np.array(
+            [[docs.distance(position[x], position[y]) for y in b] for x in a], dtype=float
+        )
         return self._finite(out.reshape(len(a), len(b)))

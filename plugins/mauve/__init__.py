@@ -60,11 +60,21 @@ class MAUVE(EmbeddingStatistic):
     requires = ("torch", "mauve")
     higher_is_better: ClassVar[bool] = True  # type: ignore[misc]
 
-    def __init__(self, embedder: Embedder | None = None, buckets: Literal["auto"] | int = "auto",
-                 explained_variance: float = 0.9, kmeans_redo: int = 5, kmeans_iterations: int = 500,
-                 kmeans_seed: int = 25, scaling: float = 5.0, curve_points: int = 25,
-                 row_order: Literal["pooled", "shuffled"] = "pooled",
-                 p_value: PValueMethod = "auto", permutations: int = 1000, seed: int = 0) -> None:
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        buckets: Literal["auto"] | int = "auto",
+        explained_variance: float = 0.9,
+        kmeans_redo: int = 5,
+        kmeans_iterations: int = 500,
+        kmeans_seed: int = 25,
+        scaling: float = 5.0,
+        curve_points: int = 25,
+        row_order: Literal["pooled", "shuffled"] = "pooled",
+        p_value: PValueMethod = "auto",
+        permutations: int = 1000,
+        seed: int = 0,
+    ) -> None:
         self.embedder = embedder
         self.buckets = buckets
         self.explained_variance = explained_variance
@@ -95,15 +105,28 @@ class MAUVE(EmbeddingStatistic):
         z = require_finite(pooled, "the embeddings")
         buckets = self.bucket_count(n, len(z) - n)
         if buckets > len(z):
-            raise MetricError(f"buckets={buckets}: more clusters than the {len(z)} texts of the item")
-        quantiser = SplitQuantiser(z, buckets, self.explained_variance, self.kmeans_redo,
-                                   self.kmeans_iterations, self.kmeans_seed)
+            raise MetricError(
+                f"buckets={buckets}: more clusters than the {len(z)} texts of the item"
+            )
+        quantiser = SplitQuantiser(
+            z,
+            buckets,
+            self.explained_variance,
+            self.kmeans_redo,
+            self.kmeans_iterations,
+            self.kmeans_seed,
+        )
         clusters = np.arange(buckets)
         calls = iter(range(1 << 62))  # a fresh shuffle stream per call, reproducible from seed
 
         def stat(masks: np.ndarray) -> np.ndarray:
-            shuffle = (None if self.row_order == "pooled"
-                       else np.random.default_rng(np.random.SeedSequence([self.seed & 0xFFFFFFFF, next(calls)])))
+            shuffle = (
+                None
+                if self.row_order == "pooled"
+                else np.random.default_rng(
+                    np.random.SeedSequence([self.seed & 0xFFFFFFFF, next(calls)])
+                )
+            )
             onehot = quantiser.labels(masks, shuffle)[:, :, None] == clusters
             q = histograms(np.einsum("sn,snk->sk", masks, onehot))
             p = histograms(np.einsum("sn,snk->sk", 1.0 - masks, onehot))
@@ -111,8 +134,13 @@ class MAUVE(EmbeddingStatistic):
 
         return stat
 
-    def _test(self, pooled: np.ndarray, candidates: list[str], references: list[str],
-              method: PValueMethod | None = None) -> NullDistribution:
+    def _test(
+        self,
+        pooled: np.ndarray,
+        candidates: list[str],
+        references: list[str],
+        method: PValueMethod | None = None,
+    ) -> NullDistribution:
         null = super()._test(pooled, candidates, references, method)
         null.observed, null.null = -null.observed, -null.null
         return null

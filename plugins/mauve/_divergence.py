@@ -30,7 +30,9 @@ def _area(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return (np.diff(xs, axis=1) * (ys[:, 1:] + ys[:, :-1]) / 2.0).sum(axis=1)
 
 
-def mauve_scores(p: np.ndarray, q: np.ndarray, scaling: float = 5.0, points: int = 25) -> np.ndarray:
+def mauve_scores(
+    p: np.ndarray, q: np.ndarray, scaling: float = 5.0, points: int = 25
+) -> np.ndarray:
     """MAUVE of every row pair of histograms ``p`` (references) and ``q`` (candidates)."""
     w = np.sort(np.linspace(1e-6, 1 - 1e-6, points))[None, :, None]
     r = w * p[:, None, :] + (1 - w) * q[:, None, :]

@@ -66,20 +66,35 @@ def one_faiss_thread() -> Iterator[None]:
         faiss.omp_set_num_threads(threads)  # type: ignore[attr-defined]
 
 
-def faiss_kmeans(x: np.ndarray, buckets: int, iterations: int, redo: int = 1, seed: int = 0,
-                 init: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+def faiss_kmeans(
+    x: np.ndarray,
+    buckets: int,
+    iterations: int,
+    redo: int = 1,
+    seed: int = 0,
+    init: np.ndarray | None = None,
+) -> tuple[float, np.ndarray]:
     """faiss k-means of the rows of ``x`` as mauve-text runs it (from ``init`` centroids when
     given): the final objective and each row's cluster."""
     faiss = require("faiss", "mauve")
-    kmeans = faiss.Kmeans(x.shape[1], buckets, niter=iterations, verbose=False, nredo=redo,  # type: ignore[attr-defined]
-                          update_index=True, seed=seed,
-                          min_points_per_centroid=1)  # only silences faiss's small-sample warning
+    kmeans = faiss.Kmeans(
+        x.shape[1],
+        buckets,
+        niter=iterations,
+        verbose=False,
+        nredo=redo,  # type: ignore[attr-defined]
+        update_index=True,
+        seed=seed,
+        min_points_per_centroid=1,
+    )  # only silences faiss's small-sample warning
     with one_faiss_thread():
         objective = kmeans.train(x, init_centroids=init)
         return float(objective), kmeans.index.search(x, 1)[1].reshape(-1)
 
 
-def lloyd(x: np.ndarray, seeds: np.ndarray, iterations: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def lloyd(
+    x: np.ndarray, seeds: np.ndarray, iterations: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lloyd's k-means of the rows of ``x`` from each row of ``seeds`` (indices of the starting
     centroids), all runs at once, each to convergence or ``iterations`` assignments.
 
@@ -97,15 +112,21 @@ def lloyd(x: np.ndarray, seeds: np.ndarray, iterations: int) -> tuple[np.ndarray
     for _ in range(max(iterations, 1)):
         c = centroids[active]
         # squared distances by one product per run (float64: far finer than faiss's float32)
-        d2 = norms[None, None, :] - 2.0 * (c @ x64.T) + np.square(c).sum(axis=2)[:, :, None]  # runs × k × n
+        d2 = (
+            norms[None, None, :] - 2.0 * (c @ x64.T) + np.square(c).sum(axis=2)[:, :, None]
+        )  # runs × k × n
         assigned = d2.argmin(axis=1)  # ties: the lowest cluster, as faiss
-        objective[active] = np.take_along_axis(d2, assigned[:, None, :], axis=1)[:, 0, :].sum(axis=1)
+        objective[active] = np.take_along_axis(d2, assigned[:, None, :], axis=1)[:, 0, :].sum(
+            axis=1
+        )
         moving = (assigned != labels[active]).any(axis=1)
         active, assigned = active[moving], assigned[moving]
         if not len(active):
             break
         labels[active] = assigned
-        onehot = (assigned[:, None, :] == np.arange(k)[None, :, None]).astype(np.float64)  # runs × k × n
+        onehot = (assigned[:, None, :] == np.arange(k)[None, :, None]).astype(
+            np.float64
+        )  # runs × k × n
         counts = onehot.sum(axis=2)
         emptied[active] |= (counts == 0).any(axis=1)
         centroids[active] = (onehot @ x64) / np.maximum(counts, 1.0)[:, :, None]
@@ -115,10 +136,22 @@ def lloyd(x: np.ndarray, seeds: np.ndarray, iterations: int) -> tuple[np.ndarray
 class SplitQuantiser:
     """mauve-text's cluster labels of an item's pooled points for any of its splits."""
 
-    def __init__(self, z: np.ndarray, buckets: int, explained_variance: float = 0.9, redo: int = 5,
-                 iterations: int = 500, seed: int = 25) -> None:
+    def __init__(
+        self,
+        z: np.ndarray,
+        buckets: int,
+        explained_variance: float = 0.9,
+        redo: int = 5,
+        iterations: int = 500,
+        seed: int = 25,
+    ) -> None:
         self.x = reduce(z, explained_variance, seed + 1)
-        self.buckets, self.redo, self.iterations, self.kmeans_seed = buckets, redo, iterations, seed + 2
+        self.buckets, self.redo, self.iterations, self.kmeans_seed = (
+            buckets,
+            redo,
+            iterations,
+            seed + 2,
+        )
         self.positions = seed_positions(len(z), buckets, redo, seed + 2)
         self.subsampled = len(z) > buckets * MAX_POINTS_PER_CENTROID
 
@@ -141,7 +174,9 @@ class SplitQuantiser:
         if self.subsampled:  # faiss draws a training subsample: call it per split
             out = np.empty(order.shape, dtype=np.intp)
             for row, rows in zip(out, order):
-                row[rows] = faiss_kmeans(self.x[rows], self.buckets, self.iterations, self.redo, self.kmeans_seed)[1]
+                row[rows] = faiss_kmeans(
+                    self.x[rows], self.buckets, self.iterations, self.redo, self.kmeans_seed
+                )[1]
             return out
         seeds = order[:, self.positions].reshape(-1, self.buckets)
         unique, inverse = np.unique(seeds, axis=0, return_inverse=True)
@@ -154,10 +189,13 @@ class SplitQuantiser:
         """Objective and labels of a k-means run from each seeding, batched by chunks."""
         per_run = self.buckets * max(len(self.x), self.x.shape[1])
         step = max(1, _CHUNK_FLOATS // per_run)
-        parts = [lloyd(self.x, seeds[i : i + step], self.iterations) for i in range(0, len(seeds), step)]
+        parts = [
+            lloyd(self.x, seeds[i : i + step], self.iterations) for i in range(0, len(seeds), step)
+        ]
         objective = np.concatenate([p[0] for p in parts])
         labels = np.concatenate([p[1] for p in parts])
         for run in np.flatnonzero(np.concatenate([p[2] for p in parts])):
-            objective[run], labels[run] = faiss_kmeans(self.x, self.buckets, self.iterations,
-                                                       init=self.x[seeds[run]])
+            objective[run], labels[run] = faiss_kmeans(
+                self.x, self.buckets, self.iterations, init=self.x[seeds[run]]
+            )
         return objective, labels

@@ -33,11 +33,15 @@ from capmetrics.plugins.meteor._formula import N_STATS
 
 try:  # numba is in the ``coco`` extra; without it the kernel runs as plain Python
     from numba import njit
-except ImportError:  # pragma: no cover - the fallback test runs the same code with NUMBA_DISABLE_JIT=1
+except (
+    ImportError
+):  # pragma: no cover - the fallback test runs the same code with NUMBA_DISABLE_JIT=1
+
     def njit(*args, **kwargs):  # type: ignore[no-untyped-def]
         if args and callable(args[0]):
             return args[0]
         return lambda fn: fn
+
 
 BEAM = 40
 EXACT, STEM, SYNONYM, PARAPHRASE = 0, 1, 2, 3  # places in MODULES
@@ -94,8 +98,25 @@ def _word_matches(kind, slot, t0, n1, r0, n2, tok_word, tok_key, tok_stem, nb_of
 
 
 @njit(cache=True)
-def _paraphrase_matches(slot, test, ref, ng_off, ng_start, ng_len, ng_q, occ_q, occ_start, occ_len,
-                        para_off, para_val, stamp, first, mark, buf, n):  # type: ignore[no-untyped-def]
+def _paraphrase_matches(
+    slot,
+    test,
+    ref,
+    ng_off,
+    ng_start,
+    ng_len,
+    ng_q,
+    occ_q,
+    occ_start,
+    occ_len,
+    para_off,
+    para_val,
+    stamp,
+    first,
+    mark,
+    buf,
+    n,
+):  # type: ignore[no-untyped-def]
     for side in range(2):
         source, target = (ref, test) if side == 0 else (test, ref)
         g0, g1 = ng_off[target], ng_off[target + 1]
@@ -165,10 +186,20 @@ def _search(at_off, m, fixed, n1, n2, exact_slot, chosen):  # type: ignore[no-un
         c = 0
         fix = fixed[cur]
         for p in range(alive):
-            neg, chunks, dist, last = paths[p, NEG], paths[p, CHUNKS], paths[p, DIST], paths[p, LAST]
+            neg, chunks, dist, last = (
+                paths[p, NEG],
+                paths[p, CHUNKS],
+                paths[p, DIST],
+                paths[p, LAST],
+            )
             if cur < paths[p, IDX]:
-                cand[c, NEG], cand[c, CHUNKS], cand[c, DIST], cand[c, IDX], cand[c, LAST] = \
-                    neg, chunks, dist, paths[p, IDX], last
+                cand[c, NEG], cand[c, CHUNKS], cand[c, DIST], cand[c, IDX], cand[c, LAST] = (
+                    neg,
+                    chunks,
+                    dist,
+                    paths[p, IDX],
+                    last,
+                )
                 cand[c, FROM], cand[c, MATCH] = p, -1
                 c += 1
                 continue
@@ -196,7 +227,11 @@ def _search(at_off, m, fixed, n1, n2, exact_slot, chosen):  # type: ignore[no-un
                 cand[c, FROM], cand[c, MATCH] = p, k
                 c += 1
                 dist += abs(m[k, J] - i)
-            cand[c, NEG], cand[c, CHUNKS], cand[c, DIST] = neg, chunks + (1 if last != -1 else 0), dist
+            cand[c, NEG], cand[c, CHUNKS], cand[c, DIST] = (
+                neg,
+                chunks + (1 if last != -1 else 0),
+                dist,
+            )
             cand[c, IDX], cand[c, LAST] = paths[p, IDX] + 1, -1
             cand[c, FROM], cand[c, MATCH] = p, -1
             c += 1
@@ -237,7 +272,11 @@ def _search(at_off, m, fixed, n1, n2, exact_slot, chosen):  # type: ignore[no-un
     best = 0
     for p in range(1, alive):  # the first of the best, an open chunk closed
         a = (paths[p, NEG], paths[p, CHUNKS] + (1 if paths[p, LAST] != -1 else 0), paths[p, DIST])
-        b = (paths[best, NEG], paths[best, CHUNKS] + (1 if paths[best, LAST] != -1 else 0), paths[best, DIST])
+        b = (
+            paths[best, NEG],
+            paths[best, CHUNKS] + (1 if paths[best, LAST] != -1 else 0),
+            paths[best, DIST],
+        )
         if a < b:
             best = p
     at = paths[best, NODE]
@@ -247,9 +286,34 @@ def _search(at_off, m, fixed, n1, n2, exact_slot, chosen):  # type: ignore[no-un
 
 
 @njit(cache=True)
-def _align_pair(t0, n1, r0, n2, test, ref, tok_word, tok_key, tok_stem, tok_func, nb_off, nb_val,
-                ng_off, ng_start, ng_len, ng_q, occ_q, occ_start, occ_len, para_off, para_val,
-                kinds, exact_slot, work, buf, out):  # type: ignore[no-untyped-def]
+def _align_pair(
+    t0,
+    n1,
+    r0,
+    n2,
+    test,
+    ref,
+    tok_word,
+    tok_key,
+    tok_stem,
+    tok_func,
+    nb_off,
+    nb_val,
+    ng_off,
+    ng_start,
+    ng_len,
+    ng_q,
+    occ_q,
+    occ_start,
+    occ_len,
+    para_off,
+    para_val,
+    kinds,
+    exact_slot,
+    work,
+    buf,
+    out,
+):  # type: ignore[no-untyped-def]
     stamp, first, mark, at_off, fill, cover1, cover2, fixed = work
     identical = n1 == n2
     if identical:
@@ -261,13 +325,43 @@ def _align_pair(t0, n1, r0, n2, test, ref, tok_word, tok_key, tok_stem, tok_func
     n = 0
     for slot in range(used):
         if kinds[slot] == PARAPHRASE:
-            buf, n = _paraphrase_matches(slot, test, ref, ng_off, ng_start, ng_len, ng_q, occ_q, occ_start,
-                                         occ_len, para_off, para_val, stamp, first, mark, buf, n)
+            buf, n = _paraphrase_matches(
+                slot,
+                test,
+                ref,
+                ng_off,
+                ng_start,
+                ng_len,
+                ng_q,
+                occ_q,
+                occ_start,
+                occ_len,
+                para_off,
+                para_val,
+                stamp,
+                first,
+                mark,
+                buf,
+                n,
+            )
         else:
-            buf, n = _word_matches(kinds[slot], slot, t0, n1, r0, n2, tok_word, tok_key, tok_stem, nb_off,
-                                   nb_val, buf, n)
+            buf, n = _word_matches(
+                kinds[slot],
+                slot,
+                t0,
+                n1,
+                r0,
+                n2,
+                tok_word,
+                tok_key,
+                tok_stem,
+                nb_off,
+                nb_val,
+                buf,
+                n,
+            )
     # group the matches by reference start, keeping their order (a counting sort)
-    at_off[:n2 + 1] = 0
+    at_off[: n2 + 1] = 0
     for k in range(n):
         at_off[buf[k, J] + 1] += 1
     for j in range(n2):
@@ -281,8 +375,8 @@ def _align_pair(t0, n1, r0, n2, test, ref, tok_word, tok_key, tok_stem, tok_func
     cover1[:n1] = 0
     cover2[:n2] = 0
     for k in range(n):
-        cover2[m[k, J]:m[k, J] + m[k, JLEN]] += 1
-        cover1[m[k, I]:m[k, I] + m[k, ILEN]] += 1
+        cover2[m[k, J] : m[k, J] + m[k, JLEN]] += 1
+        cover1[m[k, I] : m[k, I] + m[k, ILEN]] += 1
     fixed[:n2] = -1
     everything_fixed = True
     for j in range(n2):
@@ -332,9 +426,28 @@ def _align_pair(t0, n1, r0, n2, test, ref, tok_word, tok_key, tok_stem, tok_func
 
 
 @njit(cache=True)
-def align_all(tests, refs, seg_off, tok_word, word_key, word_stem, word_func, nb_off, nb_val,
-              ng_off, ng_start, ng_len, ng_q, occ_q, occ_start, occ_len, para_off, para_val,
-              kinds, exact_slot):  # type: ignore[no-untyped-def]
+def align_all(
+    tests,
+    refs,
+    seg_off,
+    tok_word,
+    word_key,
+    word_stem,
+    word_func,
+    nb_off,
+    nb_val,
+    ng_off,
+    ng_start,
+    ng_len,
+    ng_q,
+    occ_q,
+    occ_start,
+    occ_len,
+    para_off,
+    para_val,
+    kinds,
+    exact_slot,
+):  # type: ignore[no-untyped-def]
     """The jar's statistics (pairs x 23) of aligning segment ``tests[p]`` to segment ``refs[p]``.
 
     Segments are runs of ``tok_word`` (word numbers; ``seg_off``) and of their table phrases
@@ -351,12 +464,41 @@ def align_all(tests, refs, seg_off, tok_word, word_key, word_stem, word_func, nb
     phrases = para_off.shape[0] - 1
     stamp, first = np.full(phrases, -1, np.int64), np.zeros(phrases, np.int64)
     at_off, fill = np.zeros(longest + 1, np.int64), np.zeros(longest + 1, np.int64)
-    cover1, cover2, fixed = np.zeros(longest, np.int64), np.zeros(longest, np.int64), np.zeros(longest, np.int64)
+    cover1, cover2, fixed = (
+        np.zeros(longest, np.int64),
+        np.zeros(longest, np.int64),
+        np.zeros(longest, np.int64),
+    )
     for p in range(tests.shape[0]):
         test, ref = tests[p], refs[p]
         t0, r0 = seg_off[test], seg_off[ref]
         work = (stamp, first, 2 * p, at_off, fill, cover1, cover2, fixed)
-        buf = _align_pair(t0, seg_off[test + 1] - t0, r0, seg_off[ref + 1] - r0, test, ref, tok_word, tok_key,
-                          tok_stem, tok_func, nb_off, nb_val, ng_off, ng_start, ng_len, ng_q, occ_q, occ_start,
-                          occ_len, para_off, para_val, kinds, exact_slot, work, buf, out[p])
+        buf = _align_pair(
+            t0,
+            seg_off[test + 1] - t0,
+            r0,
+            seg_off[ref + 1] - r0,
+            test,
+            ref,
+            tok_word,
+            tok_key,
+            tok_stem,
+            tok_func,
+            nb_off,
+            nb_val,
+            ng_off,
+            ng_start,
+            ng_len,
+            ng_q,
+            occ_q,
+            occ_start,
+            occ_len,
+            para_off,
+            para_val,
+            kinds,
+            exact_slot,
+            work,
+            buf,
+            out[p],
+        )
     return out

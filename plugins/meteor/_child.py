@@ -40,11 +40,17 @@ def start_child(step: str, root: Path) -> subprocess.Popen[bytes] | None:
     """Start ``step`` for the cache root ``root`` in a child Python (None if it cannot start).
     An ``aligner`` child holds :func:`lock_path` while it compiles; this returns once it does."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [p for p in sys.path if p] + [env.get("PYTHONPATH", "")]
+    ).rstrip(os.pathsep)
     code = f"import sys; from {__name__} import main; sys.exit(main(sys.argv[1:]))"
     try:
-        child = subprocess.Popen([sys.executable, "-c", code, step, str(root)], env=env,
-                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+        child = subprocess.Popen(
+            [sys.executable, "-c", code, step, str(root)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+        )
     except OSError:
         return None
     if step == "aligner" and child.stdout is not None:
@@ -121,7 +127,9 @@ def main(argv: list[str]) -> int:
             held = _lock(lock_path(root), exclusive=True)
             sys.stdout.write("L")  # the parent waits for this before it starts the table build
             sys.stdout.flush()
-            quiet = os.open(os.devnull, os.O_WRONLY)  # nothing more on the pipe: no one reads it yet
+            quiet = os.open(
+                os.devnull, os.O_WRONLY
+            )  # nothing more on the pipe: no one reads it yet
             os.dup2(quiet, 1)
             os.close(quiet)
             try:

@@ -11,8 +11,13 @@ from capmetrics.errors import CapmetricsError
 
 
 def setup_meteor(
-    check_only: Annotated[bool, typer.Option(
-        "--check", help="Only report what is in place (reading what a run reads); build nothing.")] = False,
+    check_only: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="Only report what is in place (reading what a run reads); build nothing.",
+        ),
+    ] = False,
 ) -> None:
     """METEOR: build the resource cache (from the jar and paraphrase table pycocoevalcap installs,
     10-30 s) and compile the aligner (numba.pycc, 5-20 s), which the first use would otherwise do;
@@ -20,7 +25,12 @@ def setup_meteor(
     reads what a run reads (the jar's word list, every cache manifest and array checksum, the
     compiled aligner or numba) and says ready only when a run would use them as they are."""
     from capmetrics.plugins.meteor._compiled import describe
-    from capmetrics.plugins.meteor._resources import cache_root, load_resources, meteor_files, resource_key
+    from capmetrics.plugins.meteor._resources import (
+        cache_root,
+        load_resources,
+        meteor_files,
+        resource_key,
+    )
 
     root = cache_root()
     if check_only:
@@ -64,11 +74,15 @@ def check_lines(root: Path) -> tuple[list[str], bool]:
         try:
             check_folder(folder / part, names)
         except FileNotFoundError:
-            lines.append(f"missing: the resource cache ({folder / part}); run `capmetrics setup meteor`")
+            lines.append(
+                f"missing: the resource cache ({folder / part}); run `capmetrics setup meteor`"
+            )
             ready = False
         except (OSError, CorruptFolder) as err:
-            lines.append(f"damaged: the resource cache {folder / part} ({err}); a run would rebuild it: "
-                         "run `capmetrics setup meteor`")
+            lines.append(
+                f"damaged: the resource cache {folder / part} ({err}); a run would rebuild it: "
+                "run `capmetrics setup meteor`"
+            )
             ready = False
     if ready:
         lines.append(f"resource cache: {folder} (manifests and checksums verified)")
@@ -87,21 +101,27 @@ def _aligner_line(root: Path) -> tuple[str, bool]:
     if module.is_dir() and os.environ.get("CAPMETRICS_METEOR_AOT", "1") != "0":
         if _try_load(module) is not None:
             return f"aligner: compiled module in {module} (loads; checksum verified)", True
-        return (f"damaged: the compiled aligner in {module} does not load or fails its checksum; a run would "
-                "compile it again: run `capmetrics setup meteor`"), False
+        return (
+            f"damaged: the compiled aligner in {module} does not load or fails its checksum; a run would "
+            "compile it again: run `capmetrics setup meteor`"
+        ), False
     try:
         import numba  # noqa: F401 - what a run without the compiled module imports
     except ImportError as err:
         how = f"plain Python (numba does not import: {err}; slow: pip install 'capmetrics[coco]')"
     except Exception as err:  # noqa: BLE001 - a broken numba makes the run fail: report it
-        return (f"broken: numba does not import ({type(err).__name__}: {err}); a run would fail: "
-                "pip install --force-reinstall 'capmetrics[coco]'"), False
+        return (
+            f"broken: numba does not import ({type(err).__name__}: {err}); a run would fail: "
+            "pip install --force-reinstall 'capmetrics[coco]'"
+        ), False
     else:
         how = "numba's JIT"
     if module.is_dir() or _failed(module).is_file():
         return f"aligner: {how} (the compiled module is off or could not be built)", True
-    return (f"aligner: not compiled yet ({module}); the first use (or `capmetrics setup meteor`) builds it; "
-            f"until then {how}"), True
+    return (
+        f"aligner: not compiled yet ({module}); the first use (or `capmetrics setup meteor`) builds it; "
+        f"until then {how}"
+    ), True
 
 
 def add_setup_command(app: Any) -> None:

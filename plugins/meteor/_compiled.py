@@ -43,9 +43,28 @@ MODULE = "capmetrics_meteor_aligner"
 OFF_ENV = "CAPMETRICS_METEOR_AOT"
 #: numba's types of the arguments of ``align_all`` (C-contiguous arrays), in order; it returns
 #: int64 statistics (pairs x 23).
-ARG_TYPES = ("i8", "i8", "i8", "i4", "i8", "i8", "u1", "i8", "i8",  # tests .. nb_val
-             "i8", "i8", "i8", "i8", "i8", "i8", "i8", "i8", "i8",  # ng_off .. para_val
-             "i8", "b1")  # kinds, exact_slot
+ARG_TYPES = (
+    "i8",
+    "i8",
+    "i8",
+    "i4",
+    "i8",
+    "i8",
+    "u1",
+    "i8",
+    "i8",  # tests .. nb_val
+    "i8",
+    "i8",
+    "i8",
+    "i8",
+    "i8",
+    "i8",
+    "i8",
+    "i8",
+    "i8",  # ng_off .. para_val
+    "i8",
+    "b1",
+)  # kinds, exact_slot
 _DTYPES = tuple(np.dtype(bool if t == "b1" else t) for t in ARG_TYPES)
 
 
@@ -56,7 +75,11 @@ def _signature() -> str:
 def _key() -> str:
     here = Path(__file__).with_name("_align.py")
     digest = hashlib.sha256()
-    for part in (here.read_bytes(), Path(__file__).with_name("_formula.py").read_bytes(), _signature().encode()):
+    for part in (
+        here.read_bytes(),
+        Path(__file__).with_name("_formula.py").read_bytes(),
+        _signature().encode(),
+    ):
         digest.update(part)
     for name in ("numba", "numpy"):
         try:
@@ -117,8 +140,11 @@ def _build(folder: Path) -> None:
 
 def _adapted(kernel: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     """``kernel`` taking any integer arrays: each is made the contiguous type of the signature."""
+
     def align_all(*arrays: np.ndarray) -> np.ndarray:
-        return kernel(*(np.ascontiguousarray(a, dtype=t) for a, t in zip(arrays, _DTYPES, strict=True)))
+        return kernel(
+            *(np.ascontiguousarray(a, dtype=t) for a, t in zip(arrays, _DTYPES, strict=True))
+        )
 
     return align_all
 
@@ -140,10 +166,16 @@ def describe(root: Path) -> str:
     if kernel.__module__ == __name__:
         return f"compiled module in {module_folder(root)} (no numba at run time)"
     failed = module_folder(root).with_name(module_folder(root).name + ".failed")
-    why = failed.read_text().strip() if failed.is_file() else "turned off (CAPMETRICS_METEOR_AOT=0 or NUMBA_DISABLE_JIT)"
+    why = (
+        failed.read_text().strip()
+        if failed.is_file()
+        else "turned off (CAPMETRICS_METEOR_AOT=0 or NUMBA_DISABLE_JIT)"
+    )
     if type(kernel).__name__ == "function":
         return f"plain Python (numba is not installed or is disabled; slow): {why}"
-    return f"numba's JIT (the compiled module could not be built: {why}; delete {failed} to try again)"
+    return (
+        f"numba's JIT (the compiled module could not be built: {why}; delete {failed} to try again)"
+    )
 
 
 COMPILE_USUAL = "5-20 s"
@@ -181,13 +213,18 @@ def aligner(root: Path) -> Callable[..., np.ndarray]:
     """``align_all`` for this process: the compiled module under ``root/meteor`` (compiled on
     first use by a child process, so neither numba nor the compiler's memory stays here), else
     numba's JIT (or plain Python)."""
-    if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0") or os.environ.get(OFF_ENV, "1") == "0":
+    if (
+        os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0")
+        or os.environ.get(OFF_ENV, "1") == "0"
+    ):
         return _jit()
     started = _COMPILING.pop(root, None)
     if started is not None:  # a child started by the first use's table build: wait for it
         finish(started)
     where = module_folder(root)
-    if _failed(where).is_file():  # compiling did not work here before: do not pay for it on every run
+    if _failed(
+        where
+    ).is_file():  # compiling did not work here before: do not pay for it on every run
         return _jit()
     kernel = _try_load(where)
     if kernel is None:
@@ -207,7 +244,10 @@ _COMPILING: dict[Path, Any] = {}
 
 def _wanted(root: Path) -> bool:
     """Whether this process would compile the module for ``root`` (it is on, not built, not failed)."""
-    if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0") or os.environ.get(OFF_ENV, "1") == "0":
+    if (
+        os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0")
+        or os.environ.get(OFF_ENV, "1") == "0"
+    ):
         return False
     where = module_folder(root)
     return not _failed(where).is_file() and _try_load(where) is None

@@ -40,8 +40,14 @@ def _power(frag: np.ndarray, beta: float) -> np.ndarray:
     return py_pow(distinct, beta)[inverse].reshape(frag.shape)
 
 
-def meteor_scores(stats: np.ndarray, alpha: float, beta: float, gamma: float, delta: float,
-                  weights: Sequence[float]) -> np.ndarray:
+def meteor_scores(
+    stats: np.ndarray,
+    alpha: float,
+    beta: float,
+    gamma: float,
+    delta: float,
+    weights: Sequence[float],
+) -> np.ndarray:
     """Scores of rows of statistics (n x 23): F-mean of weighted precision/recall times
     (1 - gamma * fragmentation**beta), 0 where undefined, never negative."""
     s = np.asarray(stats, dtype=np.float64).reshape(-1, 23)
@@ -61,7 +67,9 @@ def meteor_scores(stats: np.ndarray, alpha: float, beta: float, gamma: float, de
         precision = test_w / test_len
         recall = ref_w / ref_len
         fmean = 1.0 / (((1.0 - alpha) / precision) + (alpha / recall))
-        frag = np.where(_perfect(s), 0.0, s[:, CHUNKS] / ((s[:, TEST_MATCHED] + s[:, REF_MATCHED]) / 2))
+        frag = np.where(
+            _perfect(s), 0.0, s[:, CHUNKS] / ((s[:, TEST_MATCHED] + s[:, REF_MATCHED]) / 2)
+        )
         penalty = gamma * _power(frag, beta)
         score = fmean * (1.0 - penalty)
     return np.where(np.isnan(score), 0.0, np.maximum(score, 0.0))

@@ -21,14 +21,18 @@ def clean_segment(tokens: Sequence[str], max_tokens: int | None) -> tuple[str, b
     return " ".join(words), False
 
 
-def segmenter(tokenizer: Tokenizer, texts: Sequence[str], max_tokens: int | None, metric: str
-              ) -> Callable[[str], str]:
+def segmenter(
+    tokenizer: Tokenizer, texts: Sequence[str], max_tokens: int | None, metric: str
+) -> Callable[[str], str]:
     """Tokenize the distinct ``texts`` once; return text -> cleaned segment (warns on truncation)."""
     distinct = list(dict.fromkeys(texts))
     cleaned = [clean_segment(t, max_tokens) for t in tokenizer.tokenize_shared(distinct)]
     cut = sum(truncated for _, truncated in cleaned)
     if cut:
-        warnings.warn(f"{metric}: {cut} caption(s) longer than max_tokens={max_tokens} tokens were "
-                      "truncated", UserWarning, stacklevel=4)
+        warnings.warn(
+            f"{metric}: {cut} caption(s) longer than max_tokens={max_tokens} tokens were truncated",
+            UserWarning,
+            stacklevel=4,
+        )
     table = {t: seg for t, (seg, _) in zip(distinct, cleaned)}
     return table.__getitem__

@@ -23,10 +23,28 @@ from capmetrics.plugins.meteor.jar import meteor_files
 
 #: WordNet's detachment rules (suffix -> ending), tried in this order; from the WordNet 3.0 morphy
 #: description (nouns, verbs, adjectives).
-MORPH_RULES = (("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"),
-               ("men", "man"), ("ies", "y"), ("s", ""), ("ies", "y"), ("es", "e"), ("es", ""),
-               ("ed", "e"), ("ed", ""), ("ing", "e"), ("ing", ""), ("er", ""), ("est", ""),
-               ("er", "e"), ("est", "e"))
+MORPH_RULES = (
+    ("s", ""),
+    ("ses", "s"),
+    ("xes", "x"),
+    ("zes", "z"),
+    ("ches", "ch"),
+    ("shes", "sh"),
+    ("men", "man"),
+    ("ies", "y"),
+    ("s", ""),
+    ("ies", "y"),
+    ("es", "e"),
+    ("es", ""),
+    ("ed", "e"),
+    ("ed", ""),
+    ("ing", "e"),
+    ("ing", ""),
+    ("er", ""),
+    ("est", ""),
+    ("er", "e"),
+    ("est", "e"),
+)
 NO_NGRAMS = np.zeros((0, 3), dtype=np.int32)
 
 
@@ -91,7 +109,10 @@ class Lexicon:
                     candidates.append(w[: len(w) - len(suffix)] + ending)
                     owners.append(n)
         hit = self.syn_words.find_many(candidates)
-        morph = [w if exc[n] < 0 and (w.endswith("ss") or len(java_units(w)) <= 2) else "" for n, w in enumerate(words)]
+        morph = [
+            w if exc[n] < 0 and (w.endswith("ss") or len(java_units(w)) <= 2) else ""
+            for n, w in enumerate(words)
+        ]
         for base, n, h in zip(candidates, owners, hit.tolist()):
             if h >= 0 and not morph[n]:
                 morph[n] = base + ("ful" if words[n].endswith("ful") else "")
@@ -110,8 +131,11 @@ class Lexicon:
             self._stems.append(java_hash_units(stem(java_units(w))))
             self._function.append(w.lower() in functions)
             self._vocab.append(vocab[n])
-            self._synsets.append(row(sources[0]).tolist() if len(sources) == 1 else
-                                 sorted({s for b in sources for s in row(b).tolist()}))
+            self._synsets.append(
+                row(sources[0]).tolist()
+                if len(sources) == 1
+                else sorted({s for b in sources for s in row(b).tolist()})
+            )
         self._word_arrays = None
 
     def synsets(self, word: str) -> frozenset[int]:
@@ -123,12 +147,21 @@ class Lexicon:
     def word_arrays(self) -> tuple[np.ndarray, ...]:
         """key, stem key, function flag, synset offsets and synsets of every known word."""
         if self._word_arrays is None:
-            lengths = np.fromiter((len(s) for s in self._synsets), dtype=np.int64, count=len(self._synsets))
+            lengths = np.fromiter(
+                (len(s) for s in self._synsets), dtype=np.int64, count=len(self._synsets)
+            )
             offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
             np.cumsum(lengths, out=offsets[1:])
-            values = np.fromiter(chain.from_iterable(self._synsets), dtype=np.int32, count=int(offsets[-1]))
-            self._word_arrays = (np.asarray(self._keys, dtype=np.int64), np.asarray(self._stems, dtype=np.int64),
-                                 np.asarray(self._function, dtype=np.uint8), offsets, values)
+            values = np.fromiter(
+                chain.from_iterable(self._synsets), dtype=np.int32, count=int(offsets[-1])
+            )
+            self._word_arrays = (
+                np.asarray(self._keys, dtype=np.int64),
+                np.asarray(self._stems, dtype=np.int64),
+                np.asarray(self._function, dtype=np.uint8),
+                offsets,
+                values,
+            )
         return self._word_arrays
 
     # ------------------------------------------------------------ segments
@@ -187,28 +220,36 @@ class Lexicon:
             found_len.append(np.full(int(same.sum()), n))
             found_q.append(q[same])
             for s, a in zip(where[~same].tolist(), at[~same].tolist()):  # another phrase, same key
-                other = self._confirm(vocab[s:s + n], keys[s], a + 1, offsets, words)
+                other = self._confirm(vocab[s : s + n], keys[s], a + 1, offsets, words)
                 if other >= 0:
                     found_start.append(np.asarray([s]))
                     found_len.append(np.asarray([n]))
                     found_q.append(np.asarray([other]))
         out = [NO_NGRAMS] * len(segments)
-        start = np.concatenate(found_start).astype(np.int64) if found_start else np.zeros(0, np.int64)
+        start = (
+            np.concatenate(found_start).astype(np.int64) if found_start else np.zeros(0, np.int64)
+        )
         if len(start):
-            table = np.stack([start, np.concatenate(found_len), np.concatenate(found_q)], axis=1).astype(np.int64)
+            table = np.stack(
+                [start, np.concatenate(found_len), np.concatenate(found_q)], axis=1
+            ).astype(np.int64)
             seg = owner[start]
             table[:, 0] -= (end - lengths[owner])[start]
             table = table[np.lexsort((table[:, 1], table[:, 0], seg))].astype(np.int32)
             seg = np.sort(seg)
             bounds = np.searchsorted(seg, np.arange(len(segments) + 1))
-            out = [table[bounds[i]:bounds[i + 1]] for i in range(len(segments))]
+            out = [table[bounds[i] : bounds[i + 1]] for i in range(len(segments))]
         return out
 
-    def _confirm(self, span: np.ndarray, key: np.uint64, at: int, offsets: np.ndarray, words: np.ndarray) -> int:
+    def _confirm(
+        self, span: np.ndarray, key: np.uint64, at: int, offsets: np.ndarray, words: np.ndarray
+    ) -> int:
         """The phrase with these words among the table entries with this key from ``at``, or -1."""
         while at < len(self.phrase_keys) and self.phrase_keys[at] == key:
             q = int(self.phrase_order[at])
-            if offsets[q + 1] - offsets[q] == len(span) and np.array_equal(words[offsets[q]:offsets[q + 1]], span):
+            if offsets[q + 1] - offsets[q] == len(span) and np.array_equal(
+                words[offsets[q] : offsets[q + 1]], span
+            ):
                 return q
             at += 1
         return -1
@@ -221,8 +262,11 @@ class Lexicon:
         renumbered 0..k-1 in table order."""
         self.prepare(fields)
         distinct: dict[str, int] = {}
-        number = np.fromiter((distinct.setdefault(f, len(distinct)) for f in fields), dtype=np.int64,
-                             count=len(fields))
+        number = np.fromiter(
+            (distinct.setdefault(f, len(distinct)) for f in fields),
+            dtype=np.int64,
+            count=len(fields),
+        )
         segs = [self._segment_ids[f] for f in distinct]
         words = [self._segment_words[s] for s in segs]
         ngrams = [self._segment_ngrams[s] for s in segs]
@@ -236,8 +280,19 @@ class Lexicon:
         para_off, para_val = self._paraphrases_among(phrases)
         owner = np.repeat(np.arange(len(segs)), np.diff(ng_off))
         by_phrase = ng[np.lexsort((ng[:, 0], ng[:, 2], owner))]
-        return number, (seg_off, tok, ng_off, ng[:, 0].copy(), ng[:, 1].copy(), ng[:, 2].copy(),
-                        by_phrase[:, 2].copy(), by_phrase[:, 0].copy(), by_phrase[:, 1].copy(), para_off, para_val)
+        return number, (
+            seg_off,
+            tok,
+            ng_off,
+            ng[:, 0].copy(),
+            ng[:, 1].copy(),
+            ng[:, 2].copy(),
+            by_phrase[:, 2].copy(),
+            by_phrase[:, 0].copy(),
+            by_phrase[:, 1].copy(),
+            para_off,
+            para_val,
+        )
 
     def _paraphrases_among(self, phrases: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each of the sorted table phrases ``phrases``, its paraphrases (table order, repeats
@@ -245,7 +300,11 @@ class Lexicon:
         starts, ends = self.para.offsets[phrases], self.para.offsets[phrases + 1]
         lengths = ends - starts
         row = np.repeat(np.arange(len(phrases)), lengths)
-        flat = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths) + starts[row]
+        flat = (
+            np.arange(int(lengths.sum()))
+            - np.repeat(np.cumsum(lengths) - lengths, lengths)
+            + starts[row]
+        )
         values = self.para.values[flat]
         local = np.searchsorted(phrases, values)
         keep = local < len(phrases)
@@ -269,7 +328,11 @@ class Lexicon:
             size_of = np.repeat(sizes, sizes)
             start_of = np.repeat(starts, sizes)
             left = np.repeat(np.arange(len(synset)), size_of)
-            right = np.arange(len(left)) - np.repeat(np.cumsum(size_of) - size_of, size_of) + np.repeat(start_of, size_of)
+            right = (
+                np.arange(len(left))
+                - np.repeat(np.cumsum(size_of) - size_of, size_of)
+                + np.repeat(start_of, size_of)
+            )
             a, b = owner[left], owner[right]
             keep = keys[a] != keys[b]
             code = np.unique(a[keep] * words + b[keep])

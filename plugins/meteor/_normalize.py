@@ -18,8 +18,10 @@ from functools import lru_cache
 
 from capmetrics.plugins.meteor._resources import java_split
 
-ALPHA = "A-Za-z\u0160\u017d\u0161\u017e\u0178\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u017e" \
-        "\u0400-\u04ff\u0500-\u0527\ua640-\ua66e\ua67e-\ua697\u1d00-\u1d7f"
+ALPHA = (
+    "A-Za-z\u0160\u017d\u0161\u017e\u0178\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u017e"
+    "\u0400-\u04ff\u0500-\u0527\ua640-\ua66e\ua67e-\ua697\u1d00-\u1d7f"
+)
 ALNUM = "0-9" + ALPHA
 JAVA_S = " \t\n\x0b\f\r"
 DIGIT = "0-9"
@@ -27,8 +29,11 @@ DIGIT = "0-9"
 SEP_OTHER = re.compile(f"([^{ALNUM}{JAVA_S}.'`,\\-\u2018\u2019])")
 MULTI_DOT = re.compile(r"\.(\.+)")
 MULTI_DOT2 = re.compile(r"DOTMULTI\.([^.])")
-COMMAS = [re.compile(f"([^{DIGIT}]),([^{DIGIT}])"), re.compile(f"([{DIGIT}]),([^{DIGIT}])"),
-          re.compile(f"([^{DIGIT}]),([{DIGIT}])")]
+COMMAS = [
+    re.compile(f"([^{DIGIT}]),([^{DIGIT}])"),
+    re.compile(f"([{DIGIT}]),([^{DIGIT}])"),
+    re.compile(f"([^{DIGIT}]),([{DIGIT}])"),
+]
 QUOTE1 = re.compile("[`\u2018\u2019]")
 QUOTE2 = re.compile("[\u201c\u201d]|''")
 RM_DASH = re.compile(f"([{ALNUM}.])-([{ALNUM}])")
@@ -75,7 +80,12 @@ def _split_dots(words: list[str], prefixes: dict[str, int]) -> str:
             nxt = words[i + 1] if i + 1 < len(words) else ""
             if "." in pre and HAS_ALPHA.search(pre):
                 out.append(word.replace(".", ""))
-            elif kind == ANY or ("a" <= nxt[:1] <= "z") or kind == NUMERIC_ONLY and ("0" <= nxt[:1] <= "9"):
+            elif (
+                kind == ANY
+                or ("a" <= nxt[:1] <= "z")
+                or kind == NUMERIC_ONLY
+                and ("0" <= nxt[:1] <= "9")
+            ):
                 out.append(word)
             else:
                 out.append(pre + " .")
@@ -112,6 +122,8 @@ def normalize(line: str, prefixes: dict[str, int]) -> str:
 
 
 @lru_cache(maxsize=1 << 16)
-def segment_words(line: str, prefixes_key: int, prefixes: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
+def segment_words(
+    line: str, prefixes_key: int, prefixes: tuple[tuple[str, int], ...]
+) -> tuple[str, ...]:
     """The words the jar aligns for one SCORE field (trimmed, normalised, lower-cased, split)."""
     return tuple(java_split(normalize(java_trim(line), dict(prefixes))))

@@ -58,8 +58,12 @@ def _text_blocks(table: Path, advance: Callable[[int], None]) -> Iterator[tuple[
             yield carry.decode("utf-8", "replace"), _irregular(carry)
 
 
-def _entries(table: Path, split_lines: Callable[[str], list[str]], normal: Callable[[str], str],
-             advance: Callable[[int], None]) -> Iterator[tuple[list[str], list[str]]]:
+def _entries(
+    table: Path,
+    split_lines: Callable[[str], list[str]],
+    normal: Callable[[str], str],
+    advance: Callable[[int], None],
+) -> Iterator[tuple[list[str], list[str]]]:
     """(reference phrases, paraphrases) of consecutive entries, a block at a time; phrases are
     whitespace-normalised (``normal``) where the block's text is irregular."""
     pending: list[str] = []
@@ -86,7 +90,10 @@ class _Words:
         """The word numbers of ``phrases`` (flat) and their offsets."""
         if not phrases:
             return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
-        lengths = np.fromiter(map(str.count, phrases, repeat(" ")), dtype=np.int64, count=len(phrases)) + 1
+        lengths = (
+            np.fromiter(map(str.count, phrases, repeat(" ")), dtype=np.int64, count=len(phrases))
+            + 1
+        )
         words = " ".join(phrases).split(" ")
         if "" in phrases:  # an empty phrase has no words (its "" is dropped)
             lengths[[i for i, p in enumerate(phrases) if not p]] = 0
@@ -131,13 +138,22 @@ class _Phrases:
         self.sorted_ids = np.insert(self.sorted_ids, at[new], numbers[new])
         result = numbers[inverse.ravel()]
         if not np.array_equal(self.checks[result], checks):
-            raise MetricError("meteor: two paraphrase-table phrases share a 64-bit key; "
-                              "please report this (the table cannot be built)")
+            raise MetricError(
+                "meteor: two paraphrase-table phrases share a 64-bit key; "
+                "please report this (the table cannot be built)"
+            )
         self._mark_first(result, entry0, as_ref)
         return result
 
-    def _add(self, phrases: list[str], rows: np.ndarray, words: _Words, checks: np.ndarray,
-             entry0: int, as_ref: bool) -> None:
+    def _add(
+        self,
+        phrases: list[str],
+        rows: np.ndarray,
+        words: _Words,
+        checks: np.ndarray,
+        entry0: int,
+        as_ref: bool,
+    ) -> None:
         """Store new phrases (rows of this block, in order of sight)."""
         ids, offsets = words.rows([phrases[r] for r in rows.tolist()])
         self.words.append(ids.astype(np.int32))
@@ -159,7 +175,9 @@ class _Phrases:
 
 def _checks(phrases: list[str]) -> np.ndarray:
     """The second key of each phrase: the CRC-32 of its UTF-8 and its length."""
-    crcs = np.fromiter(map(zlib.crc32, map(str.encode, phrases)), dtype=np.int64, count=len(phrases))
+    crcs = np.fromiter(
+        map(zlib.crc32, map(str.encode, phrases)), dtype=np.int64, count=len(phrases)
+    )
     return (crcs << 31) | np.fromiter(map(len, phrases), dtype=np.int64, count=len(phrases))
 
 
@@ -167,7 +185,7 @@ def _first_sight(values: np.ndarray, count: int, chunk: int = 1 << 20) -> np.nda
     """The numbers ``0..count-1`` in order of first appearance in ``values`` (all must appear)."""
     first = np.full(count, len(values), dtype=np.int64)
     for start in range(0, len(values), chunk):
-        part = values[start:start + chunk]
+        part = values[start : start + chunk]
         fresh = np.flatnonzero(first[part] == len(values))
         if len(fresh):
             ids, at = np.unique(part[fresh], return_index=True)
@@ -175,8 +193,9 @@ def _first_sight(values: np.ndarray, count: int, chunk: int = 1 << 20) -> np.nda
     return np.argsort(first, kind="stable")
 
 
-def _reordered(values: np.ndarray, lengths: np.ndarray, order: np.ndarray,
-               chunk: int = 1 << 18) -> tuple[np.ndarray, np.ndarray]:
+def _reordered(
+    values: np.ndarray, lengths: np.ndarray, order: np.ndarray, chunk: int = 1 << 18
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows of a ragged array (``values`` split by ``lengths``) taken in ``order`` (offsets,
     values), gathered a chunk of rows at a time to bound the index arrays."""
     starts = np.zeros(len(lengths) + 1, dtype=np.int64)
@@ -185,17 +204,22 @@ def _reordered(values: np.ndarray, lengths: np.ndarray, order: np.ndarray,
     np.cumsum(lengths[order], out=offsets[1:])
     out = np.empty(int(offsets[-1]), dtype=values.dtype)
     for at in range(0, len(order), chunk):
-        rows = order[at:at + chunk]
+        rows = order[at : at + chunk]
         taken = lengths[rows].astype(np.int64)
         begin, end = offsets[at], offsets[min(at + chunk, len(order))]
-        out[begin:end] = values[np.repeat(starts[rows] - offsets[at:at + len(rows)], taken) + np.arange(begin, end)]
+        out[begin:end] = values[
+            np.repeat(starts[rows] - offsets[at : at + len(rows)], taken) + np.arange(begin, end)
+        ]
     return offsets, out
 
 
-def build_paraphrase_arrays(table: Path, split_lines: Callable[[str], list[str]], normal: Callable[[str], str],
-                            advance: Callable[[int], None] = lambda n: None,
-                            between: Callable[[], None] = lambda: None
-                            ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def build_paraphrase_arrays(
+    table: Path,
+    split_lines: Callable[[str], list[str]],
+    normal: Callable[[str], str],
+    advance: Callable[[int], None] = lambda n: None,
+    between: Callable[[], None] = lambda: None,
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Read the table: (vocabulary, phrase word offsets, phrase words, each entry's reference
     phrase number, each entry's paraphrase number), numbered as the module docstring says.
     ``between`` is called after each block and before the arrays are put in order."""
@@ -209,21 +233,32 @@ def build_paraphrase_arrays(table: Path, split_lines: Callable[[str], list[str]]
             entries += len(refs)
             between()
     except (OSError, EOFError, zlib.error) as e:
-        raise MetricError(f"meteor: cannot read the paraphrase table: {table} is missing or unreadable; "
-                          f"reinstall pycocoevalcap (pip install --force-reinstall 'capmetrics[coco]') ({e})") from None
+        raise MetricError(
+            f"meteor: cannot read the paraphrase table: {table} is missing or unreadable; "
+            f"reinstall pycocoevalcap (pip install --force-reinstall 'capmetrics[coco]') ({e})"
+        ) from None
     between()
-    rank = np.where(phrases.first_ref != _UNSEEN, phrases.first_ref.astype(np.int64),
-                    entries + phrases.first_par.astype(np.int64))
-    stored, lengths = np.concatenate(phrases.words or [np.zeros(0, np.int32)]), np.concatenate(
-        phrases.lengths or [np.zeros(0, np.int32)])
+    rank = np.where(
+        phrases.first_ref != _UNSEEN,
+        phrases.first_ref.astype(np.int64),
+        entries + phrases.first_par.astype(np.int64),
+    )
+    stored, lengths = (
+        np.concatenate(phrases.words or [np.zeros(0, np.int32)]),
+        np.concatenate(phrases.lengths or [np.zeros(0, np.int32)]),
+    )
     del phrases
-    order = np.argsort(rank, kind="stable").astype(np.int32)  # temporary number of each final phrase
+    order = np.argsort(rank, kind="stable").astype(
+        np.int32
+    )  # temporary number of each final phrase
     del rank
     final = np.empty(len(order), dtype=np.int32)
     final[order] = np.arange(len(order), dtype=np.int32)
     offsets, values = _reordered(stored, lengths, order)
     del stored, lengths, order
-    word_order = _first_sight(values, len(words.number))  # words by first appearance, phrases in order
+    word_order = _first_sight(
+        values, len(words.number)
+    )  # words by first appearance, phrases in order
     renumber = np.empty(len(word_order), dtype=np.int32)
     renumber[word_order] = np.arange(len(word_order), dtype=np.int32)
     by_number = list(words.number)

@@ -29,6 +29,7 @@ import numpy as np
 from capmetrics.cache import cache_root as default_cache_dir
 from capmetrics.errors import MetricError
 from capmetrics.notices import one_time_step
+from capmetrics.plugins.meteor._child import run_child
 from capmetrics.plugins.meteor._paraphrase_build import build_paraphrase_arrays
 from capmetrics.plugins.meteor._tables import (
     CorruptFolder,
@@ -40,7 +41,6 @@ from capmetrics.plugins.meteor._tables import (
     read_manifest,
     release_pages,
 )
-from capmetrics.plugins.meteor._child import run_child
 from capmetrics.plugins.meteor.jar import meteor_files
 
 CACHE_VERSION = 1
@@ -48,7 +48,9 @@ CACHE_VERSION = 1
 KEY_MULT = 0x9E3779B97F4A7C15
 MASK = (1 << 64) - 1
 #: Characters Python's str.split() treats as whitespace but Java's StringTokenizer does not.
-_PY_ONLY_SPACE = re.compile("[\x0b\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+_PY_ONLY_SPACE = re.compile(
+    "[\x0b\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+)
 _JAVA_SPACE = re.compile("[ \t\n\r\f]+")
 
 
@@ -68,8 +70,10 @@ def phrase_key(ids: tuple[int, ...] | list[int]) -> int:
 
 
 def _fix_hint(path: Path) -> str:
-    return (f"{path} is missing or unreadable; reinstall pycocoevalcap "
-            "(pip install --force-reinstall 'capmetrics[coco]')")
+    return (
+        f"{path} is missing or unreadable; reinstall pycocoevalcap "
+        "(pip install --force-reinstall 'capmetrics[coco]')"
+    )
 
 
 def _digest(path: Path) -> str:
@@ -88,8 +92,10 @@ def _jar_text(jar: Path, member: str) -> str:
         with zipfile.ZipFile(jar) as z:
             return z.read(member).decode("utf-8", "replace")
     except (OSError, KeyError, zipfile.BadZipFile) as e:
-        raise MetricError(f"meteor: cannot read {member} from {jar}: {e}; reinstall pycocoevalcap "
-                          "(pip install --force-reinstall 'capmetrics[coco]')") from None
+        raise MetricError(
+            f"meteor: cannot read {member} from {jar}: {e}; reinstall pycocoevalcap "
+            "(pip install --force-reinstall 'capmetrics[coco]')"
+        ) from None
 
 
 def _lines(text: str) -> list[str]:
@@ -117,17 +123,25 @@ def _build_synonyms(jar: Path) -> dict[str, np.ndarray]:
         for form in java_split(forms):
             bases.setdefault(form, []).append(rows.get(base, -1))
     forms = list(bases)
-    return {**index.arrays("syn_words"), **Ragged.build(sets).arrays("syn_sets"),
-            **StringIndex.build(forms).arrays("exc_forms"),
-            **Ragged.build([bases[f] for f in forms]).arrays("exc_bases")}
+    return {
+        **index.arrays("syn_words"),
+        **Ragged.build(sets).arrays("syn_sets"),
+        **StringIndex.build(forms).arrays("exc_forms"),
+        **Ragged.build([bases[f] for f in forms]).arrays("exc_bases"),
+    }
 
 
-def _build_paraphrases(table: Path, advance: Callable[[int], None] = lambda n: None,
-                       between: Callable[[], None] = lambda: None) -> dict[str, np.ndarray]:
+def _build_paraphrases(
+    table: Path,
+    advance: Callable[[int], None] = lambda n: None,
+    between: Callable[[], None] = lambda: None,
+) -> dict[str, np.ndarray]:
     """The paraphrase arrays, read from the table streaming (``_paraphrase_build``); ``advance``
     gets the compressed bytes read, for a progress bar; ``between`` is called between blocks."""
-    normal = (lambda p: " ".join(java_split(p)))  # noqa: E731
-    vocab, offsets, values, ref_ix, par_ix = build_paraphrase_arrays(table, _lines, normal, advance, between)
+    normal = lambda p: " ".join(java_split(p))  # noqa: E731
+    vocab, offsets, values, ref_ix, par_ix = build_paraphrase_arrays(
+        table, _lines, normal, advance, between
+    )
     between()
     phrases = Ragged(offsets, values)
     keys = _phrase_keys(phrases)
@@ -138,10 +152,15 @@ def _build_paraphrases(table: Path, advance: Callable[[int], None] = lambda n: N
     del ref_ix
     para_values = par_ix[by_ref]
     del by_ref, par_ix
-    return {**StringIndex.build(vocab).arrays("vocab"), **phrases.arrays("phrase_words"),
-            "phrase_keys": keys[order], "phrase_order": order,
-            "para_offsets": para_offsets, "para_values": para_values,
-            "max_len": np.asarray([int(np.diff(phrases.offsets).max(initial=0))])}
+    return {
+        **StringIndex.build(vocab).arrays("vocab"),
+        **phrases.arrays("phrase_words"),
+        "phrase_keys": keys[order],
+        "phrase_order": order,
+        "para_offsets": para_offsets,
+        "para_values": para_values,
+        "max_len": np.asarray([int(np.diff(phrases.offsets).max(initial=0))]),
+    }
 
 
 def _phrase_keys(phrases: Ragged, chunk: int = 1 << 18) -> np.ndarray:
@@ -151,8 +170,8 @@ def _phrase_keys(phrases: Ragged, chunk: int = 1 << 18) -> np.ndarray:
     mult = np.uint64(KEY_MULT)
     with np.errstate(over="ignore"):
         for start in range(0, len(keys), chunk):
-            offsets = phrases.offsets[start:start + chunk + 1]
-            lengths, part = np.diff(offsets), keys[start:start + chunk]
+            offsets = phrases.offsets[start : start + chunk + 1]
+            lengths, part = np.diff(offsets), keys[start : start + chunk]
             for t in range(int(lengths.max(initial=0))):
                 rows = np.flatnonzero(lengths > t)
                 ids = phrases.values[offsets[rows] + t].astype(np.uint64)
@@ -206,7 +225,9 @@ def _known_digest(path: Path) -> str:
     try:
         memo.parent.mkdir(parents=True, exist_ok=True)
         tmp = memo.with_name(f"digests.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({**(known if isinstance(known, dict) else {}), str(path): [*stamp, digest]}))
+        tmp.write_text(
+            json.dumps({**(known if isinstance(known, dict) else {}), str(path): [*stamp, digest]})
+        )
         os.replace(tmp, memo)
     except OSError:  # a read-only cache folder: compute it again next time
         pass
@@ -227,9 +248,22 @@ def _ragged(prefix: str) -> tuple[str, ...]:
 
 
 #: The arrays of each cache part (a folder missing one, or listing another, is rebuilt).
-PARTS = {"synonyms": (*_index("syn_words"), *_ragged("syn_sets"), *_index("exc_forms"), *_ragged("exc_bases")),
-         "paraphrases": (*_index("vocab"), *_ragged("phrase_words"), "phrase_keys", "phrase_order",
-                         *_ragged("para"), "max_len")}
+PARTS = {
+    "synonyms": (
+        *_index("syn_words"),
+        *_ragged("syn_sets"),
+        *_index("exc_forms"),
+        *_ragged("exc_bases"),
+    ),
+    "paraphrases": (
+        *_index("vocab"),
+        *_ragged("phrase_words"),
+        "phrase_keys",
+        "phrase_order",
+        *_ragged("para"),
+        "max_len",
+    ),
+}
 TABLES_USUAL = "10-30 s"
 
 
@@ -253,7 +287,9 @@ def _cached_parts(root: Path) -> dict[str, dict[str, np.ndarray] | None]:
     return parts
 
 
-def build_tables(root: Path, between: Callable[[], None] = lambda: None) -> dict[str, dict[str, np.ndarray]]:
+def build_tables(
+    root: Path, between: Callable[[], None] = lambda: None
+) -> dict[str, dict[str, np.ndarray]]:
     """The cache parts, building the missing ones in this process with a one-line announcement
     (``one_time_step``); reading the paraphrase table streaming keeps this near 300 MB.
     ``between`` is called between blocks of the build (see ``_child.wait_beside_compile``)."""
@@ -264,12 +300,21 @@ def build_tables(root: Path, between: Callable[[], None] = lambda: None) -> dict
         return found  # type: ignore[return-value]
     size = table.stat().st_size if found["paraphrases"] is None else 0
     folder = resource_folder(root)
-    with one_time_step("building METEOR's resource tables from pycocoevalcap's paraphrase table",
-                       TABLES_USUAL, total=size or None, unit="of the table") as advance:
-        synonyms = found["synonyms"] or cached_arrays(folder / "synonyms", lambda: _build_synonyms(jar), meta,
-                                                      PARTS["synonyms"])
+    with one_time_step(
+        "building METEOR's resource tables from pycocoevalcap's paraphrase table",
+        TABLES_USUAL,
+        total=size or None,
+        unit="of the table",
+    ) as advance:
+        synonyms = found["synonyms"] or cached_arrays(
+            folder / "synonyms", lambda: _build_synonyms(jar), meta, PARTS["synonyms"]
+        )
         paraphrases = found["paraphrases"] or cached_arrays(
-            folder / "paraphrases", lambda: _build_paraphrases(table, advance, between), meta, PARTS["paraphrases"])
+            folder / "paraphrases",
+            lambda: _build_paraphrases(table, advance, between),
+            meta,
+            PARTS["paraphrases"],
+        )
     return {"synonyms": synonyms, "paraphrases": paraphrases}
 
 

@@ -19,30 +19,95 @@ SHORT_EXEMPT = frozenset("aeiouywxY")
 VALID_LI = frozenset("cdeghkmnrt")
 DOUBLES = ("bb", "dd", "ff", "gg", "mm", "nn", "pp", "rr", "tt")
 WHOLE_WORDS = {
-    "skis": "ski", "skies": "sky", "dying": "die", "lying": "lie", "tying": "tie", "idly": "idl",
-    "gently": "gentl", "ugly": "ugli", "early": "earli", "only": "onli", "singly": "singl",
-    "sky": "sky", "news": "news", "howe": "howe", "atlas": "atlas", "cosmos": "cosmos",
-    "bias": "bias", "andes": "andes",
+    "skis": "ski",
+    "skies": "sky",
+    "dying": "die",
+    "lying": "lie",
+    "tying": "tie",
+    "idly": "idl",
+    "gently": "gentl",
+    "ugly": "ugli",
+    "early": "earli",
+    "only": "onli",
+    "singly": "singl",
+    "sky": "sky",
+    "news": "news",
+    "howe": "howe",
+    "atlas": "atlas",
+    "cosmos": "cosmos",
+    "bias": "bias",
+    "andes": "andes",
 }
-STOP_AFTER_1A = frozenset(["inning", "outing", "canning", "herring", "earring", "proceed", "exceed", "succeed"])
+STOP_AFTER_1A = frozenset(
+    ["inning", "outing", "canning", "herring", "earring", "proceed", "exceed", "succeed"]
+)
 STEP2 = {
-    "tional": "tion", "enci": "ence", "anci": "ance", "abli": "able", "entli": "ent", "izer": "ize",
-    "ization": "ize", "ational": "ate", "ation": "ate", "ator": "ate", "alism": "al", "aliti": "al",
-    "alli": "al", "fulness": "ful", "ousli": "ous", "ousness": "ous", "iveness": "ive", "iviti": "ive",
-    "biliti": "ble", "bli": "ble", "ogi": "og", "fulli": "ful", "lessli": "less", "li": "",
+    "tional": "tion",
+    "enci": "ence",
+    "anci": "ance",
+    "abli": "able",
+    "entli": "ent",
+    "izer": "ize",
+    "ization": "ize",
+    "ational": "ate",
+    "ation": "ate",
+    "ator": "ate",
+    "alism": "al",
+    "aliti": "al",
+    "alli": "al",
+    "fulness": "ful",
+    "ousli": "ous",
+    "ousness": "ous",
+    "iveness": "ive",
+    "iviti": "ive",
+    "biliti": "ble",
+    "bli": "ble",
+    "ogi": "og",
+    "fulli": "ful",
+    "lessli": "less",
+    "li": "",
 }
-STEP3 = {"tional": "tion", "ational": "ate", "alize": "al", "icate": "ic", "iciti": "ic", "ical": "ic",
-         "ful": "", "ness": "", "ative": ""}
-STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ism", "ate",
-         "iti", "ous", "ive", "ize", "ion")
+STEP3 = {
+    "tional": "tion",
+    "ational": "ate",
+    "alize": "al",
+    "icate": "ic",
+    "iciti": "ic",
+    "ical": "ic",
+    "ful": "",
+    "ness": "",
+    "ative": "",
+}
+STEP4 = (
+    "al",
+    "ance",
+    "ence",
+    "er",
+    "ic",
+    "able",
+    "ible",
+    "ant",
+    "ement",
+    "ment",
+    "ent",
+    "ism",
+    "ate",
+    "iti",
+    "ous",
+    "ive",
+    "ize",
+    "ion",
+)
 
 
 def java_units(word: str) -> str:
     """``word`` with every character outside the BMP written as its two UTF-16 surrogates."""
     if word.isascii() or all(ord(c) < 0x10000 for c in word):
         return word
-    return "".join(c if ord(c) < 0x10000 else chr(0xD7C0 + (ord(c) >> 10)) + chr(0xDC00 + (ord(c) & 0x3FF))
-                   for c in word)
+    return "".join(
+        c if ord(c) < 0x10000 else chr(0xD7C0 + (ord(c) >> 10)) + chr(0xDC00 + (ord(c) & 0x3FF))
+        for c in word
+    )
 
 
 class _Suffixes:

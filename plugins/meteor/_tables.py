@@ -27,7 +27,9 @@ MANIFEST = "manifest.json"
 
 def text_key(text: str) -> int:
     """A stable 64-bit key of a string."""
-    return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+    return int.from_bytes(
+        hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little"
+    )
 
 
 def text_keys(texts: Sequence[str]) -> np.ndarray:
@@ -50,7 +52,7 @@ class Ragged:
         return cls(offsets, values)
 
     def row(self, i: int) -> np.ndarray:
-        return self.values[self.offsets[i]:self.offsets[i + 1]]
+        return self.values[self.offsets[i] : self.offsets[i + 1]]
 
     def arrays(self, prefix: str) -> dict[str, np.ndarray]:
         return {f"{prefix}_offsets": self.offsets, f"{prefix}_values": self.values}
@@ -63,7 +65,9 @@ class Ragged:
 class StringIndex:
     """Strings numbered 0..n-1, found by :func:`text_key` and confirmed against their bytes."""
 
-    def __init__(self, keys: np.ndarray, order: np.ndarray, blob: np.ndarray, offsets: np.ndarray) -> None:
+    def __init__(
+        self, keys: np.ndarray, order: np.ndarray, blob: np.ndarray, offsets: np.ndarray
+    ) -> None:
         self.keys, self.order, self.blob, self.offsets = keys, order, blob, offsets
 
     @classmethod
@@ -86,7 +90,7 @@ class StringIndex:
         data = text.encode("utf-8", "surrogatepass")
         while at < len(self.keys) and self.keys[at] == key:
             i = int(self.order[at])
-            if self.blob[self.offsets[i]:self.offsets[i + 1]].tobytes() == data:
+            if self.blob[self.offsets[i] : self.offsets[i + 1]].tobytes() == data:
                 return i
             at += 1
         return -1
@@ -108,13 +112,21 @@ class StringIndex:
         return len(self.order)
 
     def arrays(self, prefix: str) -> dict[str, np.ndarray]:
-        return {f"{prefix}_keys": self.keys, f"{prefix}_order": self.order,
-                f"{prefix}_blob": self.blob, f"{prefix}_offsets": self.offsets}
+        return {
+            f"{prefix}_keys": self.keys,
+            f"{prefix}_order": self.order,
+            f"{prefix}_blob": self.blob,
+            f"{prefix}_offsets": self.offsets,
+        }
 
     @classmethod
     def load(cls, arrays: dict[str, np.ndarray], prefix: str) -> StringIndex:
-        return cls(arrays[f"{prefix}_keys"], arrays[f"{prefix}_order"], arrays[f"{prefix}_blob"],
-                   arrays[f"{prefix}_offsets"])
+        return cls(
+            arrays[f"{prefix}_keys"],
+            arrays[f"{prefix}_order"],
+            arrays[f"{prefix}_blob"],
+            arrays[f"{prefix}_offsets"],
+        )
 
 
 def _crc(path: Path) -> int:
@@ -192,8 +204,14 @@ def _manifest_arrays(folder: Path, names: Iterable[str] | None) -> dict[str, int
     ``names``); raises :class:`CorruptFolder` naming what is wrong."""
     manifest = read_manifest(folder / MANIFEST)
     arrays = manifest.get("arrays") if isinstance(manifest, dict) else None
-    if not isinstance(arrays, dict) or not arrays or not all(
-            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in arrays.items()):
+    if (
+        not isinstance(arrays, dict)
+        or not arrays
+        or not all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+            for k, v in arrays.items()
+        )
+    ):
         raise CorruptFolder(f"{MANIFEST} is not a manifest of arrays and checksums")
     if names is not None and set(arrays) != set(names):
         raise CorruptFolder(f"{MANIFEST} lists {sorted(arrays)}, expected {sorted(names)}")
@@ -237,12 +255,19 @@ def move_aside(folder: Path, reason: str) -> None:
         what = f"moved it to {aside.name} and rebuilding it"
     except OSError as e:
         what = f"cannot move it aside ({e}); rebuilding it"
-    print(f"capmetrics: warning: meteor: the cache folder {folder} is damaged ({reason}); {what}",
-          file=sys.stderr, flush=True)
+    print(
+        f"capmetrics: warning: meteor: the cache folder {folder} is damaged ({reason}); {what}",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
-def cached_arrays(folder: Path, build: Callable[[], dict[str, np.ndarray]], meta: dict[str, object],
-                  names: Iterable[str] | None = None) -> dict[str, np.ndarray]:
+def cached_arrays(
+    folder: Path,
+    build: Callable[[], dict[str, np.ndarray]],
+    meta: dict[str, object],
+    names: Iterable[str] | None = None,
+) -> dict[str, np.ndarray]:
     """The arrays in ``folder``; built and written first if the folder is missing or damaged (a
     damaged one is moved aside with a warning first: a cache never blocks a run)."""
     try:

@@ -53,7 +53,9 @@ def meteor_files() -> tuple[Path, Path]:
     jar, table = folder / "meteor-1.5.jar", folder / "data" / "paraphrase-en.gz"
     for path in (jar, table):
         if not path.is_file():
-            raise MetricError(f"meteor: {path} is missing; reinstall pycocoevalcap (pip install 'capmetrics[coco]')")
+            raise MetricError(
+                f"meteor: {path} is missing; reinstall pycocoevalcap (pip install 'capmetrics[coco]')"
+            )
     return jar, table
 
 
@@ -138,8 +140,19 @@ class MeteorJar(Distance):
     def command(self) -> list[str]:
         """The command line of the jar process."""
         jar, _ = meteor_files()
-        return [find_java(self.java), f"-Xmx{self.memory}", *LOCALE_OPTIONS, "-jar", str(jar),
-                "-", "-", "-stdio", "-l", "en", "-norm"]
+        return [
+            find_java(self.java),
+            f"-Xmx{self.memory}",
+            *LOCALE_OPTIONS,
+            "-jar",
+            str(jar),
+            "-",
+            "-",
+            "-stdio",
+            "-l",
+            "en",
+            "-norm",
+        ]
 
     def _process(self, k: int = 0) -> LineProcess:
         """The k-th JVM (started on its first request)."""
@@ -149,8 +162,13 @@ class MeteorJar(Distance):
         if process is None or process.command != command:
             if process is not None:
                 process.close()
-            process = LineProcess(command, probe="SCORE ||| a ||| a", start_timeout=START_TIMEOUT,
-                                  name="the METEOR jar", cwd=str(Path(command[command.index("-jar") + 1]).parent))
+            process = LineProcess(
+                command,
+                probe="SCORE ||| a ||| a",
+                start_timeout=START_TIMEOUT,
+                name="the METEOR jar",
+                cwd=str(Path(command[command.index("-jar") + 1]).parent),
+            )
             processes[k] = process
         return process
 
@@ -185,7 +203,9 @@ class MeteorJar(Distance):
         """Distances 1 − METEOR(a_i, [b_j]); every text is tokenized once, all pairs go in batches."""
         segment = self._segmenter([*a, *b])
         sa, sb = [segment(x) for x in a], [segment(y) for y in b]
-        values = self._score_segments([x for x in sa for _ in sb], [[y] for _ in sa for y in sb]).values
+        values = self._score_segments(
+            [x for x in sa for _ in sb], [[y] for _ in sa for y in sb]
+        ).values
         return self.to_distance(values).reshape(len(a), len(b))
 
     def _segmenter(self, texts: Sequence[str]) -> Callable[[str], str]:
@@ -234,5 +254,3 @@ class MeteorJar(Distance):
             "meteor_paraphrase": f"{table.name} md5:{_md5(table, stat.st_size, stat.st_mtime)}",
             "java": java_signature(self.java),
         }
-
-

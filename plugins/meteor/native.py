@@ -62,7 +62,9 @@ class Meteor(Distance):
     languages = ("en",)  # the English resources of METEOR 1.5 (paraphrases, stems, synonyms)
     higher_is_better = True
     distance_offset = 1.0
-    accepts_empty_candidates = True  # 0.0, the jar's answer; the references still count in the corpus value
+    accepts_empty_candidates = (
+        True  # 0.0, the jar's answer; the references still count in the corpus value
+    )
 
     def __init__(
         self,
@@ -93,21 +95,37 @@ class Meteor(Distance):
         try:
             weights = tuple(float(w) for w in self.weights)
         except (TypeError, ValueError):
-            raise MetricError(f"meteor: weights must be numbers, got {list(self.weights)}") from None
-        if not modules or any(m not in MODULES for m in modules) or len(set(modules)) != len(modules):
-            raise MetricError(f"meteor: modules must be distinct names among {list(MODULES)}, got {list(modules)}")
+            raise MetricError(
+                f"meteor: weights must be numbers, got {list(self.weights)}"
+            ) from None
+        if (
+            not modules
+            or any(m not in MODULES for m in modules)
+            or len(set(modules)) != len(modules)
+        ):
+            raise MetricError(
+                f"meteor: modules must be distinct names among {list(MODULES)}, got {list(modules)}"
+            )
         if len(weights) != len(modules):
             english = dict(zip(MODULES, ENGLISH_WEIGHTS))
             suggested = ", ".join(repr(english[m]) for m in modules)
-            raise MetricError(f"meteor: give one weight per module: {len(modules)} modules, {len(weights)} weights "
-                              f"(the English weights of these modules: weights=[{suggested}])")
+            raise MetricError(
+                f"meteor: give one weight per module: {len(modules)} modules, {len(weights)} weights "
+                f"(the English weights of these modules: weights=[{suggested}])"
+            )
         for name in ("alpha", "beta", "gamma", "delta"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not 0.0 <= value <= (10.0 if name == "beta" else 1.0):
-                raise MetricError(f"meteor: {name}={value!r} is out of range (alpha, gamma, delta in [0, 1], "
-                                  "beta in [0, 10])")
+            if not isinstance(value, (int, float)) or not 0.0 <= value <= (
+                10.0 if name == "beta" else 1.0
+            ):
+                raise MetricError(
+                    f"meteor: {name}={value!r} is out of range (alpha, gamma, delta in [0, 1], "
+                    "beta in [0, 10])"
+                )
         if self.max_tokens is not None and self.max_tokens < 1:
-            raise MetricError(f"meteor: max_tokens must be at least 1 or None, got {self.max_tokens}")
+            raise MetricError(
+                f"meteor: max_tokens must be at least 1 or None, got {self.max_tokens}"
+            )
         return modules, weights
 
     def _segmenter(self, texts: Sequence[str]) -> Callable[[str], str]:
@@ -117,11 +135,13 @@ class Meteor(Distance):
         check_items(candidates, references, "meteor")
         self._checked()
         segment = self._segmenter([*candidates, *(r for refs in references for r in refs)])
-        return self._score_segments([segment(c) for c in candidates],
-                                    [[segment(r) for r in refs] for refs in references])
+        return self._score_segments(
+            [segment(c) for c in candidates], [[segment(r) for r in refs] for refs in references]
+        )
 
-    def prepare(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
-                stop: threading.Event) -> None:
+    def prepare(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]], stop: threading.Event
+    ) -> None:
         """Load METEOR's resources and compiled aligner now (on first use: build the tables and
         compile the aligner, in child processes), in the background of a run
         (``capmetrics.prestart``); ``score`` then finds them loaded. The texts are not needed."""
@@ -131,30 +151,46 @@ class Meteor(Distance):
         if not stop.is_set():
             aligner(cache_root(self.cache_dir))
 
-    def score_shard(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> tuple[Scores, np.ndarray]:
+    def score_shard(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]]
+    ) -> tuple[Scores, np.ndarray]:
         """:meth:`score` of one shard of a corpus and its corpus statistics (the jar's aggregate
         row, sums of counts): summed over shards, :meth:`corpus_from_sums` gives the corpus value
         of the whole (capmetrics.torchmetrics combines DDP ranks so)."""
         check_items(candidates, references, "meteor")
         _, weights = self._checked()
         segment = self._segmenter([*candidates, *(r for refs in references for r in refs)])
-        stats = self.statistics([segment(c) for c in candidates], [[segment(r) for r in refs] for refs in references])
+        stats = self.statistics(
+            [segment(c) for c in candidates], [[segment(r) for r in refs] for refs in references]
+        )
         params = (self.alpha, self.beta, self.gamma, self.delta, weights)
         sums = aggregate(stats)
-        return Scores(meteor_scores(stats, *params), float(meteor_scores(sums, *params)[0])), sums[0]
+        return Scores(meteor_scores(stats, *params), float(meteor_scores(sums, *params)[0])), sums[
+            0
+        ]
 
     def corpus_from_sums(self, sums: np.ndarray) -> float:
         """The corpus value of summed :meth:`score_shard` statistics."""
         _, weights = self._checked()
-        return float(meteor_scores(np.asarray(sums, dtype=np.float64)[None, :], self.alpha, self.beta, self.gamma,
-                                   self.delta, weights)[0])
+        return float(
+            meteor_scores(
+                np.asarray(sums, dtype=np.float64)[None, :],
+                self.alpha,
+                self.beta,
+                self.gamma,
+                self.delta,
+                weights,
+            )[0]
+        )
 
     def pairwise(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
         """Distances 1 − METEOR(a_i, [b_j]); every text is tokenized once."""
         self._checked()
         segment = self._segmenter([*a, *b])
         sa, sb = [segment(x) for x in a], [segment(y) for y in b]
-        values = self._score_segments([x for x in sa for _ in sb], [[y] for _ in sa for y in sb]).values
+        values = self._score_segments(
+            [x for x in sa for _ in sb], [[y] for _ in sa for y in sb]
+        ).values
         return self.to_distance(values).reshape(len(a), len(b))
 
     def statistics(self, cands: Sequence[str], refs: Sequence[Sequence[str]]) -> np.ndarray:
@@ -168,14 +204,28 @@ class Meteor(Distance):
         counts = [len(rs) for rs in refs]
         number, tables = lex.tables([*cands, *(r for rs in refs for r in rs)])
         lex.res.release()  # the table pages this call read go back to the page cache
-        align_all = aligner(cache_root(self.cache_dir))  # compiled on first use, not with the plugin
+        align_all = aligner(
+            cache_root(self.cache_dir)
+        )  # compiled on first use, not with the plugin
 
-        tests = np.repeat(number[:len(cands)], counts)
+        tests = np.repeat(number[: len(cands)], counts)
         keys, stems, function, _, _ = lex.word_arrays()
         nb_off, nb_val = lex.neighbours()
         kinds = np.asarray([MODULES.index(m) for m in modules], dtype=np.int64)
-        stats = align_all(tests, number[len(cands):], tables[0], tables[1], keys, stems, function, nb_off, nb_val,
-                          *tables[2:], kinds, kinds == 0)
+        stats = align_all(
+            tests,
+            number[len(cands) :],
+            tables[0],
+            tables[1],
+            keys,
+            stems,
+            function,
+            nb_off,
+            nb_val,
+            *tables[2:],
+            kinds,
+            kinds == 0,
+        )
         return stats.astype(np.float64)
 
     def _best(self, pairs: np.ndarray, refs: Sequence[Sequence[str]]) -> np.ndarray:

@@ -32,11 +32,20 @@ def synonym_resources() -> Resources:
     empty paraphrase table."""
     jar, table = meteor_files()
     meta = {"jar": str(jar), "table": str(table), "version": CACHE_VERSION}
-    synonyms = cached_arrays(cache_root() / "meteor" / resource_key() / "synonyms", lambda: _build_synonyms(jar), meta)
-    empty = {**StringIndex.build([]).arrays("vocab"), **Ragged.build([]).arrays("phrase_words"),
-             **Ragged.build([]).arrays("para"), "phrase_keys": np.zeros(0, dtype=np.uint64),
-             "phrase_order": np.zeros(0, dtype=np.int32), "max_len": np.zeros(1, dtype=np.int64)}
-    return Resources(frozenset(_lines(_jar_text(jar, "function/english.words"))), {**synonyms, **empty})
+    synonyms = cached_arrays(
+        cache_root() / "meteor" / resource_key() / "synonyms", lambda: _build_synonyms(jar), meta
+    )
+    empty = {
+        **StringIndex.build([]).arrays("vocab"),
+        **Ragged.build([]).arrays("phrase_words"),
+        **Ragged.build([]).arrays("para"),
+        "phrase_keys": np.zeros(0, dtype=np.uint64),
+        "phrase_order": np.zeros(0, dtype=np.int32),
+        "max_len": np.zeros(1, dtype=np.int64),
+    }
+    return Resources(
+        frozenset(_lines(_jar_text(jar, "function/english.words"))), {**synonyms, **empty}
+    )
 
 
 @lru_cache(maxsize=1)

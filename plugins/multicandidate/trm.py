@@ -23,15 +23,14 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 import numpy as np
-
 from capmetrics import Distance, MetricError
-from capmetrics.plugins.multicandidate.fitting import FitsDistance
 from capmetrics.permutation import (
     PermutationStatistic,
     PValueMethod,
     SplitStatistic,
     require_finite,
 )
+from capmetrics.plugins.multicandidate.fitting import FitsDistance
 
 #: Distances equal to this many significant digits (of the item's largest distance) tie.
 TIE_DIGITS = 12
@@ -108,8 +107,13 @@ class TRM(FitsDistance, PermutationStatistic):
     accepts_empty_candidates = True  # when its distance does (checked by capmetrics.score)
     rtol = 0.0  # Q is an exact ratio of integers: equal Q values give equal floats
 
-    def __init__(self, distance: Distance, p_value: PValueMethod = "auto", permutations: int = 1000,
-                 seed: int = 0) -> None:
+    def __init__(
+        self,
+        distance: Distance,
+        p_value: PValueMethod = "auto",
+        permutations: int = 1000,
+        seed: int = 0,
+    ) -> None:
         self.distance = distance
         self.p_value = p_value
         self.permutations = permutations
@@ -145,8 +149,9 @@ class TRM(FitsDistance, PermutationStatistic):
     def split_statistic(self, pooled: np.ndarray, n: int) -> SplitStatistic:
         size = len(pooled)
         if pooled.shape != (size, size):
-            raise MetricError(f"{self.distance_name()}.pairwise returned shape {pooled.shape} for a "
-                              "square pool")
+            raise MetricError(
+                f"{self.distance_name()}.pairwise returned shape {pooled.shape} for a square pool"
+            )
         off = pooled.copy()
         np.fill_diagonal(off, 0.0)
         require_finite(off, lambda: f"the {self.distance_name()} distance matrix")

@@ -61,7 +61,7 @@ class Bleu(BatchDistance):
         """Clipped n-gram matches per item and order (per slot too if ``per_slot``); each
         order's column is computed once per batch (BLEU-1..4 of a run share it)."""
         memo = batch.memo.setdefault(("bleu-matched", per_slot), [])
-        for table in ngrams(batch.sentences, self.order)[len(memo):]:
+        for table in ngrams(batch.sentences, self.order)[len(memo) :]:
             m = match(batch, table)
             if per_slot:
                 clipped = np.minimum(m.count[:, None], m.ref_counts)
@@ -84,7 +84,9 @@ class Bleu(BatchDistance):
         reflen = closest_reflen(batch).astype(float)
         correct, guess = self.matched(batch, per_slot=False), self.guesses(batch)
         by_order = bleu_values(correct, guess, testlen, reflen)
-        sums = np.concatenate([correct.sum(axis=0), guess.sum(axis=0), [testlen.sum(), reflen.sum()]])
+        sums = np.concatenate(
+            [correct.sum(axis=0), guess.sum(axis=0), [testlen.sum(), reflen.sum()]]
+        )
         return self._scores(by_order, sums), sums
 
     def _scores(self, by_order: np.ndarray, sums: np.ndarray) -> Scores:
@@ -98,14 +100,18 @@ class Bleu(BatchDistance):
         }
         return Scores(by_order[:, -1], float(corpus[-1]), details)
 
-    def score_part(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> tuple[Scores, Any]:
+    def score_part(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]]
+    ) -> tuple[Scores, Any]:
         if len(candidates) == 0:
             return self.score(candidates, references), np.zeros(2 * self.order + 2)
         return self._scores_and_sums(self.batch(candidates, references))
 
     def merge_scores(self, parts: Sequence[tuple[Scores, Any]]) -> Scores:
         """Corpus BLEU from the summed statistics of the parts (sums of integers: exact)."""
-        by_order = np.concatenate([scores.details["by_order"] for scores, _ in parts if len(scores.values)])
+        by_order = np.concatenate(
+            [scores.details["by_order"] for scores, _ in parts if len(scores.values)]
+        )
         return self._scores(by_order, np.sum([sums for _, sums in parts], axis=0))
 
     def slot_scores(self, batch: Batch) -> np.ndarray:

@@ -92,8 +92,13 @@ class DfIndex:
         """The index of a table of n-gram strings (words numbered in order of first appearance)."""
         words, rows, counts = from_strings(df)
         base = len(words) + 1
-        keyed = ([(compose(r, base), c) for r, c in zip(rows, counts) if r.shape[1] <= MAX_N]  # longer: never looked up
-                 if fits_int64(len(words)) else None)
+        keyed = (
+            [
+                (compose(r, base), c) for r, c in zip(rows, counts) if r.shape[1] <= MAX_N
+            ]  # longer: never looked up
+            if fits_int64(len(words))
+            else None
+        )
         self._set(df, words, keyed)
 
     @classmethod
@@ -104,8 +109,12 @@ class DfIndex:
         index._set(None, counts.words, counts.keyed)
         return index
 
-    def _set(self, df: dict[str, int] | None, words: Sequence[str],
-             keyed: Sequence[tuple[np.ndarray, np.ndarray]] | None) -> None:
+    def _set(
+        self,
+        df: dict[str, int] | None,
+        words: Sequence[str],
+        keyed: Sequence[tuple[np.ndarray, np.ndarray]] | None,
+    ) -> None:
         """Words numbered from 1 in order, and each order's keys and counts (None: the keys
         would overflow int64, so look-ups go by the strings of ``df``)."""
         self.ids = {w: i + 1 for i, w in enumerate(words)}
@@ -114,13 +123,19 @@ class DfIndex:
             return
         keys = np.concatenate([k for k, _ in keyed]) if keyed else np.zeros(0, np.int64)
         values = np.concatenate([c for _, c in keyed]) if keyed else np.zeros(0, np.int64)
-        self.table = IntTable(keys, values.astype(np.int64), distinct=True)  # distinct grams, distinct keys
+        self.table = IntTable(
+            keys, values.astype(np.int64), distinct=True
+        )  # distinct grams, distinct keys
 
     def counts(self, n_images: int) -> DfCounts:
         """An exact index's table as :class:`~capmetrics.plugins.ngram.dfcounts.DfCounts`."""
         keys, values = self.table.items()
-        order = np.searchsorted([self.base**n for n in range(1, MAX_N + 1)], keys, side="right")  # 0: unigrams
-        return DfCounts(list(self.ids), [(keys[order == n], values[order == n]) for n in range(MAX_N)], n_images)
+        order = np.searchsorted(
+            [self.base**n for n in range(1, MAX_N + 1)], keys, side="right"
+        )  # 0: unigrams
+        return DfCounts(
+            list(self.ids), [(keys[order == n], values[order == n]) for n in range(MAX_N)], n_images
+        )
 
     def digest(self, n_images: int) -> str:
         """:func:`~capmetrics.plugins.ngram.dfcounts.counts_digest` of an exact index."""
@@ -151,8 +166,12 @@ class DfIndex:
         (0 when absent)."""
         if not self.exact:
             strings = np.concatenate([table.strings(sentences) for table in tables])
-            return np.fromiter(map(self.df.get, strings, repeat(0)), dtype=float, count=len(strings))
-        ids = np.fromiter(map(self.ids.get, sentences.vocab, repeat(0)), np.int64, len(sentences.vocab))
+            return np.fromiter(
+                map(self.df.get, strings, repeat(0)), dtype=float, count=len(strings)
+            )
+        ids = np.fromiter(
+            map(self.ids.get, sentences.vocab, repeat(0)), np.int64, len(sentences.vocab)
+        )
         word = ids[sentences.ids]
         word = np.append(word, np.zeros(len(tables), np.int64))  # windows past the end: unused
         keys, at = [], word  # at[p]: the key of the n-gram starting at token p
@@ -242,7 +261,9 @@ class CiderD(BatchDistance):
             return self
         return self.fit_counts([self.count_state(references)])
 
-    def count_state(self, references: Sequence[Sequence[str]]) -> DfCounts | tuple[dict[str, int], int]:
+    def count_state(
+        self, references: Sequence[Sequence[str]]
+    ) -> DfCounts | tuple[dict[str, int], int]:
         """:meth:`fit_state` as integer keys (:class:`~capmetrics.plugins.ngram.dfcounts.DfCounts`:
         a few arrays, cheap to send back from a worker); the string table itself when its keys
         would overflow int64. :meth:`fit_counts` sums parts."""
@@ -257,8 +278,14 @@ class CiderD(BatchDistance):
         parts = list(parts)
         total = merge(parts) if all(isinstance(p, DfCounts) for p in parts) else None
         if total is None:  # too many words for integer keys: sum the string tables
-            return self.fit_states([p if not isinstance(p, DfCounts) else (DfIndex.from_counts(p).decoded(), p.n_images)
-                                    for p in parts])
+            return self.fit_states(
+                [
+                    p
+                    if not isinstance(p, DfCounts)
+                    else (DfIndex.from_counts(p).decoded(), p.n_images)
+                    for p in parts
+                ]
+            )
         index = DfIndex.from_counts(total)
         self.df_, self.n_images_ = IndexedDf(index), total.n_images
         self._index = (self.df_, index)
@@ -268,8 +295,13 @@ class CiderD(BatchDistance):
         # A fitted table whose exact index exists goes as the index alone (see IndexedDf).
         state = self.__dict__.copy()
         fitted = state.get("_index")
-        if fitted is not None and fitted[1] is not None and fitted[0] is state.get("df_") and fitted[1].exact \
-                and not isinstance(fitted[0], IndexedDf):
+        if (
+            fitted is not None
+            and fitted[1] is not None
+            and fitted[0] is state.get("df_")
+            and fitted[1].exact
+            and not isinstance(fitted[0], IndexedDf)
+        ):
             df = IndexedDf(fitted[1])
             state["df_"], state["_index"] = df, (df, fitted[1])
         return state
@@ -279,8 +311,9 @@ class CiderD(BatchDistance):
         count: :meth:`fit_states` sums the parts (a file streamed in chunks, chunks on workers)."""
         return self._count(references, indexed=False)[0]
 
-    def _count(self, references: Sequence[Sequence[str]], indexed: bool, strings: bool = True
-               ) -> tuple[tuple[dict[str, int], int], DfCounts | None]:
+    def _count(
+        self, references: Sequence[Sequence[str]], indexed: bool, strings: bool = True
+    ) -> tuple[tuple[dict[str, int], int], DfCounts | None]:
         """:meth:`fit_state` (its string table when ``strings``) and, if ``indexed`` and the
         keys fit in int64, the same frequencies as integer keys."""
         batch = make_batch(
@@ -295,16 +328,25 @@ class CiderD(BatchDistance):
             counts = set_frequencies(batch, match(batch, table, set_grams=True), table.n_grams)
             present = np.flatnonzero(counts)
             if strings or not indexed:
-                df.update(zip(table.strings(sentences)[present].tolist(), counts[present].astype(int).tolist()))
+                df.update(
+                    zip(
+                        table.strings(sentences)[present].tolist(),
+                        counts[present].astype(int).tolist(),
+                    )
+                )
             if indexed:  # word ids 1.. in the batch's vocabulary order
                 key = np.zeros(len(present), dtype=np.int64)
                 for t in range(table.order):
                     key = key * base + sentences.ids[table.first[present] + t] + 1
                 keyed.append((key, counts[present].astype(np.int64)))
-        return (df, len(references)), DfCounts(list(sentences.vocab), keyed, len(references)) if indexed else None
+        return (df, len(references)), DfCounts(
+            list(sentences.vocab), keyed, len(references)
+        ) if indexed else None
 
     @staticmethod
-    def merge_fit_states(states: Iterable[tuple[dict[str, int], int]]) -> tuple[dict[str, int], int]:
+    def merge_fit_states(
+        states: Iterable[tuple[dict[str, int], int]],
+    ) -> tuple[dict[str, int], int]:
         """The sum of parts' :meth:`fit_state` (it may reuse the first part's dict)."""
         total: dict[str, int] | None = None
         images = 0
@@ -370,7 +412,11 @@ class CiderD(BatchDistance):
                 data = json.load(f)
         except (OSError, ValueError, RecursionError) as err:  # RecursionError: hostile nesting
             raise MetricError(f"{self.name}: cannot read the df file {path}: {err}") from err
-        if not isinstance(data, dict) or data.get("format") != DF_FORMAT or not {"df", "n_images"} <= data.keys():
+        if (
+            not isinstance(data, dict)
+            or data.get("format") != DF_FORMAT
+            or not {"df", "n_images"} <= data.keys()
+        ):
             raise MetricError(
                 f"{self.name}: {path} is not a capmetrics CIDEr df file (format {DF_FORMAT!r})"
             )
@@ -384,13 +430,19 @@ class CiderD(BatchDistance):
         return {}
 
     def weights(
-        self, batch: Batch, tables: Sequence[Ngrams], m: Matches, fixed: tuple[dict[str, int], int] | None
+        self,
+        batch: Batch,
+        tables: Sequence[Ngrams],
+        m: Matches,
+        fixed: tuple[dict[str, int], int] | None,
     ) -> np.ndarray:
         """ln N − ln max(1, df) for each n-gram (global ids of ``m``): fixed df, else the batch's own."""
         if fixed is not None:
             table_df, n_images = fixed
             fitted = getattr(self, "_index", None)
-            index = fitted[1] if fitted is not None and fitted[0] is table_df else _df_index(table_df)
+            index = (
+                fitted[1] if fitted is not None and fitted[0] is table_df else _df_index(table_df)
+            )
             df = index.lookup(batch.sentences, tables)
         else:
             df, n_images = set_frequencies(batch, m, int(gram_offsets(tables)[-1])), len(batch)
@@ -410,7 +462,9 @@ class CiderD(BatchDistance):
         # the tf-idf norm of every sentence at every order (MAX_N x n_sent)
         order_sent = np.concatenate([t.sent + k * n_sent for k, t in enumerate(tables)])
         tf_idf = np.concatenate([t.count * w[t.gram + off] for t, off in zip(tables, offsets)])
-        norm = np.sqrt(np.bincount(order_sent, py_square(tf_idf), minlength=MAX_N * n_sent)).reshape(MAX_N, n_sent)
+        norm = np.sqrt(
+            np.bincount(order_sent, py_square(tf_idf), minlength=MAX_N * n_sent)
+        ).reshape(MAX_N, n_sent)
         # the products of the entries that some reference shares (the others add only zeros)
         e = m.matched
         w_e = w[m.gram[e]]
@@ -418,12 +472,16 @@ class CiderD(BatchDistance):
         g_ref = m.ref_counts[e] * w_e[:, None]
         product = np.minimum(g_cand, g_ref) * g_ref if self.clipped else g_cand * g_ref
         cell = ((m.item[e] * MAX_N + m.table[e])[:, None] * width + np.arange(width)).ravel()
-        num = np.bincount(cell, product.ravel(), minlength=n * MAX_N * width).reshape(n, MAX_N, width)
+        num = np.bincount(cell, product.ravel(), minlength=n * MAX_N * width).reshape(
+            n, MAX_N, width
+        )
         slots = batch.item_slots
         n_cand = norm[:, batch.cand].T[:, :, None]
         n_ref = np.where(slots >= 0, norm[:, np.maximum(slots, 0)], 0.0).transpose(1, 0, 2)
         with np.errstate(divide="ignore", invalid="ignore"):
-            out = np.where((n_cand != 0) & (n_ref != 0), num / (n_cand * n_ref), num).transpose(0, 2, 1)
+            out = np.where((n_cand != 0) & (n_ref != 0), num / (n_cand * n_ref), num).transpose(
+                0, 2, 1
+            )
         if self.clipped:
             # coco-caption's "length" is the number of bigrams
             delta = np.maximum(batch.cand_lengths[:, None] - 1, 0) - np.maximum(
@@ -458,7 +516,11 @@ class CiderD(BatchDistance):
         return fixed
 
     def slot_scores(self, batch: Batch) -> np.ndarray:
-        return sum_left_to_right(self.order_values(batch, self.require_fixed()), axis=-1) / MAX_N * 10.0
+        return (
+            sum_left_to_right(self.order_values(batch, self.require_fixed()), axis=-1)
+            / MAX_N
+            * 10.0
+        )
 
     def pairwise_scores(
         self, candidates: Sequence[str], references: Sequence[Sequence[str]]

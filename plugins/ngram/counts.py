@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 from capmetrics.component import Distance, Scores, Tokenizer
 from capmetrics.errors import MetricError
-from capmetrics.prepared import shared_for
 from capmetrics.plugins.tokenizers import PTBTokenizer, WhitespaceTokenizer
+from capmetrics.prepared import shared_for
 
 Split = Callable[[str], list[str]]
 
@@ -216,20 +216,31 @@ def make_id_batch(
     ``words``, against reference texts split on whitespace: candidate i against
     ``references[refset[i]]``. The batch :func:`make_batch` makes of the space-joined words with
     a whitespace tokenizer, but no text is made or split on the candidates' side."""
-    bad = [q for q, refs in enumerate(references) if isinstance(refs, str) or not refs
-           or not (set(map(type, refs)) <= {str} or all(isinstance(t, str) for t in refs))]
+    bad = [
+        q
+        for q, refs in enumerate(references)
+        if isinstance(refs, str)
+        or not refs
+        or not (set(map(type, refs)) <= {str} or all(isinstance(t, str) for t in refs))
+    ]
     if bad:
-        raise MetricError(f"{metric}: reference list(s) {bad[:10]} need to be non-empty lists of strings")
+        raise MetricError(
+            f"{metric}: reference list(s) {bad[:10]} need to be non-empty lists of strings"
+        )
     vocab: dict[str, int] = {}
     refs = encode([t.split() for t in chain.from_iterable(references)], vocab)
     used = np.flatnonzero(np.bincount(ids, minlength=len(words)))
     to_batch = np.zeros(len(words), dtype=np.int64)  # word id -> id in the batch's vocabulary
-    to_batch[used] = np.fromiter(map(vocab.setdefault, words[used].tolist(), map(len, repeat(vocab))),
-                                 np.int64, len(used))
+    to_batch[used] = np.fromiter(
+        map(vocab.setdefault, words[used].tolist(), map(len, repeat(vocab))), np.int64, len(used)
+    )
     n = len(lengths)
     offsets = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
-    sentences = Sentences(np.concatenate([to_batch[ids], refs.ids]),
-                          np.concatenate([offsets, offsets[-1] + refs.offsets[1:]]), list(vocab))
+    sentences = Sentences(
+        np.concatenate([to_batch[ids], refs.ids]),
+        np.concatenate([offsets, offsets[-1] + refs.offsets[1:]]),
+        list(vocab),
+    )
     sizes = np.fromiter(map(len, references), np.int64, len(references))
     slots = np.full((len(references), max(sizes, default=1)), -1, dtype=np.int64)
     slots[np.arange(slots.shape[1]) < sizes[:, None]] = n + np.arange(len(refs))
@@ -297,8 +308,12 @@ class NgramTables:
         self.ids, self.n_sent, self.n_vocab = sentences.ids, len(sentences), len(sentences.vocab)
         n_tok = len(self.ids)
         self.sent_of = np.repeat(np.arange(self.n_sent, dtype=np.int64), sentences.lengths)
-        self.room = sentences.offsets[1:][self.sent_of] - np.arange(n_tok)  # tokens left from each position
-        self.gram_at = np.zeros(n_tok, dtype=np.int64)  # the id of the last order's n-gram at each position
+        self.room = sentences.offsets[1:][self.sent_of] - np.arange(
+            n_tok
+        )  # tokens left from each position
+        self.gram_at = np.zeros(
+            n_tok, dtype=np.int64
+        )  # the id of the last order's n-gram at each position
         self.tables: list[Ngrams] = []
 
     def upto(self, max_n: int) -> list[Ngrams]:
@@ -318,7 +333,9 @@ class NgramTables:
         np.not_equal(ordered[1:], ordered[:-1], out=new_gram[1:])
         new_entry = new_gram.copy()  # a new n-gram, or the same one in the next sentence
         new_entry[1:] |= sent[1:] != sent[:-1]
-        gram_at = self.gram_at = np.empty(len(ids), dtype=np.int64)  # the id of the k-gram at each position
+        gram_at = self.gram_at = np.empty(
+            len(ids), dtype=np.int64
+        )  # the id of the k-gram at each position
         gram_at[at] = np.cumsum(new_gram) - 1
         starts = np.flatnonzero(new_entry)
         # a sentence's entries in order of first occurrence, not of n-gram id (which depends on
@@ -328,8 +345,15 @@ class NgramTables:
         first = np.flatnonzero(count)  # the position of each entry's first occurrence
         entry_sent = sent_of[first]
         n_grams = len(starts) and int(gram_at[at[-1]]) + 1
-        return Ngrams(k, entry_sent, gram_at[first], count[first],
-                      np.searchsorted(entry_sent, np.arange(self.n_sent + 1)), n_grams, at[new_gram])
+        return Ngrams(
+            k,
+            entry_sent,
+            gram_at[first],
+            count[first],
+            np.searchsorted(entry_sent, np.arange(self.n_sent + 1)),
+            n_grams,
+            at[new_gram],
+        )
 
 
 @dataclass(frozen=True)
@@ -464,8 +488,11 @@ class BatchDistance(Distance):
         """The tokenised batch; within a run, one for all metrics given the same lists with the
         same tokenizer and split (BLEU-1..4 and CIDEr-D of the default set)."""
         split = getattr(self.split, "__qualname__", repr(self.split))
-        return shared_for(("ngram-batch", self.tokenizer.portable_spec(), split), (candidates, references),
-                          lambda: make_batch(self.tokenizer, candidates, references, self.split, self.name))
+        return shared_for(
+            ("ngram-batch", self.tokenizer.portable_spec(), split),
+            (candidates, references),
+            lambda: make_batch(self.tokenizer, candidates, references, self.split, self.name),
+        )
 
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
         if len(candidates) == 0 and len(references) == 0:
@@ -495,11 +522,17 @@ class BatchDistance(Distance):
         shared by several candidates are read once."""
         if len(candidates) == 0:
             return Scores(np.zeros(0), float("nan"))
-        return self.score_batch(make_batch(self.tokenizer, candidates, references, self.split, self.name, refset))
+        return self.score_batch(
+            make_batch(self.tokenizer, candidates, references, self.split, self.name, refset)
+        )
 
     def score_token_ids(
-        self, ids: np.ndarray, lengths: np.ndarray, words: np.ndarray,
-        references: Sequence[Sequence[str]], refset: np.ndarray,
+        self,
+        ids: np.ndarray,
+        lengths: np.ndarray,
+        words: np.ndarray,
+        references: Sequence[Sequence[str]],
+        refset: np.ndarray,
     ) -> Scores | None:
         """:meth:`score` of candidates given as token ids (see :func:`make_id_batch`; every word
         one whitespace-free token), candidate i against ``references[refset[i]]``, without
@@ -511,7 +544,9 @@ class BatchDistance(Distance):
         return self.score_batch(make_id_batch(ids, lengths, words, references, refset, self.name))
 
     # -- a corpus scored in parts (capmetrics.protocols.ScoresInParts) ---------------------------
-    def score_part(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> tuple[Scores, Any]:
+    def score_part(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]]
+    ) -> tuple[Scores, Any]:
         """:meth:`score` of one part of a corpus, with what :meth:`merge_scores` needs to join
         the parts (None when the corpus value is the mean of the item values)."""
         return self.score(candidates, references), None

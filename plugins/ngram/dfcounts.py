@@ -78,7 +78,14 @@ def merge(parts: Iterable[DfCounts]) -> DfCounts | None:
             keys.append(compose(np.insert(to_global, 0, 0)[local], base))
             counts.append(np.asarray(part_counts, dtype=np.int64))
         distinct, inverse = np.unique(np.concatenate(keys), return_inverse=True)
-        keyed.append((distinct, np.bincount(inverse.ravel(), np.concatenate(counts), len(distinct)).astype(np.int64)))
+        keyed.append(
+            (
+                distinct,
+                np.bincount(inverse.ravel(), np.concatenate(counts), len(distinct)).astype(
+                    np.int64
+                ),
+            )
+        )
     return DfCounts(words, keyed, sum(part.n_images for part in parts))
 
 
@@ -101,7 +108,9 @@ def from_strings(df: Mapping[str, int]) -> tuple[list[str], list[np.ndarray], li
     return words, rows, values
 
 
-def digest(words: Sequence[str], rows: Sequence[np.ndarray], counts: Sequence[np.ndarray], n_images: int) -> str:
+def digest(
+    words: Sequence[str], rows: Sequence[np.ndarray], counts: Sequence[np.ndarray], n_images: int
+) -> str:
     """SHA-256 of a table in a form that does not depend on the order of its words or n-grams:
     the image count and the sorted words used (JSON), then per order the n-grams as rows of
     their words' ranks in that sorted list, sorted, with their counts (little-endian int64).

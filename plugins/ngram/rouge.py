@@ -9,7 +9,6 @@ per step; longer texts fall back to the same algorithm on Python integers.
 
 from __future__ import annotations
 
-
 import numpy as np
 from capmetrics import Scores, Tokenizer
 from capmetrics.plugins.ngram.counts import PTB, Batch, BatchDistance, Sentences, expand_ranges

@@ -49,8 +49,10 @@ def paper_features() -> list[str]:
     chosen = [f for f in PAPER_FEATURES if f in names]
     missing = [f for f in PAPER_FEATURES if f not in names]
     if missing:
-        warnings.warn(f"NNEval: feature metric(s) {', '.join(missing)} not installed; training without them",
-                      stacklevel=3)
+        warnings.warn(
+            f"NNEval: feature metric(s) {', '.join(missing)} not installed; training without them",
+            stacklevel=3,
+        )
     return chosen
 
 
@@ -77,13 +79,17 @@ def check_features(specs: Sequence[str], source: str) -> list[Distance]:
         except UnknownComponentError:
             missing.append(spec)
     if missing:
-        raise MetricError(f"{source} needs the feature metric(s) {', '.join(map(repr, missing))}, which no "
-                          "installed plugin provides; install the plugin(s) (e.g. pip install 'capmetrics[all]')")
+        raise MetricError(
+            f"{source} needs the feature metric(s) {', '.join(map(repr, missing))}, which no "
+            "installed plugin provides; install the plugin(s) (e.g. pip install 'capmetrics[all]')"
+        )
     extras = missing_extras(specs)
     if extras:
         needs = ", ".join(f"{spec!r} needs capmetrics[{extra}]" for spec, extra in extras.items())
         wanted = ",".join(dict.fromkeys(extras.values()))
-        raise MetricError(f"{source}: {needs}, which is not installed; pip install 'capmetrics[{wanted}]'")
+        raise MetricError(
+            f"{source}: {needs}, which is not installed; pip install 'capmetrics[{wanted}]'"
+        )
     for metric in built:  # e.g. SPICE's CoreNLP jars and Java: named before any feature is computed
         check = getattr(metric, "check_resources", None)
         if check is not None:
@@ -100,15 +106,21 @@ def build_interaction(spec: str, source: str) -> Embedder:
 
     extras = missing_extras([spec])
     if extras:
-        raise MetricError(f"{source}: the interaction embedder {spec!r} needs capmetrics[{extras[spec]}], which is "
-                          f"not installed; pip install 'capmetrics[{extras[spec]}]'")
+        raise MetricError(
+            f"{source}: the interaction embedder {spec!r} needs capmetrics[{extras[spec]}], which is "
+            f"not installed; pip install 'capmetrics[{extras[spec]}]'"
+        )
     try:
         return compose(spec, "embedder")  # type: ignore[return-value]
     except UnknownComponentError as err:
-        raise MetricError(f"{source} needs the embedder {spec!r}, which no installed plugin provides") from err
+        raise MetricError(
+            f"{source} needs the embedder {spec!r}, which no installed plugin provides"
+        ) from err
 
 
-def interaction_inputs(embedder: Embedder, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:
+def interaction_inputs(
+    embedder: Embedder, candidates: Sequence[str], references: Sequence[Sequence[str]]
+) -> np.ndarray:
     """Per candidate ``[c ⊙ r, |c − r|]`` (2·dim columns): ``c`` its unit sentence vector, ``r`` the
     unit mean of its references' unit vectors; each distinct text is embedded once."""
     texts = list(dict.fromkeys([*candidates, *(r for refs in references for r in refs)]))
@@ -121,14 +133,21 @@ def interaction_inputs(embedder: Embedder, candidates: Sequence[str], references
     flat = np.array([row[r] for refs in references for r in refs], dtype=np.int64)
     counts = np.array([len(refs) for refs in references], dtype=np.int64)
     if (counts == 0).any():
-        raise MetricError(f"NNEval interaction inputs: candidate {int(np.argmax(counts == 0))} has no references")
+        raise MetricError(
+            f"NNEval interaction inputs: candidate {int(np.argmax(counts == 0))} has no references"
+        )
     sums = np.add.reduceat(vectors[flat], np.concatenate([[0], np.cumsum(counts)[:-1]]), axis=0)
     refs = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
     return np.hstack([cand * refs, np.abs(cand - refs)])
 
 
-def cached_columns(key_parts: object, compute: Callable[[], np.ndarray], spec: str, digest: str,
-                   cache_dir: str | Path | None) -> np.ndarray:
+def cached_columns(
+    key_parts: object,
+    compute: Callable[[], np.ndarray],
+    spec: str,
+    digest: str,
+    cache_dir: str | Path | None,
+) -> np.ndarray:
     """``compute()``'s columns, read from / written to ``<cache_dir>/<hash of key_parts>.npz``."""
     if cache_dir is None:
         return compute()
@@ -170,8 +189,13 @@ def images_hash(images: Sequence[Any]) -> str | None:
     return h.hexdigest()
 
 
-def check_feature_images(metric: Distance, images: Sequence[Any] | None, n: int,
-                         ids: Sequence[object] | None = None, shown: int = 5) -> list[Any]:
+def check_feature_images(
+    metric: Distance,
+    images: Sequence[Any] | None,
+    n: int,
+    ids: Sequence[object] | None = None,
+    shown: int = 5,
+) -> list[Any]:
     """``images`` (one per candidate) for a feature that needs images, or one MetricError naming
     the feature and the first candidates' items without a usable image."""
     from capmetrics.data.images import image_problem
@@ -179,7 +203,9 @@ def check_feature_images(metric: Distance, images: Sequence[Any] | None, n: int,
     if images is None:
         images = [None] * n
     if len(images) != n:
-        raise MetricError(f"NNEval feature {metric.spec!r}: {len(images)} images for {n} candidates")
+        raise MetricError(
+            f"NNEval feature {metric.spec!r}: {len(images)} images for {n} candidates"
+        )
     problems: dict[object, str] = {}
     seen: dict[Any, str | None] = {}
     for k, image in enumerate(images):
@@ -192,14 +218,22 @@ def check_feature_images(metric: Distance, images: Sequence[Any] | None, n: int,
     if problems:
         first = "; ".join(f"{label} {why}" for label, why in list(problems.items())[:shown])
         more = f" (and {len(problems) - shown} more)" if len(problems) > shown else ""
-        raise MetricError(f"NNEval feature {metric.spec!r} needs an image for every candidate; "
-                          f"{len(problems)} without a usable one: {first}{more}")
+        raise MetricError(
+            f"NNEval feature {metric.spec!r} needs an image for every candidate; "
+            f"{len(problems)} without a usable one: {first}{more}"
+        )
     return list(images)
 
 
-def feature_column(metric: Distance, candidates: Sequence[str], references: Sequence[Sequence[str]],
-                   cache_dir: str | Path | None = None, digest: str | None = None,
-                   images: Sequence[Any] | None = None, ids: Sequence[object] | None = None) -> np.ndarray:
+def feature_column(
+    metric: Distance,
+    candidates: Sequence[str],
+    references: Sequence[Sequence[str]],
+    cache_dir: str | Path | None = None,
+    digest: str | None = None,
+    images: Sequence[Any] | None = None,
+    ids: Sequence[object] | None = None,
+) -> np.ndarray:
     """``metric``'s per-candidate scores, read from / written to an .npz cache in ``cache_dir``.
 
     A metric that needs images (``needs_images``: CLIP-S, ...) is scored with ``images`` (the
@@ -212,13 +246,18 @@ def feature_column(metric: Distance, candidates: Sequence[str], references: Sequ
         pictures = check_feature_images(metric, images, len(candidates), ids)
 
         def compute() -> np.ndarray:
-            return np.asarray(metric.score_images(list(candidates), list(references), pictures).values, dtype=float)
+            return np.asarray(
+                metric.score_images(list(candidates), list(references), pictures).values,
+                dtype=float,
+            )
 
         image_digest = images_hash(pictures) if cache_dir is not None else None
         if image_digest is None:
             return compute()
         digest = digest or data_hash(candidates, references)
-        return cached_columns([metric.signature(), digest, image_digest], compute, metric.spec, digest, cache_dir)
+        return cached_columns(
+            [metric.signature(), digest, image_digest], compute, metric.spec, digest, cache_dir
+        )
 
     def compute() -> np.ndarray:
         return np.asarray(metric.score(list(candidates), list(references)).values, dtype=float)
@@ -229,19 +268,29 @@ def feature_column(metric: Distance, candidates: Sequence[str], references: Sequ
     return cached_columns([metric.signature(), digest], compute, metric.spec, digest, cache_dir)
 
 
-def feature_matrix(metrics: Sequence[Distance], candidates: Sequence[str], references: Sequence[Sequence[str]],
-                   cache_dir: str | Path | None = None, interaction: Embedder | None = None,
-                   images: Sequence[Any] | None = None, ids: Sequence[object] | None = None) -> np.ndarray:
+def feature_matrix(
+    metrics: Sequence[Distance],
+    candidates: Sequence[str],
+    references: Sequence[Sequence[str]],
+    cache_dir: str | Path | None = None,
+    interaction: Embedder | None = None,
+    images: Sequence[Any] | None = None,
+    ids: Sequence[object] | None = None,
+) -> np.ndarray:
     """One column per metric (see :func:`feature_column`; ``images`` and ``ids`` for the metrics
     that need images), then ``interaction``'s :func:`interaction_inputs` when given (cached likewise)."""
     from capmetrics.progress import work
 
     digest = data_hash(candidates, references) if cache_dir is not None else None
     columns = []
-    with work(len(metrics) + (interaction is not None), "features") as advance:  # a bar moves per feature
+    with work(
+        len(metrics) + (interaction is not None), "features"
+    ) as advance:  # a bar moves per feature
         for metric in metrics:
             try:
-                columns.append(feature_column(metric, candidates, references, cache_dir, digest, images, ids))
+                columns.append(
+                    feature_column(metric, candidates, references, cache_dir, digest, images, ids)
+                )
             except MetricError as err:
                 if str(err).startswith("NNEval feature"):
                     raise
@@ -249,7 +298,14 @@ def feature_matrix(metrics: Sequence[Distance], candidates: Sequence[str], refer
             advance(1)
         if interaction is not None:
             key = ["interaction", interaction.signature(), digest]
-            columns.append(cached_columns(key, lambda: interaction_inputs(interaction, candidates, references),
-                                          interaction.spec, digest or "", cache_dir))
+            columns.append(
+                cached_columns(
+                    key,
+                    lambda: interaction_inputs(interaction, candidates, references),
+                    interaction.spec,
+                    digest or "",
+                    cache_dir,
+                )
+            )
             advance(1)
     return np.column_stack(columns)

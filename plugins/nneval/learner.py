@@ -88,14 +88,27 @@ class NNEval(Learner):
     #: Settings left out of a model file at their default, so files written before they existed stay byte-identical.
     _DEFAULTS: ClassVar[dict[str, object]] = {"interaction": None, "ensemble": "none"}
 
-    def __init__(self, features: list[str] | None = None, hidden: list[int] = [72, 72],  # noqa: B006
-                 scaling: Literal["minmax", "none"] = "minmax",
-                 init: Literal["glorot-uniform", "he-normal"] = "glorot-uniform", l2: float = 1e-4,
-                 lr: float = 1e-3, batch_size: int = 75, max_epochs: int = 500, patience: int = 20,
-                 lr_decay: float = 1.0, decay_every: int = 0,
-                 validation_rating: Literal["mode", "mean", "all"] = "mode", kendall: Literal["b", "c"] | list[Literal["b", "c"]] = "b",
-                 nonfinite: Literal["worst", "raise"] = "worst", interaction: str | None = None,
-                 ensemble: Literal["none", "per-set"] = "none", seed: int = 0, cache_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        features: list[str] | None = None,
+        hidden: list[int] = [72, 72],  # noqa: B006
+        scaling: Literal["minmax", "none"] = "minmax",
+        init: Literal["glorot-uniform", "he-normal"] = "glorot-uniform",
+        l2: float = 1e-4,
+        lr: float = 1e-3,
+        batch_size: int = 75,
+        max_epochs: int = 500,
+        patience: int = 20,
+        lr_decay: float = 1.0,
+        decay_every: int = 0,
+        validation_rating: Literal["mode", "mean", "all"] = "mode",
+        kendall: Literal["b", "c"] | list[Literal["b", "c"]] = "b",
+        nonfinite: Literal["worst", "raise"] = "worst",
+        interaction: str | None = None,
+        ensemble: Literal["none", "per-set"] = "none",
+        seed: int = 0,
+        cache_dir: str | None = None,
+    ) -> None:
         if ensemble not in ("none", "per-set"):
             raise MetricError(f"NNEval: ensemble must be none or per-set, got {ensemble!r}")
         self.features = features
@@ -137,17 +150,33 @@ class NNEval(Learner):
     def _built(self) -> tuple[Any, list[Any], Any]:
         specs = self.feature_specs()
         built = self.__dict__.get("_feature_metrics")
-        if built is None or built[0] != (specs, self.interaction):  # built once: a JVM or a model loads once
+        if built is None or built[0] != (
+            specs,
+            self.interaction,
+        ):  # built once: a JVM or a model loads once
             metrics = check_features(specs, "NNEval")
             # the interaction embedder of a feature metric (e.g. embedding-cosine's) is reused: loaded once
-            shared = (m.embedder for m in metrics if getattr(getattr(m, "embedder", None), "spec", None) == self.interaction)
-            embedder = (next(shared, None) or build_interaction(self.interaction, "NNEval")) if self.interaction else None
+            shared = (
+                m.embedder
+                for m in metrics
+                if getattr(getattr(m, "embedder", None), "spec", None) == self.interaction
+            )
+            embedder = (
+                (next(shared, None) or build_interaction(self.interaction, "NNEval"))
+                if self.interaction
+                else None
+            )
             built = (specs, self.interaction), metrics, embedder
             self.__dict__["_feature_metrics"] = built
         return built  # type: ignore[no-any-return]
 
-    def raw_features(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
-                     images: Sequence[Any] | None = None, ids: Sequence[object] | None = None) -> np.ndarray:
+    def raw_features(
+        self,
+        candidates: Sequence[str],
+        references: Sequence[Sequence[str]],
+        images: Sequence[Any] | None = None,
+        ids: Sequence[object] | None = None,
+    ) -> np.ndarray:
         """Feature matrix (candidates × features) before the non-finite policy and scaling.
 
         ``images``: each candidate's image (a path or a loaded image), for the features that
@@ -155,7 +184,9 @@ class NNEval(Learner):
         from capmetrics.plugins.nneval.features import feature_matrix
 
         built = self._built()
-        return feature_matrix(built[1], candidates, references, self.cache_dir, built[2], images, ids)
+        return feature_matrix(
+            built[1], candidates, references, self.cache_dir, built[2], images, ids
+        )
 
     def dataset_features(self, dataset: Any) -> np.ndarray:
         """:meth:`raw_features` of every candidate of a :class:`~capmetrics.data.model.Dataset`,
@@ -170,20 +201,26 @@ class NNEval(Learner):
             counts = bad.sum(axis=0)
             self.nonfinite_counts_ = {s: int(c) for s, c in zip(self.features_, counts)}
             if bad.all(axis=0).any():
-                raise MetricError("NNEval: feature(s) with no finite training value: "
-                                  + ", ".join(s for s, b in zip(self.features_, bad.all(axis=0)) if b))
+                raise MetricError(
+                    "NNEval: feature(s) with no finite training value: "
+                    + ", ".join(s for s, b in zip(self.features_, bad.all(axis=0)) if b)
+                )
         if not bad.any():
             return x
         if self.nonfinite == "raise":
             cols = [s for s, b in zip(self.features_, bad.any(axis=0)) if b]
             rows = np.flatnonzero(bad.any(axis=1))
-            raise MetricError(f"NNEval: {int(bad.sum())} non-finite feature value(s) in {', '.join(cols)} "
-                              f"(first at candidate {rows[0]}); use nonfinite=worst to replace them")
+            raise MetricError(
+                f"NNEval: {int(bad.sum())} non-finite feature value(s) in {', '.join(cols)} "
+                f"(first at candidate {rows[0]}); use nonfinite=worst to replace them"
+            )
         return np.where(bad, self.fill_[None, :], x)
 
     def _worst(self, x: np.ndarray) -> np.ndarray:
-        higher = np.array([build_feature(s).higher_is_better for s in self.features_]
-                          + [True] * (x.shape[1] - len(self.features_)))
+        higher = np.array(
+            [build_feature(s).higher_is_better for s in self.features_]
+            + [True] * (x.shape[1] - len(self.features_))
+        )
         masked = np.where(np.isfinite(x), x, np.nan)
         return np.where(higher, np.nanmin(masked, axis=0), np.nanmax(masked, axis=0))
 
@@ -196,14 +233,17 @@ class NNEval(Learner):
         """Fit on a :class:`~capmetrics.plugins.nneval.training_data.TrainingSet`, early-stopping on
         :class:`~capmetrics.data.judgments.Judgments` when given."""
         self.features_ = self.feature_specs()
-        x = self.raw_features(training.candidates, training.references, training.item_images, training.images)
+        x = self.raw_features(
+            training.candidates, training.references, training.item_images, training.images
+        )
         val = None
         if validation is not None:
             val = (self.dataset_features(validation.dataset), validation)
         return self.fit_features(x, training.labels, val)
 
-    def fit_features(self, x: np.ndarray, labels: np.ndarray,
-                     validation: tuple[np.ndarray, Any] | None = None) -> NNEval:
+    def fit_features(
+        self, x: np.ndarray, labels: np.ndarray, validation: tuple[np.ndarray, Any] | None = None
+    ) -> NNEval:
         """Fit on precomputed raw features; ``validation`` = (raw features per item, Judgments)."""
         x = np.asarray(x, dtype=float)
         labels = np.asarray(labels, dtype=int)
@@ -226,8 +266,11 @@ class NNEval(Learner):
 
         return self.fit_rating_features(with_features(training), with_features(validation))
 
-    def fit_rating_features(self, training: Sequence[tuple[np.ndarray, Any]],
-                            validation: Sequence[tuple[np.ndarray, Any]] = ()) -> NNEval:
+    def fit_rating_features(
+        self,
+        training: Sequence[tuple[np.ndarray, Any]],
+        validation: Sequence[tuple[np.ndarray, Any]] = (),
+    ) -> NNEval:
         """:meth:`fit_ratings` on precomputed raw features: (raw features per item, Judgments) pairs."""
         from capmetrics.plugins.nneval.rating_targets import rating_targets, source_name
 
@@ -236,7 +279,9 @@ class NNEval(Learner):
         x = np.vstack([np.asarray(f, dtype=float) for f, _ in training])
         targets = np.concatenate([rating_targets(j) for _, j in training])
         if x.shape[0] != targets.size:
-            raise MetricError(f"NNEval: feature rows {x.shape[0]} do not match {targets.size} judged items")
+            raise MetricError(
+                f"NNEval: feature rows {x.shape[0]} do not match {targets.size} judged items"
+            )
         groups = None
         if self.ensemble == "per-set" and len(training) > 1:
             ends = np.cumsum([len(j.dataset) for _, j in training])
@@ -245,12 +290,19 @@ class NNEval(Learner):
         self.n_train_ = {}
         for k, (_, j) in enumerate(training):
             name = source_name(j)
-            self.n_train_[name if name not in self.n_train_ else f"{name} ({k + 1})"] = len(j.dataset)
+            self.n_train_[name if name not in self.n_train_ else f"{name} ({k + 1})"] = len(
+                j.dataset
+            )
         self.objective_ = "ratings"
         return self
 
-    def _train(self, x: np.ndarray, targets: np.ndarray, validation: list[tuple[np.ndarray, Any]],
-               groups: list[np.ndarray] | None = None) -> None:
+    def _train(
+        self,
+        x: np.ndarray,
+        targets: np.ndarray,
+        validation: list[tuple[np.ndarray, Any]],
+        groups: list[np.ndarray] | None = None,
+    ) -> None:
         """Scale, initialise and train on class labels or soft targets (``network.train``): one
         network, or one per row group of ``groups`` (all share the scaling, fitted on all rows)."""
         from capmetrics.plugins.nneval.network import MLP, MinMaxScaler, train
@@ -259,8 +311,11 @@ class NNEval(Learner):
             self.features_ = self.feature_specs()
         extra = x.shape[1] - len(self.features_)
         if x.shape[0] != targets.size or extra < 0 or (extra > 0) != bool(self.interaction):
-            raise MetricError(f"NNEval: feature matrix {x.shape} does not match {targets.size} targets × "
-                              f"{len(self.features_)} features" + (" and the interaction inputs" if self.interaction else ""))
+            raise MetricError(
+                f"NNEval: feature matrix {x.shape} does not match {targets.size} targets × "
+                f"{len(self.features_)} features"
+                + (" and the interaction inputs" if self.interaction else "")
+            )
         self.fill_ = self._worst(x)
         x = self._clean(x, fitting=True)
         self.scaler_ = MinMaxScaler.fit(x) if self.scaling == "minmax" else None
@@ -271,12 +326,26 @@ class NNEval(Learner):
         self.members_ = []
         for member in rows:
             mlp = MLP.create([x.shape[1], *self.hidden, 2], self.init, rng)
-            log = train(mlp, inputs[member], targets[member], lr=self.lr, batch_size=self.batch_size, l2=self.l2,
-                        max_epochs=self.max_epochs, patience=self.patience, lr_decay=self.lr_decay,
-                        decay_every=self.decay_every, rng=rng, validate=validate)
+            log = train(
+                mlp,
+                inputs[member],
+                targets[member],
+                lr=self.lr,
+                batch_size=self.batch_size,
+                l2=self.l2,
+                max_epochs=self.max_epochs,
+                patience=self.patience,
+                lr_decay=self.lr_decay,
+                decay_every=self.decay_every,
+                rng=rng,
+                validate=validate,
+            )
             if validate is not None and log.best_epoch < 0:
-                warnings.warn("NNEval: no epoch gave a defined validation tau (every caption scored alike); "
-                              "the initial weights were kept. Lower lr.", stacklevel=3)
+                warnings.warn(
+                    "NNEval: no epoch gave a defined validation tau (every caption scored alike); "
+                    "the initial weights were kept. Lower lr.",
+                    stacklevel=3,
+                )
             self.members_.append((mlp, log))
         self.mlp_, self.log_ = self.members_[0]
 
@@ -287,18 +356,26 @@ class NNEval(Learner):
 
         variants = self.kendall if isinstance(self.kendall, list) else [self.kendall] * len(sets)
         if len(variants) != len(sets) or not set(variants) <= {"b", "c"}:
-            raise MetricError(f"NNEval: kendall={self.kendall!r} must be b, c or a list of them, one per "
-                              f"validation set ({len(sets)})")
+            raise MetricError(
+                f"NNEval: kendall={self.kendall!r} must be b, c or a list of them, one per "
+                f"validation set ({len(sets)})"
+            )
         prepared = []
         for (raw, judgments), variant in zip(sets, variants):
             if self.validation_rating == "all":
                 index, rating = judgments.point_item, judgments.point_rating
             else:
-                index, rating = np.arange(len(judgments.dataset)), judgments.item_rating(self.validation_rating)
+                index, rating = (
+                    np.arange(len(judgments.dataset)),
+                    judgments.item_rating(self.validation_rating),
+                )
             prepared.append((self._inputs(raw), index, rating, f"kendall_{variant}"))
 
         def validate(model: Any) -> float:
-            values = [correlations(model.predict(inputs)[index], rating)[key] for inputs, index, rating, key in prepared]
+            values = [
+                correlations(model.predict(inputs)[index], rating)[key]
+                for inputs, index, rating, key in prepared
+            ]
             value = values[0] if len(values) == 1 else float(np.mean(values))
             return -np.inf if np.isnan(value) else value
 
@@ -315,10 +392,16 @@ class NNEval(Learner):
         inputs = self._inputs(raw)
         if len(self.members_) == 1:
             return self.mlp_.predict(inputs)
-        return 1.0 / (1.0 + np.exp(-np.mean([m.log_odds(inputs) for m, _ in self.members_], axis=0)))
+        return 1.0 / (
+            1.0 + np.exp(-np.mean([m.log_odds(inputs) for m, _ in self.members_], axis=0))
+        )
 
-    def predict(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
-                images: Sequence[Any] | None = None) -> np.ndarray:
+    def predict(
+        self,
+        candidates: Sequence[str],
+        references: Sequence[Sequence[str]],
+        images: Sequence[Any] | None = None,
+    ) -> np.ndarray:
         """P(human) of each candidate against its references (and ``images[i]``, its image, for
         the features that need images)."""
         self._check_fitted()
@@ -340,29 +423,53 @@ class NNEval(Learner):
         write_weights(folder / WEIGHTS, arrays)
         from capmetrics import __version__
 
-        features, files = detach_feature_files([without_programs(f) for f in self.features_], folder)
+        features, files = detach_feature_files(
+            [without_programs(f) for f in self.features_], folder
+        )
         meta: dict[str, Any] = {
-            "format": MODEL_FORMAT, "version": MODEL_VERSION, "capmetrics": __version__,
+            "format": MODEL_FORMAT,
+            "version": MODEL_VERSION,
+            "capmetrics": __version__,
             "features": features,
             **({"feature_files": files} if files else {}),
             "feature_signatures": [build_feature(s).signature() for s in self.features_],
-            **({"interaction_signature": build_interaction(self.interaction, "NNEval").signature()}
-               if self.interaction else {}),
+            **(
+                {"interaction_signature": build_interaction(self.interaction, "NNEval").signature()}
+                if self.interaction
+                else {}
+            ),
             "scaler": None if self.scaler_ is None else self.scaler_.to_json(),
             "fill": self.fill_.tolist(),
-            "params": {k: v for k, v in self.get_params().items() if k not in ("features", "cache_dir")
-                       and not (k in ("interaction", "ensemble") and v == self._DEFAULTS[k])},
-            "training": {"examples": self.n_train_, "nonfinite_replaced": self.nonfinite_counts_,
-                         "best_epoch": self.log_.best_epoch + 1, "epochs_run": len(self.log_.loss),
-                         "loss": self.log_.loss, "validation_kendall": self.log_.validation},
+            "params": {
+                k: v
+                for k, v in self.get_params().items()
+                if k not in ("features", "cache_dir")
+                and not (k in ("interaction", "ensemble") and v == self._DEFAULTS[k])
+            },
+            "training": {
+                "examples": self.n_train_,
+                "nonfinite_replaced": self.nonfinite_counts_,
+                "best_epoch": self.log_.best_epoch + 1,
+                "epochs_run": len(self.log_.loss),
+                "loss": self.log_.loss,
+                "validation_kendall": self.log_.validation,
+            },
         }
-        if getattr(self, "objective_", None) == "ratings":  # absent for human-vs-machine (older files)
+        if (
+            getattr(self, "objective_", None) == "ratings"
+        ):  # absent for human-vs-machine (older files)
             meta["training"]["objective"] = "ratings"
         if len(members) > 1:  # one network per training set; "training" above describes the first
             meta["training"]["members"] = [
-                {"examples": name, "best_epoch": log.best_epoch + 1, "epochs_run": len(log.loss),
-                 "loss": log.loss, "validation_kendall": log.validation}
-                for name, (_, log) in zip(self.n_train_, members)]
+                {
+                    "examples": name,
+                    "best_epoch": log.best_epoch + 1,
+                    "epochs_run": len(log.loss),
+                    "loss": log.loss,
+                    "validation_kendall": log.validation,
+                }
+                for name, (_, log) in zip(self.n_train_, members)
+            ]
         if provenance:
             meta["provenance"] = provenance
         (folder / MODEL_JSON).write_text(json.dumps(meta, indent=1), encoding="utf-8")
@@ -377,7 +484,9 @@ class NNEval(Learner):
 
         folder = model_folder(path)
         if not (folder / MODEL_JSON).is_file() or not (folder / WEIGHTS).is_file():
-            raise MetricError(f"{folder} is not an NNEval model: expected {MODEL_JSON} and {WEIGHTS} in it")
+            raise MetricError(
+                f"{folder} is not an NNEval model: expected {MODEL_JSON} and {WEIGHTS} in it"
+            )
         meta = read_model_json(folder / MODEL_JSON)
         if meta.get("format") != MODEL_FORMAT:
             raise MetricError(f"{folder / MODEL_JSON} is not a {MODEL_FORMAT} file")
@@ -393,11 +502,21 @@ class NNEval(Learner):
             n = len([k for k in arrays.files if k.startswith("w")])
             count = 1 + len(meta["training"].get("members", [None])[1:])
             prefixes = [f"m{k}_" if k else "" for k in range(count)]
-            model.members_ = [(MLP([arrays[f"{p}w{i}"] for i in range(n)], [arrays[f"{p}b{i}"] for i in range(n)]), None)
-                              for p in prefixes]
+            model.members_ = [
+                (
+                    MLP(
+                        [arrays[f"{p}w{i}"] for i in range(n)],
+                        [arrays[f"{p}b{i}"] for i in range(n)],
+                    ),
+                    None,
+                )
+                for p in prefixes
+            ]
         model.mlp_ = model.members_[0][0]
         scaler = meta["scaler"]
-        model.scaler_ = None if scaler is None else MinMaxScaler(np.array(scaler["lo"]), np.array(scaler["hi"]))
+        model.scaler_ = (
+            None if scaler is None else MinMaxScaler(np.array(scaler["lo"]), np.array(scaler["hi"]))
+        )
         model.fill_ = np.array(meta["fill"], dtype=float)
         model.training_ = meta["training"]
         return model

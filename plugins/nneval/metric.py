@@ -28,7 +28,9 @@ class NNEvalMetric(Distance):
     """
 
     name = "nneval"
-    accepts_empty_candidates = True  # P(human) of its features; the paper's and the embedding features all score empties
+    accepts_empty_candidates = (
+        True  # P(human) of its features; the paper's and the embedding features all score empties
+    )
     distance_offset = 1.0
 
     path_params = ("files",)
@@ -49,7 +51,9 @@ class NNEvalMetric(Distance):
         from capmetrics.language import LANGUAGES, refusing
 
         features = self.run_components()
-        served = tuple(code for code in LANGUAGES if all(refusing(c, code) is None for c in features))
+        served = tuple(
+            code for code in LANGUAGES if all(refusing(c, code) is None for c in features)
+        )
         return None if len(served) == len(LANGUAGES) else served
 
     def run_components(self) -> list[Any]:
@@ -61,15 +65,18 @@ class NNEvalMetric(Distance):
         """The loaded model (loaded once)."""
         cached = self.__dict__.get("_learner")
         if cached is None:
-            cached = self.__dict__["_learner"] = NNEval.load(resolve_model(self.model)[1], self.files)
+            cached = self.__dict__["_learner"] = NNEval.load(
+                resolve_model(self.model)[1], self.files
+            )
         return cached
 
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
         values = self.learner().predict(candidates, references)
         return Scores(values, float(values.mean()) if values.size else float("nan"))
 
-    def score_images(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
-                     images: Sequence[Any]) -> Scores:
+    def score_images(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]], images: Sequence[Any]
+    ) -> Scores:
         values = self.learner().predict(candidates, references, images)
         return Scores(values, float(values.mean()) if values.size else float("nan"))
 

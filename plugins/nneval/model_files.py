@@ -26,7 +26,12 @@ WEIGHTS = "weights.npz"
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "models"
 #: The models shipped inside the package (trained by experiments/nneval_shipped_models.py).
-SHIPPED_MODELS = ("flickr8k-paper", "flickr8k-embeddings", "flickr8k-paper-spice", "flickr8k-embeddings-spice")
+SHIPPED_MODELS = (
+    "flickr8k-paper",
+    "flickr8k-embeddings",
+    "flickr8k-paper-spice",
+    "flickr8k-embeddings-spice",
+)
 #: The model of a plain ``nneval`` metric.
 DEFAULT_MODEL = "flickr8k-paper"
 
@@ -41,13 +46,17 @@ def resolve_model(model: str | Path) -> tuple[str, Path]:
     """(label, folder) of a shipped model name or a path to a saved model. The label is the
     shipped name, or the folder's own name for a user model (never an absolute path)."""
     if not str(model).strip():
-        raise MetricError(f"nneval needs a model: model=NAME ({', '.join(SHIPPED_MODELS)}) or model=PATH")
+        raise MetricError(
+            f"nneval needs a model: model=NAME ({', '.join(SHIPPED_MODELS)}) or model=PATH"
+        )
     if str(model) in SHIPPED_MODELS:
         return str(model), SHIPPED_DIR / str(model)
     folder = model_folder(model)
     if not folder.exists() and not any(sep in str(model) for sep in ("/", "\\")):
-        raise MetricError(f"nneval: {str(model)!r} is neither a shipped model ({', '.join(SHIPPED_MODELS)}) "
-                          "nor a model folder; give model=NAME or model=PATH written by `capmetrics nneval train`")
+        raise MetricError(
+            f"nneval: {str(model)!r} is neither a shipped model ({', '.join(SHIPPED_MODELS)}) "
+            "nor a model folder; give model=NAME or model=PATH written by `capmetrics nneval train`"
+        )
     return folder.name, folder
 
 
@@ -63,7 +72,9 @@ def read_model_json(path: Path) -> dict[str, Any]:
 
     size = check_regular_file(path, "an NNEval model file")  # a FIFO would hang the read
     if size > MAX_MODEL_JSON_BYTES:
-        raise MetricError(f"{path} is {size:,} bytes; an NNEval model file is at most {MAX_MODEL_JSON_BYTES:,}")
+        raise MetricError(
+            f"{path} is {size:,} bytes; an NNEval model file is at most {MAX_MODEL_JSON_BYTES:,}"
+        )
     try:
         with path.open("rb") as handle:  # at most the limit, should the file grow meanwhile
             meta = parse_json(handle.read(MAX_MODEL_JSON_BYTES + 1).decode("utf-8"), str(path))
@@ -83,8 +94,9 @@ def write_weights(path: Path, arrays: dict[str, np.ndarray]) -> None:
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for key in sorted(arrays):
             buffer = io.BytesIO()
-            np.lib.format.write_array(buffer, np.ascontiguousarray(arrays[key], dtype=np.float64),
-                                      allow_pickle=False)
+            np.lib.format.write_array(
+                buffer, np.ascontiguousarray(arrays[key], dtype=np.float64), allow_pickle=False
+            )
             info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, buffer.getvalue())
@@ -102,9 +114,26 @@ def model_digest(path: str | Path) -> str:
 
 #: ``params`` a model file may set (the learner's settings); never ``cache_dir`` (where the
 #: user's runs write) or ``features`` (they are the file's own ``features``).
-MODEL_PARAMS = frozenset({"hidden", "scaling", "init", "l2", "lr", "batch_size", "max_epochs", "patience",
-                          "lr_decay", "decay_every", "validation_rating", "kendall", "nonfinite",
-                          "interaction", "ensemble", "seed"})
+MODEL_PARAMS = frozenset(
+    {
+        "hidden",
+        "scaling",
+        "init",
+        "l2",
+        "lr",
+        "batch_size",
+        "max_epochs",
+        "patience",
+        "lr_decay",
+        "decay_every",
+        "validation_rating",
+        "kendall",
+        "nonfinite",
+        "interaction",
+        "ensemble",
+        "seed",
+    }
+)
 
 
 def confine_model_specs(meta: dict[str, Any], folder: Path) -> None:
@@ -128,15 +157,19 @@ def confine_model_specs(meta: dict[str, Any], folder: Path) -> None:
         raise MetricError(f"{source}: feature_files must be an object (file name -> SHA-256)")
     for name in declared:
         if not isinstance(name, str) or not within(folder, name):
-            raise MetricError(f"{source}: feature_files names {name!r}, which is not inside the model's folder; "
-                              "a model file may name only files inside its own folder")
+            raise MetricError(
+                f"{source}: feature_files names {name!r}, which is not inside the model's folder; "
+                "a model file may name only files inside its own folder"
+            )
     params = meta.get("params")
     if params is not None and not isinstance(params, dict):
         raise MetricError(f"{source}: params must be an object, got {type(params).__name__}")
     refused = sorted(set(params or {}) - MODEL_PARAMS)
     if refused:
-        raise MetricError(f"{source}: params may not set {', '.join(map(repr, refused))}; a model file sets only "
-                          f"the learner's settings ({', '.join(sorted(MODEL_PARAMS))})")
+        raise MetricError(
+            f"{source}: params may not set {', '.join(map(repr, refused))}; a model file sets only "
+            f"the learner's settings ({', '.join(sorted(MODEL_PARAMS))})"
+        )
     features = meta.get("features")
     if not isinstance(features, list):
         raise MetricError(f"{source}: features must be a list of spec strings")
@@ -146,7 +179,9 @@ def confine_model_specs(meta: dict[str, Any], folder: Path) -> None:
     untrusted = Untrusted(Path(folder), source, frozenset(declared))
     for spec, kind in specs:
         if not isinstance(spec, str):
-            raise MetricError(f"{source}: a feature must be a spec string, got {type(spec).__name__}")
+            raise MetricError(
+                f"{source}: a feature must be a spec string, got {type(spec).__name__}"
+            )
         try:
             compose(spec, kind, untrusted=untrusted)
         except UntrustedSpecError as err:
@@ -178,8 +213,11 @@ def without_programs(spec: str, kind: str = "distance") -> str:
                 changed = True
         for key in params:
             value = getattr(component, key, None)
-            stack.extend(v for v in (value if isinstance(value, (list, tuple)) else [value])
-                         if isinstance(v, Component))
+            stack.extend(
+                v
+                for v in (value if isinstance(value, (list, tuple)) else [value])
+                if isinstance(v, Component)
+            )
     return built.spec if changed else spec
 
 
@@ -190,8 +228,12 @@ def _path_arguments(spec: str) -> Iterator[tuple[str, str]]:
     from capmetrics.registry.spec import Spec, parse
 
     registry = get_registry()
-    keys = {p for kind in ("distance", "embedder", "tokenizer", "aggregator", "statistic")
-            for entry in registry.components(kind) for p in entry.cls.path_params}
+    keys = {
+        p
+        for kind in ("distance", "embedder", "tokenizer", "aggregator", "statistic")
+        for entry in registry.components(kind)
+        for p in entry.cls.path_params
+    }
     stack: list[Any] = [parse(spec)]
     while stack:
         value = stack.pop()
@@ -199,7 +241,11 @@ def _path_arguments(spec: str) -> Iterator[tuple[str, str]]:
             stack.extend(value)
         elif isinstance(value, Spec):
             for key, arg in value.args:
-                if key in keys and isinstance(arg, (str, Spec)) and (isinstance(arg, str) or arg.is_bare):
+                if (
+                    key in keys
+                    and isinstance(arg, (str, Spec))
+                    and (isinstance(arg, str) or arg.is_bare)
+                ):
                     yield key, arg if isinstance(arg, str) else arg.name
                 else:
                     stack.append(arg)
@@ -223,7 +269,9 @@ def _replace_argument(spec: str, old: str, new: str) -> str:
     """``spec`` (canonical) with the path argument ``old`` written as ``new``."""
     from capmetrics.registry.spec import format_value
 
-    return re.sub(f"={re.escape(format_value(old))}(?=\\s*[,)\\]])", lambda _: f"={format_value(new)}", spec)
+    return re.sub(
+        f"={re.escape(format_value(old))}(?=\\s*[,)\\]])", lambda _: f"={format_value(new)}", spec
+    )
 
 
 def detach_feature_files(specs: list[str], folder: Path) -> tuple[list[str], dict[str, str]]:
@@ -237,11 +285,17 @@ def detach_feature_files(specs: list[str], folder: Path) -> tuple[list[str], dic
     out, needed = [], {}
     root = os.path.realpath(folder)
     for spec in specs:
-        files = [value for _, value in _path_arguments(spec) if os.path.exists(os.path.expanduser(value))]
+        files = [
+            value for _, value in _path_arguments(spec) if os.path.exists(os.path.expanduser(value))
+        ]
         canonical = None
         if not files:  # a positional path (clip-model("x.pt")) has its name in the canonical spec
             canonical = build_feature(spec).spec
-            files = [value for _, value in _path_arguments(canonical) if os.path.exists(os.path.expanduser(value))]
+            files = [
+                value
+                for _, value in _path_arguments(canonical)
+                if os.path.exists(os.path.expanduser(value))
+            ]
         if not files:
             out.append(spec)
             continue
@@ -252,14 +306,18 @@ def detach_feature_files(specs: list[str], folder: Path) -> tuple[list[str], dic
             name = Path(os.path.relpath(real, root)).as_posix() if inside else Path(real).name
             digest = file_digest(real)
             if needed.setdefault(name, digest) != digest:
-                raise MetricError(f"NNEval: two different feature files are named {name!r}; a saved model names "
-                                  "its files by name: rename one")
+                raise MetricError(
+                    f"NNEval: two different feature files are named {name!r}; a saved model names "
+                    "its files by name: rename one"
+                )
             canonical = _replace_argument(canonical, value, name)
         out.append(canonical)
     return out, needed
 
 
-def attach_feature_files(meta: dict[str, Any], folder: Path, files: list[str] | None = None) -> list[str]:
+def attach_feature_files(
+    meta: dict[str, Any], folder: Path, files: list[str] | None = None
+) -> list[str]:
     """A loaded model's feature specs with the files they need (``meta["feature_files"]``) as
     paths: each one in the model's folder, or one of ``files`` (paths the user passes) with the
     same base name; each checked against the checksum the model was saved with."""
@@ -271,20 +329,30 @@ def attach_feature_files(meta: dict[str, Any], folder: Path, files: list[str] | 
         if not path.exists():
             raise MetricError(f"{source}: the file {file!r} passed with files= does not exist")
         if path.name not in needed:
-            raise MetricError(f"{source}: its features need no file named {path.name!r} (files=); "
-                              f"they need: {', '.join(needed) or 'none'}")
+            raise MetricError(
+                f"{source}: its features need no file named {path.name!r} (files=); "
+                f"they need: {', '.join(needed) or 'none'}"
+            )
         given[path.name] = str(path)
     specs = list(meta["features"])
     for name, digest in needed.items():
         path = given.get(name) or (str(folder / name) if (folder / name).exists() else None)
         if path is None:
-            raise MetricError(f"{source}: a feature needs the file {name!r}; put it in the model's folder or pass "
-                              f"it: nneval(model=..., files=[\"/path/to/{name}\"])")
+            raise MetricError(
+                f"{source}: a feature needs the file {name!r}; put it in the model's folder or pass "
+                f'it: nneval(model=..., files=["/path/to/{name}"])'
+            )
         if file_digest(path) != digest:
-            raise MetricError(f"{source}: {path!r} is not the file {name!r} the model was trained with "
-                              "(its SHA-256 differs)")
-        specs = [_replace_argument(spec, name, path) if any(v == name for _, v in _path_arguments(spec)) else spec
-                 for spec in specs]
+            raise MetricError(
+                f"{source}: {path!r} is not the file {name!r} the model was trained with "
+                "(its SHA-256 differs)"
+            )
+        specs = [
+            _replace_argument(spec, name, path)
+            if any(v == name for _, v in _path_arguments(spec))
+            else spec
+            for spec in specs
+        ]
     return specs
 
 
@@ -296,15 +364,24 @@ def upgrade_model_specs(meta: dict[str, Any], source: str) -> None:
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise MetricError(f"{source}: version must be a positive integer, got {version!r}")
     if version > MODEL_VERSION:
-        raise MetricError(f"{source}: model file version {version} was written by a newer capmetrics "
-                          f"(this one reads up to {MODEL_VERSION}); upgrade capmetrics")
-    renames = {old: new for v, names in _RENAMED_SINCE.items() if v >= version for old, new in names.items()}
+        raise MetricError(
+            f"{source}: model file version {version} was written by a newer capmetrics "
+            f"(this one reads up to {MODEL_VERSION}); upgrade capmetrics"
+        )
+    renames = {
+        old: new
+        for v, names in _RENAMED_SINCE.items()
+        if v >= version
+        for old, new in names.items()
+    }
     if not renames:
         return
     from capmetrics.registry.spec import parse
 
-    meta["features"] = [str(_renamed(parse(s), renames)) if isinstance(s, str) else s
-                        for s in meta.get("features") or []]
+    meta["features"] = [
+        str(_renamed(parse(s), renames)) if isinstance(s, str) else s
+        for s in meta.get("features") or []
+    ]
 
 
 def _renamed(value: Any, renames: dict[str, str]) -> Any:

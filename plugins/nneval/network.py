@@ -131,7 +131,7 @@ class Adam:
             self.m = [np.zeros_like(p) for p in params]
             self.v = [np.zeros_like(p) for p in params]
         self.t += 1
-        correction = np.sqrt(1 - self.beta2 ** self.t) / (1 - self.beta1 ** self.t)
+        correction = np.sqrt(1 - self.beta2**self.t) / (1 - self.beta1**self.t)
         for p, g, m, v in zip(params, grads, self.m, self.v):
             m *= self.beta1
             m += (1 - self.beta1) * g
@@ -149,9 +149,21 @@ class TrainLog:
     best_epoch: int = -1
 
 
-def train(model: MLP, x: np.ndarray, y: np.ndarray, *, lr: float, batch_size: int, l2: float,
-          max_epochs: int, patience: int, lr_decay: float, decay_every: int, rng: np.random.Generator,
-          validate: Callable[[MLP], float] | None = None) -> TrainLog:
+def train(
+    model: MLP,
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    lr: float,
+    batch_size: int,
+    l2: float,
+    max_epochs: int,
+    patience: int,
+    lr_decay: float,
+    decay_every: int,
+    rng: np.random.Generator,
+    validate: Callable[[MLP], float] | None = None,
+) -> TrainLog:
     """Mini-batch Adam; keeps the weights of the epoch with the best ``validate`` value.
 
     Without ``validate`` the final weights are kept. Training stops after ``patience`` epochs
@@ -167,13 +179,15 @@ def train(model: MLP, x: np.ndarray, y: np.ndarray, *, lr: float, batch_size: in
         order = rng.permutation(len(x))
         total = 0.0
         for start in range(0, len(x), batch_size):
-            batch = order[start:start + batch_size]
+            batch = order[start : start + batch_size]
             loss, grads = model.gradients(x[batch], y[batch], l2)
             opt.step(model.params, grads)
             total += loss * len(batch)
         log.loss.append(total / len(x))
         if not np.isfinite(log.loss[-1]):
-            raise MetricError(f"NNEval training diverged at epoch {epoch + 1} (loss {log.loss[-1]}); lower lr")
+            raise MetricError(
+                f"NNEval training diverged at epoch {epoch + 1} (loss {log.loss[-1]}); lower lr"
+            )
         if validate is None:
             continue
         value = validate(model)

@@ -17,7 +17,9 @@ def rating_targets(judgments: Judgments) -> np.ndarray:
     set (Flickr8k-Expert 1-4 -> (mean - 1) / 3; Flickr8k-CF's share of yes votes stays as is)."""
     low, high = float(judgments.point_rating.min()), float(judgments.point_rating.max())
     if not high > low:
-        raise MetricError(f"{source_name(judgments)}: every rating is {low}; rating targets need at least two values")
+        raise MetricError(
+            f"{source_name(judgments)}: every rating is {low}; rating targets need at least two values"
+        )
     return (judgments.item_rating("mean") - low) / (high - low)
 
 

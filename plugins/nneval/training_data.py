@@ -49,35 +49,57 @@ class TrainingSet:
         return len(self.candidates)
 
 
-def load_flickr8k_split(root: str | Path, split: str = "train", images: str | Path | None = None) -> Dataset:
+def load_flickr8k_split(
+    root: str | Path, split: str = "train", images: str | Path | None = None
+) -> Dataset:
     """The images of a Flickr8k split (``train``, ``dev``, ``test``) with their 5 references;
     with ``images`` (the folder of Flickr8k's .jpg files) each item's image is its file there."""
     from capmetrics.data.flickr8k import load_captions, normalize_space
 
-    names = {"train": "Flickr_8k.trainImages.txt", "dev": "Flickr_8k.devImages.txt", "test": "Flickr_8k.testImages.txt"}
+    names = {
+        "train": "Flickr_8k.trainImages.txt",
+        "dev": "Flickr_8k.devImages.txt",
+        "test": "Flickr_8k.testImages.txt",
+    }
     if split not in names:
-        raise DataError([Problem(str(root), None, f"unknown split {split!r}; use train, dev or test")])
+        raise DataError(
+            [Problem(str(root), None, f"unknown split {split!r}; use train, dev or test")]
+        )
     path = Path(root) / names[split]
     if not path.is_file():
-        raise DataError([Problem(str(path), None, "file not found")], header="cannot load the Flickr8k split")
+        raise DataError(
+            [Problem(str(path), None, "file not found")], header="cannot load the Flickr8k split"
+        )
     _, by_image = load_captions(root)
-    names_in_split = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    missing = [Problem(str(path), img, "image has no captions in Flickr8k.token.txt") for img in names_in_split
-               if img.split(".")[0] not in by_image]
+    names_in_split = [
+        line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
+    missing = [
+        Problem(str(path), img, "image has no captions in Flickr8k.token.txt")
+        for img in names_in_split
+        if img.split(".")[0] not in by_image
+    ]
     if missing:
         raise DataError(missing, header=f"cannot load {path}")
     folder = Path(images).expanduser() if images is not None else None
-    items = [Item(img.split(".")[0], tuple(normalize_space(c) for c in by_image[img.split(".")[0]]), (),
-                  str(folder / img) if folder is not None else None)
-             for img in names_in_split]
+    items = [
+        Item(
+            img.split(".")[0],
+            tuple(normalize_space(c) for c in by_image[img.split(".")[0]]),
+            (),
+            str(folder / img) if folder is not None else None,
+        )
+        for img in names_in_split
+    ]
     return Dataset(items, str(path))
 
 
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-def _tfidf(texts: Sequence[str], vocab: dict[str, int], idf: np.ndarray | None = None
-           ) -> tuple[sparse.csr_matrix, np.ndarray]:
+def _tfidf(
+    texts: Sequence[str], vocab: dict[str, int], idf: np.ndarray | None = None
+) -> tuple[sparse.csr_matrix, np.ndarray]:
     rows, cols = [], []
     for i, text in enumerate(texts):
         for w in _WORD.findall(text.lower()):
@@ -99,15 +121,18 @@ def sample_ranks(n: int, pool: int, sampling: str, rng: np.random.Generator) -> 
     if sampling == "uniform":
         return np.sort(rng.choice(pool, n, replace=False))
     if sampling != "log-rank":
-        raise DataError([Problem("impostors", None, f"unknown sampling {sampling!r}; use log-rank or uniform")])
+        raise DataError(
+            [Problem("impostors", None, f"unknown sampling {sampling!r}; use log-rank or uniform")]
+        )
     ranks: set[int] = set()
     while len(ranks) < n:
         ranks.add(min(int(np.exp(rng.uniform(0, np.log(pool + 1)))), pool) - 1)
     return np.array(sorted(ranks))
 
 
-def impostor_captions(dataset: Dataset, n: int, pool: int, sampling: str, rng: np.random.Generator,
-                      chunk: int = 512) -> list[list[str]]:
+def impostor_captions(
+    dataset: Dataset, n: int, pool: int, sampling: str, rng: np.random.Generator, chunk: int = 512
+) -> list[list[str]]:
     """For each image, ``n`` distinct captions of other images at sampled ranks of TF-IDF cosine
     similarity to its references (rank 1 = the closest), among the ``pool`` closest."""
     captions = list(dict.fromkeys(r for item in dataset for r in item.references))
@@ -120,7 +145,9 @@ def impostor_captions(dataset: Dataset, n: int, pool: int, sampling: str, rng: n
     most = len(captions) - max(len(item.references) for item in dataset)
     pool = most if pool <= 0 else min(pool, most)
     if pool < n:
-        raise DataError([Problem(dataset.source, None, "too few images to draw impostor captions from")])
+        raise DataError(
+            [Problem(dataset.source, None, "too few images to draw impostor captions from")]
+        )
     out = []
     for start in range(0, len(dataset), chunk):
         stop = min(start + chunk, len(dataset))
@@ -139,9 +166,17 @@ def _refs(refs: Sequence[str], n: int, rng: np.random.Generator) -> tuple[str, .
     return tuple(refs[i] for i in sorted(rng.choice(len(refs), n, replace=False)))
 
 
-def build_training_set(dataset: Dataset, *, system_output: Mapping[str, Sequence[str]] | None = None,
-                       n_human: int = 3, n_machine: int = 3, n_refs: int = 4, impostor_pool: int = 0,
-                       impostor_sampling: str = "uniform", seed: int = 0) -> TrainingSet:
+def build_training_set(
+    dataset: Dataset,
+    *,
+    system_output: Mapping[str, Sequence[str]] | None = None,
+    n_human: int = 3,
+    n_machine: int = 3,
+    n_refs: int = 4,
+    impostor_pool: int = 0,
+    impostor_sampling: str = "uniform",
+    seed: int = 0,
+) -> TrainingSet:
     """Human and machine candidates for every image of ``dataset`` (only its references are used).
 
     Args:
@@ -155,11 +190,17 @@ def build_training_set(dataset: Dataset, *, system_output: Mapping[str, Sequence
         impostor_sampling: ``uniform`` (default) or ``log-rank`` ranks within the pool.
         seed: seeds every random choice.
     """
-    short = [Problem(dataset.source, item.id, f"needs at least 2 references, has {len(item.references)}")
-             for item in dataset if len(item.references) < 2]
+    short = [
+        Problem(dataset.source, item.id, f"needs at least 2 references, has {len(item.references)}")
+        for item in dataset
+        if len(item.references) < 2
+    ]
     ids = {str(item.id) for item in dataset}
-    unknown = [Problem("system output", key, "unknown image id: not in the training dataset")
-               for key in (system_output or {}) if str(key) not in ids]
+    unknown = [
+        Problem("system output", key, "unknown image id: not in the training dataset")
+        for key in (system_output or {})
+        if str(key) not in ids
+    ]
     if short or unknown:
         raise DataError(short + unknown, header="cannot build the NNEval training set")
     rng = np.random.default_rng(seed)
@@ -174,7 +215,7 @@ def build_training_set(dataset: Dataset, *, system_output: Mapping[str, Sequence
         all_refs = list(item.references)
         for h in rng.choice(len(all_refs), min(n_human, len(all_refs)), replace=False):
             cands.append(all_refs[h])
-            refs.append(_refs(all_refs[:h] + all_refs[h + 1:], n_refs, rng))
+            refs.append(_refs(all_refs[:h] + all_refs[h + 1 :], n_refs, rng))
             labels.append(HUMAN)
             images.append(str(item.id))
             pictures.append(item.image)
@@ -197,14 +238,18 @@ def load_system_output(path: str | Path) -> dict[str, list[str]]:
     def add(key: Any, captions: Any, line: int | None = None) -> None:
         if isinstance(captions, str):
             captions = [captions]
-        if not isinstance(captions, list) or not all(isinstance(c, str) and c.strip() for c in captions):
+        if not isinstance(captions, list) or not all(
+            isinstance(c, str) and c.strip() for c in captions
+        ):
             problems.append(Problem(str(path), key, "captions must be non-empty strings", line))
             return
         out.setdefault(str(key), []).extend(captions)
 
     try:
         if path.suffix == ".jsonl":
-            for line, text in enumerate(read_bytes(path, "a system output file").decode("utf-8").splitlines(), 1):
+            for line, text in enumerate(
+                read_bytes(path, "a system output file").decode("utf-8").splitlines(), 1
+            ):
                 if text.strip():
                     record = parse_json(text, str(path), line)
                     add(record.get("id"), record.get("candidates", record.get("caption")), line)
@@ -215,8 +260,10 @@ def load_system_output(path: str | Path) -> dict[str, list[str]]:
                     add(key, captions)
             elif isinstance(data, list):
                 for record in data:
-                    add(record.get("image_id") if isinstance(record, dict) else None,
-                        record.get("caption") if isinstance(record, dict) else record)
+                    add(
+                        record.get("image_id") if isinstance(record, dict) else None,
+                        record.get("caption") if isinstance(record, dict) else record,
+                    )
             else:
                 problems.append(Problem(str(path), None, "expected a JSON object or list"))
     except DataError as err:  # not a regular file, over the size limit, bad or hostile JSON

@@ -13,7 +13,6 @@ from capmetrics import DataError, MetricError, ProbabilitySource, Tokenizer
 from capmetrics.plugins.pregen.compute import RaggedProbs
 from capmetrics.plugins.tokenizers import WhitespaceTokenizer
 
-
 Forward = Callable[[np.ndarray, Any, Any], Any]
 
 

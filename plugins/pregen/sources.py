@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 from capmetrics import DataError, ProbabilitySource
-from capmetrics.strict_json import parse_json
 from capmetrics.plugins.pregen.compute import RaggedProbs
+from capmetrics.strict_json import parse_json
 
 FORMAT = "capmetrics-pregen-probs"
 
@@ -77,7 +77,9 @@ def _read_jsonl(path: Path) -> RaggedProbs:
                     continue
                 items.append([_pairs(ref) for ref in row["references"]])
                 ids.append(row.get("id", len(ids)))
-            except DataError as err:  # bad JSON, nesting past the parser's limit, 5000-digit numbers
+            except (
+                DataError
+            ) as err:  # bad JSON, nesting past the parser's limit, 5000-digit numbers
                 problems.extend(map(str, err.problems))
             except (ValueError, KeyError, TypeError) as err:
                 problems.append(f"{path}:{line_no}: {type(err).__name__}: {err}")

@@ -48,7 +48,15 @@ from capmetrics.plugins.spice._resources import (
 )
 from capmetrics.plugins.tokenizers import PTBTokenizer
 
-__all__ = ["CATEGORIES", "CORENLP_JARS", "FIELDS", "Spice", "cache_root", "find_corenlp", "spice_dir"]
+__all__ = [
+    "CATEGORIES",
+    "CORENLP_JARS",
+    "FIELDS",
+    "Spice",
+    "cache_root",
+    "find_corenlp",
+    "spice_dir",
+]
 
 #: ``part`` -> the field of SPICE's per-category scores.
 PARTS = {"f": "f", "p": "pr", "r": "re"}
@@ -119,8 +127,10 @@ class Spice(Distance):
             raise MetricError(f"spice: jobs must be at least 1, got {jobs}")
         category = CATEGORY_ALIASES.get(category.lower(), category)
         if category.capitalize() not in CATEGORIES:
-            raise MetricError(f"spice: unknown category {category!r}; one of "
-                              f"{', '.join(c.lower() for c in CATEGORIES)}")
+            raise MetricError(
+                f"spice: unknown category {category!r}; one of "
+                f"{', '.join(c.lower() for c in CATEGORIES)}"
+            )
         if part not in PARTS:
             raise MetricError(f"spice: part must be f, p or r, got {part!r}")
         self.tokenizer = tokenizer
@@ -145,7 +155,13 @@ class Spice(Distance):
     def command(self, input_file: str, output_file: str) -> list[str]:
         """The original jar's command line that scores ``input_file`` into ``output_file`` (the reference,
         with pycocoevalcap's heap, 8G, unless ``memory`` is given)."""
-        return command(find_java(self.java), find_corenlp(self.corenlp), self.memory or "8G", input_file, output_file)
+        return command(
+            find_java(self.java),
+            find_corenlp(self.corenlp),
+            self.memory or "8G",
+            input_file,
+            output_file,
+        )
 
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
         check_items(candidates, references, "spice")
@@ -170,7 +186,11 @@ class Spice(Distance):
                 early = pool.submit(_evaluate, cached, tests, refs, ready, self.last_in_ties)
                 entries = {**cached, **self.parse_new(todo, store, tests, refs)}
                 results = early.result()
-            results.update(_evaluate(entries, tests, refs, [i for i in items if i not in results], self.last_in_ties))
+            results.update(
+                _evaluate(
+                    entries, tests, refs, [i for i in items if i not in results], self.last_in_ties
+                )
+            )
         details: dict[str, Any] = details_arrays(np.stack([results[i][0] for i in items]))
         details["ties"] = np.array([results[i][1] for i in items], dtype=np.int64)
         values = details[self.category.capitalize()][PARTS[self.part]].copy()
@@ -179,17 +199,21 @@ class Spice(Distance):
         known = values[~np.isnan(values)]
         return Scores(values, float(known.mean()) if known.size else float("nan"), details)
 
-    def _tokenized(self, candidates: Sequence[str],
-                   references: Sequence[Sequence[str]]) -> tuple[list[str], list[tuple[str, ...]], list[str]]:
+    def _tokenized(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]]
+    ) -> tuple[list[str], list[tuple[str, ...]], list[str]]:
         """The tokenized candidates, reference groups and distinct texts (as the parser gets them)."""
         flat = [r for refs in references for r in refs]
-        joined = dict(zip([*candidates, *flat], self.tokenizer.tokenize_joined([*candidates, *flat])))
+        joined = dict(
+            zip([*candidates, *flat], self.tokenizer.tokenize_joined([*candidates, *flat]))
+        )
         tests = [joined[c] for c in candidates]
         refs = [tuple(joined[r] for r in rs) for rs in references]
         return tests, refs, list(dict.fromkeys([*tests, *(r for rs in refs for r in rs)]))
 
-    def prepare(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
-                stop: threading.Event) -> None:
+    def prepare(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]], stop: threading.Event
+    ) -> None:
         """Parse (or read from the parse cache) every caption ``score`` of these texts needs, in
         the background of a run (``capmetrics.prestart``); the next ``score`` takes them. Once
         ``stop`` is set the parse ends and its JVMs are killed."""
@@ -202,8 +226,14 @@ class Spice(Distance):
             entries.update(self.parse_new(todo, store, tests, refs, stop))
         self._prepared = entries
 
-    def parse_new(self, todo: list[str], store: ParseCache | None, tests: Sequence[str],
-                  refs: Sequence[Sequence[str]], stop: threading.Event | None = None) -> dict[str, Entry]:
+    def parse_new(
+        self,
+        todo: list[str],
+        store: ParseCache | None,
+        tests: Sequence[str],
+        refs: Sequence[Sequence[str]],
+        stop: threading.Event | None = None,
+    ) -> dict[str, Entry]:
         """The tuples and synsets of captions not in the parse cache, parsed by the jar's parser (and
         cached, one transaction per finished shard)."""
         java, corenlp = find_java(self.java), find_corenlp(self.corenlp)
@@ -213,7 +243,9 @@ class Spice(Distance):
             return parse_command(java, corenlp, self.memory, threads, in_file, out_file)
 
         def retry_command_for(threads: int, in_file: Path, out_file: Path) -> list[str]:
-            return parse_command(java, corenlp, self.memory or RETRY_HEAP, threads, in_file, out_file)
+            return parse_command(
+                java, corenlp, self.memory or RETRY_HEAP, threads, in_file, out_file
+            )
 
         def keep(parsed: dict[str, Parse]) -> None:
             fresh = {t: {"tuples": p, "synsets": _synsets_of(p)} for t, p in parsed.items()}
@@ -233,8 +265,15 @@ class Spice(Distance):
                 todo = [t for t in todo if t not in found]
         if todo:
             try:
-                parse_captions(todo, command_for, self.jobs or default_jobs(len(todo)), self.timeout, keep,
-                               retry_command_for, stop)
+                parse_captions(
+                    todo,
+                    command_for,
+                    self.jobs or default_jobs(len(todo)),
+                    self.timeout,
+                    keep,
+                    retry_command_for,
+                    stop,
+                )
             except MetricError as err:
                 raise MetricError(f"{err} (in {_items_with(todo, tests, refs)})") from None
         return found
@@ -246,12 +285,19 @@ class Spice(Distance):
 def _items_with(texts: Sequence[str], tests: Sequence[str], refs: Sequence[Sequence[str]]) -> str:
     """Names the items whose candidate or references are among ``texts`` (for error messages)."""
     wanted = set(texts)
-    items = [i for i, (t, rs) in enumerate(zip(tests, refs)) if t in wanted or wanted.intersection(rs)]
+    items = [
+        i for i, (t, rs) in enumerate(zip(tests, refs)) if t in wanted or wanted.intersection(rs)
+    ]
     return f"item(s) {items[:10]}{' ...' if len(items) > 10 else ''}"
 
 
-def _evaluate(entries: dict[str, Entry], tests: Sequence[str], refs: Sequence[tuple[str, ...]],
-              items: Iterable[int], last_in_ties: bool) -> dict[int, tuple[np.ndarray, int]]:
+def _evaluate(
+    entries: dict[str, Entry],
+    tests: Sequence[str],
+    refs: Sequence[tuple[str, ...]],
+    items: Iterable[int],
+    last_in_ties: bool,
+) -> dict[int, tuple[np.ndarray, int]]:
     """Per item of ``items``: the category counts of its candidate's scene graph matched against
     its references' merged graph, and the merge ties met; each graph is built once."""
     parses = {t: e["tuples"] for t, e in entries.items()}
@@ -265,7 +311,10 @@ def _evaluate(entries: dict[str, Entry], tests: Sequence[str], refs: Sequence[tu
             test_graphs[test] = build([parses[test]], synsets, last_in_ties)
         if ref not in ref_graphs:
             ref_graphs[ref] = build([parses[r] for r in ref], synsets, last_in_ties)
-        results[i] = (evaluate(test_graphs[test], ref_graphs[ref]), test_graphs[test].ties + ref_graphs[ref].ties)
+        results[i] = (
+            evaluate(test_graphs[test], ref_graphs[ref]),
+            test_graphs[test].ties + ref_graphs[ref].ties,
+        )
     return results
 
 

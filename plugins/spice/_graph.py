@@ -37,18 +37,25 @@ Tuples = Sequence[Sequence[str]]
 
 #: The words of SPICE's Cardinality, Color and Size subsets (attribute concepts of one word).
 SMALL_NUMBERS = frozenset("one two three four five six seven eight nine ten".split())
-COMMON_COLORS = frozenset(("black brown blue red yellow pink gray grey green dark light white cream orange "
-                           "purple maroon beige violet").split())
-SIZE_ADJECTIVES = frozenset((
-    "baby illimitable scrawny beefy immeasurable short big immense sizable bony infinitesimal skeletal "
-    "boundless lanky skimpy brawny large skinny broad lean slender bulky life-size slim chunky limitless "
-    "small colossal little squat compact mammoth stocky corpulent massive stout cosmic meager strapping "
-    "cubby measly sturdy curvy microscopic tall elfin mini teensy emaciated miniature teeny endless "
-    "minuscule teeny-tiny enormous minute teeny-weeny epic narrow thick expansive obese thickset extensive "
-    "outsized thin fat oversize tiny fleshy overweight titanic full-size paltry towering gargantuan petite "
-    "trifling gaunt pint-size trim giant plump tubby gigantic pocket-size undersized grand portly "
-    "underweight great pudgy unlimited heavy puny vast hefty rotund wee huge scanty whopping hulking "
-    "scraggy wide").split())
+COMMON_COLORS = frozenset(
+    (
+        "black brown blue red yellow pink gray grey green dark light white cream orange "
+        "purple maroon beige violet"
+    ).split()
+)
+SIZE_ADJECTIVES = frozenset(
+    (
+        "baby illimitable scrawny beefy immeasurable short big immense sizable bony infinitesimal skeletal "
+        "boundless lanky skimpy brawny large skinny broad lean slender bulky life-size slim chunky limitless "
+        "small colossal little squat compact mammoth stocky corpulent massive stout cosmic meager strapping "
+        "cubby measly sturdy curvy microscopic tall elfin mini teensy emaciated miniature teeny endless "
+        "minuscule teeny-tiny enormous minute teeny-weeny epic narrow thick expansive obese thickset extensive "
+        "outsized thin fat oversize tiny fleshy overweight titanic full-size paltry towering gargantuan petite "
+        "trifling gaunt pint-size trim giant plump tubby gigantic pocket-size undersized grand portly "
+        "underweight great pudgy unlimited heavy puny vast hefty rotund wee huge scanty whopping hulking "
+        "scraggy wide"
+    ).split()
+)
 #: The categories of SPICE's ``-subset`` output, in coco-caption's order, and the per-category fields.
 CATEGORIES = ("All", "Object", "Attribute", "Relation", "Color", "Cardinality", "Size")
 FIELDS = ("pr", "re", "f", "tp", "fp", "fn")
@@ -93,7 +100,11 @@ class Concept:
         return self._features
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Concept) and self.words == other.words and self.synsets == other.synsets
+        return (
+            isinstance(other, Concept)
+            and self.words == other.words
+            and self.synsets == other.synsets
+        )
 
     __hash__ = None  # type: ignore[assignment]  # mutable
 
@@ -133,9 +144,13 @@ class Edge:
 class Graph:
     """One scene graph built from tuples in order; ``synsets(word)`` gives a word's WordNet synsets."""
 
-    def __init__(self, synsets: Callable[[str], frozenset[int]], last_in_ties: bool = False) -> None:
+    def __init__(
+        self, synsets: Callable[[str], frozenset[int]], last_in_ties: bool = False
+    ) -> None:
         self.synsets = synsets
-        self.pick = -1 if last_in_ties else 0  # which of several equally good candidates a tie takes
+        self.pick = (
+            -1 if last_in_ties else 0
+        )  # which of several equally good candidates a tie takes
         self.nodes: list[Node] = []
         self.edges: list[Edge] = []
         self.ties = 0
@@ -210,10 +225,12 @@ class Graph:
         """Pairs of distinct nodes with equal objects (only after a tie; the jar then compares
         their attribute sets through broken hash codes)."""
         objects = [n.object for n in self.nodes]
-        return sum(a == b for i, a in enumerate(objects) for b in objects[i + 1:])
+        return sum(a == b for i, a in enumerate(objects) for b in objects[i + 1 :])
 
 
-def build(parses: Sequence[Tuples], synsets: Callable[[str], frozenset[int]], last_in_ties: bool = False) -> Graph:
+def build(
+    parses: Sequence[Tuples], synsets: Callable[[str], frozenset[int]], last_in_ties: bool = False
+) -> Graph:
     """The scene graph of one or more captions' tuples, added in order (SPICE's merged references);
     a tie takes the first candidate in insertion order (the last with ``last_in_ties``)."""
     graph = Graph(synsets, last_in_ties)
@@ -231,8 +248,11 @@ def _category(t: tuple[Concept, ...]) -> tuple[str, ...]:
     if len(t) == 3:
         return ("Relation",)
     word = t[1].single_word()
-    extra = (("Color",) if word in COMMON_COLORS else ()) + (("Cardinality",) if word in SMALL_NUMBERS else ()) \
+    extra = (
+        (("Color",) if word in COMMON_COLORS else ())
+        + (("Cardinality",) if word in SMALL_NUMBERS else ())
         + (("Size",) if word in SIZE_ADJECTIVES else ())
+    )
     return ("Attribute", *extra)
 
 
@@ -247,7 +267,9 @@ def _f(tp: int, fp: int, fn: int, allow_nan: bool) -> tuple[float, float, float]
     return pr, re_, f
 
 
-Prepared = tuple[list[tuple[tuple[frozenset, ...], tuple[str, ...]]], dict[int, list], dict[str, int]]
+Prepared = tuple[
+    list[tuple[tuple[frozenset, ...], tuple[str, ...]]], dict[int, list], dict[str, int]
+]
 
 
 def prepare(graph: Graph) -> Prepared:
@@ -276,10 +298,17 @@ def evaluate(test: Graph, ref: Graph) -> np.ndarray:
         if len(f) == 1:
             matched = [rc for (g, rc) in refs if not f[0].isdisjoint(g[0])]
         elif len(f) == 2:
-            matched = [rc for (g, rc) in refs if not f[0].isdisjoint(g[0]) and not f[1].isdisjoint(g[1])]
+            matched = [
+                rc for (g, rc) in refs if not f[0].isdisjoint(g[0]) and not f[1].isdisjoint(g[1])
+            ]
         else:
-            matched = [rc for (g, rc) in refs if not f[0].isdisjoint(g[0]) and not f[1].isdisjoint(g[1])
-                       and not f[2].isdisjoint(g[2])]
+            matched = [
+                rc
+                for (g, rc) in refs
+                if not f[0].isdisjoint(g[0])
+                and not f[1].isdisjoint(g[1])
+                and not f[2].isdisjoint(g[2])
+            ]
         if matched:
             tp["All"] += 1
             for c in cats:

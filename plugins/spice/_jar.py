@@ -55,17 +55,39 @@ def classpath(corenlp_jars: Sequence[Path], extra_jars: Sequence[Path]) -> str:
     return os.pathsep.join(map(str, [*jars, *extra_jars]))
 
 
-def command(java: str, corenlp_jars: Sequence[Path], memory: str, input_file: str, output_file: str,
-            threads: int | None = None) -> list[str]:
+def command(
+    java: str,
+    corenlp_jars: Sequence[Path],
+    memory: str,
+    input_file: str,
+    output_file: str,
+    threads: int | None = None,
+) -> list[str]:
     """The java command line that scores ``input_file`` into ``output_file``."""
     cp = classpath(corenlp_jars, runtime_jars(java))
     cache = ["-cache", str(parse_cache_dir())] if parse_cache_supported() else []
     tail = ["-threads", str(threads)] if threads else []
-    return [java, f"-Xmx{memory}", *java_options(java), *LOCALE_OPTIONS, "-cp", cp, MAIN_CLASS, input_file,
-            *cache, "-out", output_file, "-subset", "-silent", *tail]
+    return [
+        java,
+        f"-Xmx{memory}",
+        *java_options(java),
+        *LOCALE_OPTIONS,
+        "-cp",
+        cp,
+        MAIN_CLASS,
+        input_file,
+        *cache,
+        "-out",
+        output_file,
+        "-subset",
+        "-silent",
+        *tail,
+    ]
 
 
-def run_jar(cmd_for: Any, items: list[dict[str, Any]], timeout: float, retries: int = 1) -> list[dict[str, Any]]:
+def run_jar(
+    cmd_for: Any, items: list[dict[str, Any]], timeout: float, retries: int = 1
+) -> list[dict[str, Any]]:
     """Run the jar on ``items`` (``image_id``/``test``/``refs``); ``cmd_for(in, out)`` builds the command.
 
     A JVM killed by a signal (e.g. the out-of-memory killer) is started again, up to ``retries``
@@ -78,7 +100,9 @@ def run_jar(cmd_for: Any, items: list[dict[str, Any]], timeout: float, retries: 
         cmd = cmd_for(str(in_file), str(out_file))
         for attempt in range(retries + 1):
             try:
-                done = subprocess.run(cmd, cwd=tmp, env=java_env(), capture_output=True, timeout=timeout, check=False)
+                done = subprocess.run(
+                    cmd, cwd=tmp, env=java_env(), capture_output=True, timeout=timeout, check=False
+                )
             except subprocess.TimeoutExpired:
                 raise MetricError(f"spice: the jar did not finish within {timeout:g} s") from None
             except OSError as err:
@@ -88,8 +112,10 @@ def run_jar(cmd_for: Any, items: list[dict[str, Any]], timeout: float, retries: 
             if done.returncode >= 0 or attempt == retries:
                 break
         tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-8:]
-        raise MetricError(f"spice: the jar failed (exit code {done.returncode}, {len(items)} items, "
-                          f"{attempt + 1} attempt(s)): " + " | ".join(tail))
+        raise MetricError(
+            f"spice: the jar failed (exit code {done.returncode}, {len(items)} items, "
+            f"{attempt + 1} attempt(s)): " + " | ".join(tail)
+        )
 
 
 def scores_by_id(results: list[dict[str, Any]], n_items: int) -> list[dict[str, Any]]:
@@ -111,10 +137,15 @@ def number(value: Any) -> float:
 
 def to_row(scores: dict[str, Any]) -> np.ndarray:
     """One item's ``scores`` object as a vector: ``FIELDS`` of each of ``CATEGORIES``, in order."""
-    return np.array([number(scores.get(c, {}).get(f)) for c in CATEGORIES for f in FIELDS], dtype=float)
+    return np.array(
+        [number(scores.get(c, {}).get(f)) for c in CATEGORIES for f in FIELDS], dtype=float
+    )
 
 
 def details_arrays(rows: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
     """``{category: {field: per-item array}}`` (coco-caption's ``imgToEval``) from stacked :func:`to_row` vectors."""
     table = np.asarray(rows, dtype=float).reshape(-1, len(CATEGORIES), len(FIELDS))
-    return {c: {f: table[:, i, j].copy() for j, f in enumerate(FIELDS)} for i, c in enumerate(CATEGORIES)}
+    return {
+        c: {f: table[:, i, j].copy() for j, f in enumerate(FIELDS)}
+        for i, c in enumerate(CATEGORIES)
+    }

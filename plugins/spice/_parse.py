@@ -54,9 +54,14 @@ RETRY_HEAP = "4G"
 #: C2 (the optimising JIT) only for methods ~10x hotter than its defaults: C2 compiling ~800
 #: methods took 16 of a cold run's 69 CPU seconds, competing with the parse for the cores; with
 #: these thresholds a cold run takes ~10 % less (1,690 and 4,992 Flickr8k captions, the same tuples).
-JVM_OPTIONS = ("-XX:+UseSerialGC", "-XX:+ExitOnOutOfMemoryError", "-XX:Tier4InvocationThreshold=50000",
-               "-XX:Tier4MinInvocationThreshold=20000", "-XX:Tier4CompileThreshold=60000",
-               "-XX:Tier4BackEdgeThreshold=400000")
+JVM_OPTIONS = (
+    "-XX:+UseSerialGC",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-XX:Tier4InvocationThreshold=50000",
+    "-XX:Tier4MinInvocationThreshold=20000",
+    "-XX:Tier4CompileThreshold=60000",
+    "-XX:Tier4BackEdgeThreshold=400000",
+)
 #: Resident memory of a parsing JVM with :data:`HEAP`, for choosing how many run side by side.
 JVM_BYTES = 1536 << 20
 #: Captions a JVM should have before another one is worth its start (the parser model's load,
@@ -69,22 +74,50 @@ def helper_dir() -> Path:
     return Path(__file__).with_name("java")
 
 
-def helper_command(java: str, corenlp_jars: Sequence[Path], memory: str, args: Sequence[str],
-                   jar_start: bool = False, options: Sequence[str] = ()) -> list[str]:
+def helper_command(
+    java: str,
+    corenlp_jars: Sequence[Path],
+    memory: str,
+    args: Sequence[str],
+    jar_start: bool = False,
+    options: Sequence[str] = (),
+) -> list[str]:
     """The java command line that runs the helper class with ``args`` (and JVM ``options``)."""
     cp = classpath(corenlp_jars, [helper_dir()])
-    return [java, f"-Xmx{memory}", *java_options(java), *LOCALE_OPTIONS, *([JAR_START] if jar_start else []),
-            *options, "-cp", cp, HELPER_CLASS, *args]
+    return [
+        java,
+        f"-Xmx{memory}",
+        *java_options(java),
+        *LOCALE_OPTIONS,
+        *([JAR_START] if jar_start else []),
+        *options,
+        "-cp",
+        cp,
+        HELPER_CLASS,
+        *args,
+    ]
 
 
-def parse_command(java: str, corenlp_jars: Sequence[Path], memory: str | None, threads: int,
-                  in_file: Path, out_file: Path, jar_start: bool = False) -> list[str]:
+def parse_command(
+    java: str,
+    corenlp_jars: Sequence[Path],
+    memory: str | None,
+    threads: int,
+    in_file: Path,
+    out_file: Path,
+    jar_start: bool = False,
+) -> list[str]:
     """The java command line that parses the captions of ``in_file`` into ``out_file`` with a
     heap of ``memory`` (None: :data:`HEAP`); with ``jar_start`` the parser starts as the jar's own
     does (slower; the same tuples)."""
-    return helper_command(java, corenlp_jars, memory or HEAP,
-                          [str(in_file), str(out_file), str(threads), str(CHUNK)], jar_start,
-                          [PARENT_PIPE, *JVM_OPTIONS])
+    return helper_command(
+        java,
+        corenlp_jars,
+        memory or HEAP,
+        [str(in_file), str(out_file), str(threads), str(CHUNK)],
+        jar_start,
+        [PARENT_PIPE, *JVM_OPTIONS],
+    )
 
 
 def default_jobs(n_captions: int) -> int:
@@ -145,7 +178,7 @@ def remove_stale_folders(root: str | None = None) -> None:
     a power cut before it could clean up): ``capmetrics-spice-<pid>-*`` of this user."""
     folder = Path(root or tempfile.gettempdir())
     for path in folder.glob(f"{TEMP_PREFIX}*-*"):
-        pid = path.name[len(TEMP_PREFIX):].split("-", 1)[0]
+        pid = path.name[len(TEMP_PREFIX) :].split("-", 1)[0]
         try:
             if pid.isdigit() and not _alive(int(pid)) and path.stat().st_uid == os.getuid():
                 shutil.rmtree(path, ignore_errors=True)
@@ -153,8 +186,13 @@ def remove_stale_folders(root: str | None = None) -> None:
             pass
 
 
-def _wait_counting(runs: Sequence[tuple[Path, subprocess.Popen[bytes]]], deadline: float, timeout: float,
-                   advance: Callable[[int], None], stop: threading.Event | None = None) -> None:
+def _wait_counting(
+    runs: Sequence[tuple[Path, subprocess.Popen[bytes]]],
+    deadline: float,
+    timeout: float,
+    advance: Callable[[int], None],
+    stop: threading.Event | None = None,
+) -> None:
     """Wait for every JVM of ``runs`` (its output file, its process), telling ``advance`` how many
     lines (captions parsed) their output files gained, every quarter of a second."""
     offsets = [0] * len(runs)
@@ -183,10 +221,15 @@ def _wait_counting(runs: Sequence[tuple[Path, subprocess.Popen[bytes]]], deadlin
             pass
 
 
-def parse_captions(texts: Sequence[str], command_for: Callable[[int, Path, Path], list[str]], jobs: int,
-                   timeout: float, store: Callable[[dict[str, Parse]], None],
-                   retry_command_for: Callable[[int, Path, Path], list[str]] | None = None,
-                   stop: threading.Event | None = None) -> dict[str, Parse]:
+def parse_captions(
+    texts: Sequence[str],
+    command_for: Callable[[int, Path, Path], list[str]],
+    jobs: int,
+    timeout: float,
+    store: Callable[[dict[str, Parse]], None],
+    retry_command_for: Callable[[int, Path, Path], list[str]] | None = None,
+    stop: threading.Event | None = None,
+) -> dict[str, Parse]:
     """Parse every caption of ``texts`` (distinct) over ``jobs`` JVMs; ``store`` gets each finished
     shard's parses at once. ``command_for(threads, in, out)`` builds a JVM's command, and
     ``retry_command_for`` (default: the same) the command of a JVM that runs again what a dead
@@ -209,8 +252,11 @@ def parse_captions(texts: Sequence[str], command_for: Callable[[int, Path, Path]
     failures: list[str] = []
     remove_stale_folders()
     procs: list[subprocess.Popen[bytes]] = []
-    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as tmp, ExitStack() as files, \
-            work(len(texts), "captions parsed") as advance:
+    with (
+        tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as tmp,
+        ExitStack() as files,
+        work(len(texts), "captions parsed") as advance,
+    ):
         try:
             for attempt in range(RETRIES + 1):
                 pending = [shard for shard in pending if shard]
@@ -218,19 +264,33 @@ def parse_captions(texts: Sequence[str], command_for: Callable[[int, Path, Path]
                     break
                 runs = []
                 for j, shard in enumerate(pending):
-                    in_file, out_file = Path(tmp) / f"in-{attempt}-{j}.json", Path(tmp) / f"out-{attempt}-{j}.jsonl"
+                    in_file, out_file = (
+                        Path(tmp) / f"in-{attempt}-{j}.json",
+                        Path(tmp) / f"out-{attempt}-{j}.jsonl",
+                    )
                     in_file.write_text(json.dumps(shard), encoding="utf-8")
                     err = files.enter_context(open(Path(tmp) / f"err-{attempt}-{j}.txt", "w+b"))
                     try:
                         build = command_for if attempt == 0 else retry_command_for or command_for
-                        proc = subprocess.Popen(build(threads, in_file, out_file), cwd=tmp, env=java_env(),
-                                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err)
+                        proc = subprocess.Popen(
+                            build(threads, in_file, out_file),
+                            cwd=tmp,
+                            env=java_env(),
+                            stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL,
+                            stderr=err,
+                        )
                     except OSError as error:
                         raise MetricError(f"spice: cannot start java: {error}") from None
                     procs.append(proc)
                     runs.append((shard, out_file, proc, err))
-                _wait_counting([(out_file, proc) for _, out_file, proc, _ in runs], time.monotonic() + timeout,
-                               timeout, advance, stop)
+                _wait_counting(
+                    [(out_file, proc) for _, out_file, proc, _ in runs],
+                    time.monotonic() + timeout,
+                    timeout,
+                    advance,
+                    stop,
+                )
                 failures, left = [], []
                 for shard, out_file, proc, err in runs:
                     parsed = read_lines(out_file, shard)
@@ -241,8 +301,10 @@ def parse_captions(texts: Sequence[str], command_for: Callable[[int, Path, Path]
                     if rest:
                         err.seek(0)
                         tail = err.read().decode("utf-8", "replace").strip().splitlines()[-6:]
-                        failures.append(f"exit code {proc.returncode}, first caption not parsed: {rest[0]!r}: "
-                                        + " | ".join(tail))
+                        failures.append(
+                            f"exit code {proc.returncode}, first caption not parsed: {rest[0]!r}: "
+                            + " | ".join(tail)
+                        )
                         left.append(rest)
                 pending = left
         finally:  # no JVM is left parsing into a deleted folder, whatever stopped this

@@ -45,7 +45,9 @@ class ForeignCache(Exception):
 
 def caption_key(version: str, text: str) -> str:
     """The cache key of one caption: its exact text and the parser version."""
-    return hashlib.sha256(json.dumps([version, text], ensure_ascii=False).encode("utf-8")).hexdigest()
+    return hashlib.sha256(
+        json.dumps([version, text], ensure_ascii=False).encode("utf-8")
+    ).hexdigest()
 
 
 def _digest(value: bytes) -> str:
@@ -55,12 +57,21 @@ def _digest(value: bytes) -> str:
 def valid_parse(parse: object) -> bool:
     """Whether ``parse`` is a list of tuples of 1 to 3 strings."""
     return isinstance(parse, list) and all(
-        isinstance(t, list) and 1 <= len(t) <= 3 and all(isinstance(w, str) for w in t) for t in parse)
+        isinstance(t, list) and 1 <= len(t) <= 3 and all(isinstance(w, str) for w in t)
+        for t in parse
+    )
 
 
 def _valid(entry: object) -> bool:
-    return (isinstance(entry, dict) and valid_parse(entry.get("tuples")) and isinstance(entry.get("synsets"), dict)
-            and all(isinstance(v, list) and all(isinstance(n, int) for n in v) for v in entry["synsets"].values()))
+    return (
+        isinstance(entry, dict)
+        and valid_parse(entry.get("tuples"))
+        and isinstance(entry.get("synsets"), dict)
+        and all(
+            isinstance(v, list) and all(isinstance(n, int) for n in v)
+            for v in entry["synsets"].values()
+        )
+    )
 
 
 def _is_corrupt(error: sqlite3.DatabaseError) -> bool:
@@ -122,9 +133,14 @@ class ParseCache:
             (app,) = connection.execute("PRAGMA application_id").fetchone()
             if app != APPLICATION_ID:
                 tables = connection.execute("SELECT name, sql FROM sqlite_master").fetchall()
-                ours = [("parses", SCHEMA.replace(" IF NOT EXISTS", "")), ("sqlite_autoindex_parses_1", None)]
+                ours = [
+                    ("parses", SCHEMA.replace(" IF NOT EXISTS", "")),
+                    ("sqlite_autoindex_parses_1", None),
+                ]
                 if app != 0 or (tables and sorted(tables) != ours):
-                    raise ForeignCache(f"application id {app:#x}, tables {sorted(t for t, _ in tables)}")
+                    raise ForeignCache(
+                        f"application id {app:#x}, tables {sorted(t for t, _ in tables)}"
+                    )
                 with connection:  # new, or made before the id was set
                     connection.execute(SCHEMA)
                     connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -138,18 +154,24 @@ class ParseCache:
         try:
             if inode is not None and self.path.stat().st_ino != inode:
                 return  # another process has already replaced it
-            aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+            aside = self.path.with_name(
+                f"{self.path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+            )
             os.replace(self.path, aside)
             journal = self.path.with_name(self.path.name + "-journal")
             if journal.exists():
                 os.replace(journal, aside.with_name(aside.name + "-journal"))
         except OSError as err:
-            warn(f"spice: the parse cache {self.path} is damaged ({reason}) and cannot be moved aside "
-                 f"({err}); this run parses without it")
+            warn(
+                f"spice: the parse cache {self.path} is damaged ({reason}) and cannot be moved aside "
+                f"({err}); this run parses without it"
+            )
             self.usable = False
             return
-        warn(f"spice: the parse cache {self.path} is damaged or not a parse cache ({reason}); moved it to "
-             f"{aside.name} and started a new one (its captions are parsed again)")
+        warn(
+            f"spice: the parse cache {self.path} is damaged or not a parse cache ({reason}); moved it to "
+            f"{aside.name} and started a new one (its captions are parsed again)"
+        )
 
     def _run(self, operation: Callable[[sqlite3.Connection], T], default: T) -> T:
         """``operation`` on an open connection, healing a damaged file once; ``default`` when
@@ -172,19 +194,25 @@ class ParseCache:
                 reason = f"another program's database: {err}"
             except sqlite3.DatabaseError as err:
                 if not _is_corrupt(err):
-                    warn(f"spice: the parse cache {self.path} cannot be used ({err}); this run parses without it")
+                    warn(
+                        f"spice: the parse cache {self.path} cannot be used ({err}); this run parses without it"
+                    )
                     self.usable = False
                     return default
                 reason = str(err)
             except OSError as err:
-                warn(f"spice: the parse cache {self.path} cannot be used ({err}); this run parses without it")
+                warn(
+                    f"spice: the parse cache {self.path} cannot be used ({err}); this run parses without it"
+                )
                 self.usable = False
                 return default
             if attempt == 1:
                 break
             self._move_aside(reason, inode)
-        warn(f"spice: the parse cache {self.path} is still unusable after starting a new one; "
-             "this run parses without it")
+        warn(
+            f"spice: the parse cache {self.path} is still unusable after starting a new one; "
+            "this run parses without it"
+        )
         self.usable = False
         return default
 
@@ -197,9 +225,11 @@ class ParseCache:
             found: dict[str, Entry] = {}
             corrupt: list[str] = []
             for start in range(0, len(keys), 900):
-                chunk = keys[start:start + 900]
+                chunk = keys[start : start + 900]
                 rows = connection.execute(
-                    f"SELECT key, value, sha256 FROM parses WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+                    f"SELECT key, value, sha256 FROM parses WHERE key IN ({','.join('?' * len(chunk))})",
+                    chunk,
+                )
                 for key, value, digest in rows:
                     entry = _loads(value) if _digest(value) == digest else None
                     if _valid(entry):
@@ -217,11 +247,17 @@ class ParseCache:
         rows = []
         for text, entry in entries.items():
             if not _valid(entry):
-                raise ValueError(f"spice: the cache entry of {text!r} is not tuples of 1-3 words and synsets")
+                raise ValueError(
+                    f"spice: the cache entry of {text!r} is not tuples of 1-3 words and synsets"
+                )
             value = json.dumps(entry, ensure_ascii=False).encode("utf-8")
             rows.append((caption_key(self.version, text), value, _digest(value)))
-        self._run(lambda connection: connection.executemany("INSERT OR REPLACE INTO parses VALUES (?, ?, ?)", rows),
-                  None)
+        self._run(
+            lambda connection: connection.executemany(
+                "INSERT OR REPLACE INTO parses VALUES (?, ?, ?)", rows
+            ),
+            None,
+        )
 
 
 def _loads(value: bytes) -> object:

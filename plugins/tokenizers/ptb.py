@@ -21,7 +21,25 @@ from capmetrics.plugins.tokenizers.ptb_chars import DIGITS, LETTERS, SYMBOLS
 #: Tokens coco-caption removes after tokenization (pycocoevalcap ``PUNCTUATIONS``). The bracket
 #: escapes are upper case there, so the lower-cased ``-lrb-`` ... survive, exactly as in coco-caption.
 PUNCTUATION = frozenset(
-    ["''", "'", "``", "`", "-LRB-", "-RRB-", "-LCB-", "-RCB-", ".", "?", "!", ",", ":", "-", "--", "...", ";"]
+    [
+        "''",
+        "'",
+        "``",
+        "`",
+        "-LRB-",
+        "-RRB-",
+        "-LCB-",
+        "-RCB-",
+        ".",
+        "?",
+        "!",
+        ",",
+        ":",
+        "-",
+        "--",
+        "...",
+        ";",
+    ]
 )
 
 # the lexer reads the HTML entity &apos; as an apostrophe wherever it takes one
@@ -84,14 +102,20 @@ def _rules(c: CharClasses) -> list[tuple[str, str]]:
         ("hthing", rf"{AS}(?:{A}|[.,])*(?:-(?:{A}+(?:\.{D}+)?|[A-Za-z](?:\.[A-Za-z])+\.))+"),
         ("thinga", r"[A-Z]+(?:(?:[+&]|&amp;)[A-Z]+)+"),
         ("thing3", r"[A-Za-z0-9]+(?:-[A-Za-z]+){0,2}(?:\\?/[A-Za-z0-9]+(?:-[A-Za-z]+){0,2}){1,2}"),
-        ("apoword", (
-            f"{_APOS}n(?:{_APOS}|{not_l})|[lLdDjJyY]{_APOS}|(?i:dunkin|somethin|ol){_APOS}|{_APOS}(?:em|till?|cause|[2-9]0s)"
-            f"|[A-HJ-XZn]{_APOSX}{L}{{2,}}|{L}+[aeiouyAEIOUY]{_APOSX}[aeiouA-Z]{L}*"
-            f"|(?i:c'mon|e'er|li'l|nat'l|cont'd|nor'easter|s'mores|ev'ry)|{_APOS}{D}{D}(?!\\S)"
-        )),
+        (
+            "apoword",
+            (
+                f"{_APOS}n(?:{_APOS}|{not_l})|[lLdDjJyY]{_APOS}|(?i:dunkin|somethin|ol){_APOS}|{_APOS}(?:em|till?|cause|[2-9]0s)"
+                f"|[A-HJ-XZn]{_APOSX}{L}{{2,}}|{L}+[aeiouyAEIOUY]{_APOSX}[aeiouA-Z]{L}*"
+                f"|(?i:c'mon|e'er|li'l|nat'l|cont'd|nor'easter|s'mores|ev'ry)|{_APOS}{D}{D}(?!\\S)"
+            ),
+        ),
         ("number", f"[-+]?(?:{num})"),
         ("frac", rf"(?:{D}{{1,4}}[-\x00])?{D}{{1,4}}\\?/{D}{{1,4}}"),
-        ("url", r"(?:https?|ftp|mailto)://[^\s\"<>|()]*[^\s\"<>|().!?,;:'-]|www\.(?:[^\s\"<>|.!?(){},]+\.)+[a-zA-Z]{2,4}(?:/[^\s\"<>|()]+[^\s\"<>|.!?(){},-])?(?![A-Za-z])"),
+        (
+            "url",
+            r"(?:https?|ftp|mailto)://[^\s\"<>|()]*[^\s\"<>|().!?,;:'-]|www\.(?:[^\s\"<>|.!?(){},]+\.)+[a-zA-Z]{2,4}(?:/[^\s\"<>|()]+[^\s\"<>|.!?(){},-])?(?![A-Za-z])",
+        ),
         ("email", r"[A-Za-z0-9][^\s\"<>|(){}]*@(?:[^\s\"<>|(){}.]+\.)*[^\s\"<>|(){}\[\].,;:]+"),
         ("twitter", r"@[A-Za-z_][A-Za-z_0-9]*|#[A-Za-z]+"),
         ("sgml", _SGML),
@@ -120,21 +144,55 @@ def lexer(ascii: bool) -> Lexer:
     """The lexer for ASCII text (compiled when first needed) or for any text."""
     c = ASCII if ascii else UNICODE
     D = f"[0-9{c.digits}]"
-    return Lexer([(kind, re.compile(pattern)) for kind, pattern in _rules(c)],
-                 re.compile(f"[{c.symbols}.?!@/#_-]"),
-                 re.compile(rf"(?<![\w'\u2019.,:/\\-])({D}{{1,4}}) (?={D}{{1,4}}\\?/{D}{{1,4}})"))
+    return Lexer(
+        [(kind, re.compile(pattern)) for kind, pattern in _rules(c)],
+        re.compile(f"[{c.symbols}.?!@/#_-]"),
+        re.compile(rf"(?<![\w'\u2019.,:/\\-])({D}{{1,4}}) (?={D}{{1,4}}\\?/{D}{{1,4}})"),
+    )
 
 
 _PLAIN_WORD = re.compile("[A-Za-z]+|[0-9]+")  # always a single token (but see _ASSIMILATIONS)
 _ASSIMILATIONS = {"cannot": 3, "gonna": 2, "gotta": 2, "lemme": 2, "gimme": 2, "wanna": 2}
 _ENTITIES = {"&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": "''", "&nbsp;": ""}
 _SINGLE = {
-    "(": "-LRB-", ")": "-RRB-", "[": "-LSB-", "]": "-RSB-", "{": "-LCB-", "}": "-RCB-",
-    '"': "''", "\x93": "``", "\x94": "''", "\u201c": "``", "\u201d": "''", "\u00ab": "``", "\u00bb": "''",
-    "\x91": "`", "\x92": "'", "\u2018": "`", "\u2019": "'", "\u201b": "`", "\u2039": "`", "\u203a": "'",
-    "\x96": "--", "\x97": "--", "\u2013": "--", "\u2014": "--", "\u2015": "--", "\u00ad": "-",
-    "\u2026": "...", "\x80": "$", "\u00a4": "$", "\u20a0": "$", "\u20ac": "$", "\u00a3": "#", "\u00a2": "cents",
-    "\u00bc": "1/4", "\u00bd": "1/2", "\u00be": "3/4", "\u2153": "1/3", "\u2154": "2/3",
+    "(": "-LRB-",
+    ")": "-RRB-",
+    "[": "-LSB-",
+    "]": "-RSB-",
+    "{": "-LCB-",
+    "}": "-RCB-",
+    '"': "''",
+    "\x93": "``",
+    "\x94": "''",
+    "\u201c": "``",
+    "\u201d": "''",
+    "\u00ab": "``",
+    "\u00bb": "''",
+    "\x91": "`",
+    "\x92": "'",
+    "\u2018": "`",
+    "\u2019": "'",
+    "\u201b": "`",
+    "\u2039": "`",
+    "\u203a": "'",
+    "\x96": "--",
+    "\x97": "--",
+    "\u2013": "--",
+    "\u2014": "--",
+    "\u2015": "--",
+    "\u00ad": "-",
+    "\u2026": "...",
+    "\x80": "$",
+    "\u00a4": "$",
+    "\u20a0": "$",
+    "\u20ac": "$",
+    "\u00a3": "#",
+    "\u00a2": "cents",
+    "\u00bc": "1/4",
+    "\u00bd": "1/2",
+    "\u00be": "3/4",
+    "\u2153": "1/3",
+    "\u2154": "2/3",
 }
 _PAREN_ESCAPES = str.maketrans({"(": "-LRB-", ")": "-RRB-"})
 # After a one-letter acronym ("I."), these words make the lexer end the sentence: "I" + "." instead of "I.".
@@ -143,11 +201,15 @@ _STARTERS = frozenset(
     " Now Once One Other Our She Since So Some Such That The Their Then There These They This We When While What"
     " Yet You".split()
 )
-_ABBREV3 = frozenset(["ca.", "fig.", "figs.", "prop.", "no.", "nos.", "art.", "bldg.", "pp.", "op."])
+_ABBREV3 = frozenset(
+    ["ca.", "fig.", "figs.", "prop.", "no.", "nos.", "art.", "bldg.", "pp.", "op."]
+)
 _LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
 
-def _longest_match(rules: list[tuple[str, re.Pattern[str]]], chunk: str, pos: int) -> tuple[str, str] | None:
+def _longest_match(
+    rules: list[tuple[str, re.Pattern[str]]], chunk: str, pos: int
+) -> tuple[str, str] | None:
     """Return (kind, token text) of the longest rule match at ``pos``; earlier rules win ties."""
     best: tuple[int, str, str] | None = None
     for kind, pattern in rules:
@@ -238,14 +300,18 @@ def _is_starter(word: str) -> bool:
 def _ends_with_letter_acronym(chunk: str) -> bool:
     """Whether the chunk ends with a one-letter acronym such as "I." (standing alone in its token)."""
     return (
-        len(chunk) >= 2 and chunk[-1] == "." and chunk[-2] in _ASCII_LETTERS
+        len(chunk) >= 2
+        and chunk[-1] == "."
+        and chunk[-2] in _ASCII_LETTERS
         and (len(chunk) == 2 or not (chunk[-3].isalnum() or chunk[-3] in ".'_"))
     )
 
 
 _ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _ABBREV3_CASED = frozenset(v for a in _ABBREV3 for v in (a, a.upper(), a.capitalize()))
-_LETTER_DOT_END = re.compile(r"[A-Za-z]\.$")  # a chunk ending in "<letter>." needs the context rules
+_LETTER_DOT_END = re.compile(
+    r"[A-Za-z]\.$"
+)  # a chunk ending in "<letter>." needs the context rules
 
 
 def _tokenize_dotted(chunks: list[str], memo: ChunkTokens, next_word: str) -> list[str]:
@@ -276,7 +342,10 @@ def split_lines(texts: Iterable[str]) -> list[str]:
     """The captions with line breaks replaced by spaces (coco-caption replaces "\\n"; the jar breaks on all)."""
     lines = list(texts)
     joined = "\n".join(lines)
-    if joined.count("\n") == max(len(lines) - 1, 0) and _LINE_BREAKS.search(joined.replace("\n", " ")) is None:
+    if (
+        joined.count("\n") == max(len(lines) - 1, 0)
+        and _LINE_BREAKS.search(joined.replace("\n", " ")) is None
+    ):
         return lines
     return [_LINE_BREAKS.sub(" ", line) for line in lines]
 

@@ -30,8 +30,10 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 METRICS = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr")
 
 #: native METEOR reads its resources from the jar and tables that pycocoevalcap ships
-needs_pycocoevalcap = pytest.mark.skipif(importlib.util.find_spec("pycocoevalcap") is None,
-                                         reason="METEOR's resources ship in pycocoevalcap")
+needs_pycocoevalcap = pytest.mark.skipif(
+    importlib.util.find_spec("pycocoevalcap") is None,
+    reason="METEOR's resources ship in pycocoevalcap",
+)
 
 
 def _read_gz(path: Path) -> dict:
@@ -50,9 +52,14 @@ def test_aac_metrics_examples_give_pycocoevalcaps_bits(example: str) -> None:
     inputs = _read_gz(DATA / "aac_compat" / "inputs.json.gz")[example]
     expected = _read_gz(DATA / "aac_compat" / "expected.json.gz")[example]
     cands, refs = inputs["candidates"], inputs["references"]
-    annotations = {"images": [{"id": i} for i in range(len(cands))],
-                   "annotations": [{"image_id": i, "id": 5 * i + j, "caption": r}
-                                   for i, rs in enumerate(refs) for j, r in enumerate(rs)]}
+    annotations = {
+        "images": [{"id": i} for i in range(len(cands))],
+        "annotations": [
+            {"image_id": i, "id": 5 * i + j, "caption": r}
+            for i, rs in enumerate(refs)
+            for j, r in enumerate(rs)
+        ],
+    }
     results = [{"image_id": i, "caption": c} for i, c in enumerate(cands)]
     ours = compat.COCOEvalCap(annotations, results, spice=False, verbose=False)
     ours.evaluate()
@@ -61,7 +68,9 @@ def test_aac_metrics_examples_give_pycocoevalcaps_bits(example: str) -> None:
     for metric in METRICS:
         got = [table[metric] for table in ours.imgToEval.values()]
         differ = [i for i, (a, b) in enumerate(zip(got, expected["imgToEval"][metric])) if a != b]
-        assert differ == [], f"{example} {metric}: {len(differ)} per-image values differ, first at {differ[:5]}"
+        assert differ == [], (
+            f"{example} {metric}: {len(differ)} per-image values differ, first at {differ[:5]}"
+        )
 
 
 def test_example_0_cider_is_the_value_aac_metrics_expects() -> None:
@@ -95,7 +104,9 @@ def test_flickr8k_bleu_rouge_cider_give_the_stored_bits(name: str, stored: dict)
     for label in ("Rouge", "Cider"):
         corpus, per_image = getattr(compat, label)().compute_score(gts, res)
         assert float(corpus) == table[label]["corpus"], label
-        assert _digest(per_image) == table[label]["sha256"], f"{name}: {label} per-image values differ"
+        assert _digest(per_image) == table[label]["sha256"], (
+            f"{name}: {label} per-image values differ"
+        )
 
 
 @needs_flickr8k
@@ -132,9 +143,14 @@ def test_flickr8k_meteor_gives_the_jars_bits(stored: dict, judgments: str) -> No
 # -- 3. the arithmetic ----------------------------------------------------------------------------
 def test_py_square_is_pythons_pow_next_to_rounding_midpoints_too() -> None:
     rng = np.random.default_rng(30)
-    x = np.concatenate([rng.random(200_000) * rng.random(200_000) * 60,
-                        rng.integers(1, 6, 50_000) * (math.log(40_000) - np.log(rng.integers(1, 9_000, 50_000))),
-                        [0.0, 1.0, 3.0, 1e-300, 1e150]])
+    x = np.concatenate(
+        [
+            rng.random(200_000) * rng.random(200_000) * 60,
+            rng.integers(1, 6, 50_000)
+            * (math.log(40_000) - np.log(rng.integers(1, 9_000, 50_000))),
+            [0.0, 1.0, 3.0, 1e-300, 1e150],
+        ]
+    )
     python = np.array([pow(float(v), 2) for v in x])
     assert (x * x != python).sum() > 10  # the plain product differs somewhere: the test can fail
     np.testing.assert_array_equal(py_square(x), python)

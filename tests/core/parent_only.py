@@ -12,13 +12,14 @@ import os
 from collections.abc import Sequence
 
 import numpy as np
-
 from capmetrics import Distance, Embedder, Scores
 
 PARENT_ENV = "CAPMETRICS_TEST_PARENT_PID"
 _parent = os.environ.get(PARENT_ENV)
 if _parent is not None and _parent != str(os.getpid()):
-    raise ImportError(f"tests.core.parent_only imported in process {os.getpid()}, not the parent {_parent}")
+    raise ImportError(
+        f"tests.core.parent_only imported in process {os.getpid()}, not the parent {_parent}"
+    )
 
 #: Texts embedded, with the pid that embedded them (the test checks where the model ran).
 CALLS: list[tuple[int, int]] = []
@@ -54,5 +55,10 @@ class ParentOnlyDistance(Distance):
 
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
         _check_parent()
-        v = np.array([float(np.linalg.norm(vector(c) - vector(r[0]))) for c, r in zip(candidates, references)])
+        v = np.array(
+            [
+                float(np.linalg.norm(vector(c) - vector(r[0])))
+                for c, r in zip(candidates, references)
+            ]
+        )
         return Scores(v, float(v.mean()) if len(v) else 0.0)

@@ -34,10 +34,14 @@ def test_timing_waits_for_the_gpu_only_on_cuda(monkeypatch: pytest.MonkeyPatch) 
     assert waited == []
 
 
-def test_made_up_captions_when_flickr8k_is_absent(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_made_up_captions_when_flickr8k_is_absent(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(bench_gpu, "CAPTIONS", tmp_path / "none.txt")
     groups = bench_gpu.flickr_groups(3)
-    assert len(groups) == 3 and all(len(g) == 5 and all(isinstance(t, str) and t for t in g) for g in groups)
+    assert len(groups) == 3 and all(
+        len(g) == 5 and all(isinstance(t, str) and t for t in g) for g in groups
+    )
 
 
 def test_smoke_run_on_the_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -46,9 +50,13 @@ def test_smoke_run_on_the_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     pytest.importorskip("sentence_transformers")
     monkeypatch.setenv("CAPMETRICS_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("CAPMETRICS_EMBEDDING_CACHE", raising=False)
-    rows = bench_gpu.main(["--smoke", "--device", "cpu", "--items", "3", "--images", "2", "--mmd-items", "2"])
+    rows = bench_gpu.main(
+        ["--smoke", "--device", "cpu", "--items", "3", "--images", "2", "--mmd-items", "2"]
+    )
     bert = rows["bertscore"]
-    assert bert["items"] == 3 and bert["diff"] <= 1e-6  # bertscore(floor=bert-score) equals bert-score
+    assert (
+        bert["items"] == 3 and bert["diff"] <= 1e-6
+    )  # bertscore(floor=bert-score) equals bert-score
     done, total = map(int, bert["invariant"].split("/"))
     assert done == total > 0  # on the CPU the encoder is batch invariant
     assert rows["clip"]["images"] == 2 and np.isfinite(rows["clip"]["seconds"])

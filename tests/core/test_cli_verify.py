@@ -7,11 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
 from capmetrics.cli import app
 from capmetrics.cli import verify as v
 from capmetrics.errors import CapmetricsError
+from typer.testing import CliRunner
 
 runner = CliRunner()
 FAST = ["bleu-4", "rouge-l", "cider-d"]
@@ -39,7 +38,9 @@ def test_verify_prints_the_table_and_exits_0() -> None:
     assert f"{stored:.10g}" in result.output
 
 
-def test_a_changed_number_fails_with_exit_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_changed_number_fails_with_exit_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     stored = json.loads(v.REFERENCE.read_text(encoding="utf-8"))
     stored["metrics"]["cider-d"]["values"][7] += 1e-9  # one candidate, far above the tolerance
     changed = tmp_path / "reference.json"
@@ -52,15 +53,22 @@ def test_a_changed_number_fails_with_exit_1(tmp_path: Path, monkeypatch: pytest.
     assert result.exit_code == 1 and "FAIL (> 1e-12)" in result.output
 
 
-def test_a_metric_without_its_extra_is_skipped_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_metric_without_its_extra_is_skipped_with_the_fix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     ready = v._not_ready
-    monkeypatch.setattr(v, "_not_ready", lambda spec: "pip install 'capmetrics[torch]'" if spec == "bertscore"
-                        else ready(spec))
+    monkeypatch.setattr(
+        v,
+        "_not_ready",
+        lambda spec: "pip install 'capmetrics[torch]'" if spec == "bertscore" else ready(spec),
+    )
     result = runner.invoke(app, [*_args(["bleu-4", "bertscore"]), "--json"])
     assert result.exit_code == 0, result.output
     rows = {row["metric"]: row for row in json.loads(result.output)}
     assert rows["bleu-4"]["status"] == "OK"
-    assert rows["bertscore"]["status"] == "SKIP" and "capmetrics[torch]" in rows["bertscore"]["reason"]
+    assert (
+        rows["bertscore"]["status"] == "SKIP" and "capmetrics[torch]" in rows["bertscore"]["reason"]
+    )
     assert runner.invoke(app, [*_args(["bertscore"]), "--strict"]).exit_code == 1
 
 

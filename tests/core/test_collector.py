@@ -6,7 +6,6 @@ from __future__ import annotations
 import gc
 
 import pytest
-
 from capmetrics import collector
 from capmetrics.collector import frozen, paused
 
@@ -76,10 +75,13 @@ def test_outside_the_command_frozen_and_paused_leave_the_collector_alone():
     assert gc.get_freeze_count() == 0 and gc.isenabled()
 
 
-def test_a_scoring_run_leaves_nothing_frozen_and_cycles_made_meanwhile_are_collected(command_process):
+def test_a_scoring_run_leaves_nothing_frozen_and_cycles_made_meanwhile_are_collected(
+    command_process,
+):
     import weakref
 
     import capmetrics
+
     from tests.conftest import SAMPLE
 
     class Node:

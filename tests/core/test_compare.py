@@ -9,8 +9,6 @@ from itertools import product
 import numpy as np
 import pytest
 import typer
-from typer.testing import CliRunner
-
 from capmetrics import hookimpl
 from capmetrics.cli.compare import register
 from capmetrics.compare import align, compare_systems, paired_test
@@ -18,6 +16,7 @@ from capmetrics.data.model import Dataset, Item
 from capmetrics.errors import DataError, MetricError
 from capmetrics.parallel import Executor
 from capmetrics.sampling import sample_dataset
+from typer.testing import CliRunner
 
 from tests.plugins.test_trm import LineDistance
 from tests.registry.test_registry import Overlap
@@ -85,9 +84,13 @@ def test_multi_candidate_statistic_comparison_drops_undefined_items(plugins):
     a = Dataset(bad, "a")
     spec = "trm(line-test, permutations=50)"
     res = compare_systems(a, b, spec, trials=500, resamples=200)
-    assert res.items == 29 and res.dropped[0][0] == 0 and "at least 2 candidates" in res.dropped[0][1]
+    assert (
+        res.items == 29 and res.dropped[0][0] == 0 and "at least 2 candidates" in res.dropped[0][1]
+    )
     assert not res.higher_is_better and res.better == "A" and res.p_value < 0.01
-    parallel = compare_systems(a, b, spec, trials=500, resamples=200, executor=Executor("processes", 2))
+    parallel = compare_systems(
+        a, b, spec, trials=500, resamples=200, executor=Executor("processes", 2)
+    )
     assert parallel.to_dict() == res.to_dict()
 
 
@@ -106,15 +109,24 @@ def test_sample_dataset_is_reproducible_and_bounded():
     s1 = sample_dataset(a, candidates=3, references=2, seed=5)
     assert all(len(i.candidates) == 3 and len(i.references) == 2 for i in s1)
     assert all(set(si.candidates) <= set(i.candidates) for si, i in zip(s1, a))
-    assert sample_dataset(Dataset(list(reversed(a.items))), 3, 2, seed=5).items == list(reversed(s1.items))
+    assert sample_dataset(Dataset(list(reversed(a.items))), 3, 2, seed=5).items == list(
+        reversed(s1.items)
+    )
     assert sample_dataset(a, candidates=10).items == a.items
     with pytest.raises(MetricError, match="at least 1"):
         sample_dataset(a, candidates=0)
 
 
 def write_jsonl(path, dataset):
-    path.write_text("".join(json.dumps({"id": i.id, "references": list(i.references),
-                                        "candidates": list(i.candidates)}) + "\n" for i in dataset))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {"id": i.id, "references": list(i.references), "candidates": list(i.candidates)}
+            )
+            + "\n"
+            for i in dataset
+        )
+    )
     return path
 
 
@@ -129,13 +141,33 @@ def test_compare_command(plugins, cli, tmp_path):
     a, b = systems(shift_b=3.0)
     pa, pb = write_jsonl(tmp_path / "a.jsonl", a), write_jsonl(tmp_path / "b.jsonl", b)
     out = tmp_path / "cmp.json"
-    result = CliRunner().invoke(cli, ["compare", str(pa), str(pb), "-m", "trm(line-test, permutations=20)",
-                                      "-m", "overlap", "--trials", "200", "--resamples", "100",
-                                      "--sample-candidates", "4", "--out", str(out)])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "compare",
+            str(pa),
+            str(pb),
+            "-m",
+            "trm(line-test, permutations=20)",
+            "-m",
+            "overlap",
+            "--trials",
+            "200",
+            "--resamples",
+            "100",
+            "--sample-candidates",
+            "4",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "better: A" in result.output and result.output.count("\n") == 2
     saved = json.loads(out.read_text())
-    assert [c["metric"] for c in saved["comparisons"]] == ["trm(line-test, permutations=20)", "overlap"]
+    assert [c["metric"] for c in saved["comparisons"]] == [
+        "trm(line-test, permutations=20)",
+        "overlap",
+    ]
     bad = CliRunner().invoke(cli, ["compare", str(pa), str(pb), "-m", "nope"])
     assert bad.exit_code == 2 and "nope" in bad.output
 
@@ -144,16 +176,28 @@ def test_plot_commands(plugins, cli, tmp_path):
     a, _ = systems(5)
     pa = write_jsonl(tmp_path / "a.jsonl", a)
     png = tmp_path / "null.png"
-    result = CliRunner().invoke(cli, ["plot", "null", str(pa), "-m", "trm(line-test)", "--item", "2",
-                                      "--out", str(png)])
+    result = CliRunner().invoke(
+        cli, ["plot", "null", str(pa), "-m", "trm(line-test)", "--item", "2", "--out", str(png)]
+    )
     assert result.exit_code == 0, result.output
     assert png.read_bytes()[:4] == b"\x89PNG"
-    missing = CliRunner().invoke(cli, ["plot", "null", str(pa), "-m", "trm(line-test)", "--item", "77",
-                                       "--out", str(png)])
+    missing = CliRunner().invoke(
+        cli, ["plot", "null", str(pa), "-m", "trm(line-test)", "--item", "77", "--out", str(png)]
+    )
     assert missing.exit_code == 1 and "no item with id '77'" in missing.output
 
-    results = {"metrics": [{"name": "trm", "spec": "trm", "items": [
-        {"id": i, "value": 0.1, "p_value": p} for i, p in enumerate([0.01, 0.2, 0.5, None])]}]}
+    results = {
+        "metrics": [
+            {
+                "name": "trm",
+                "spec": "trm",
+                "items": [
+                    {"id": i, "value": 0.1, "p_value": p}
+                    for i, p in enumerate([0.01, 0.2, 0.5, None])
+                ],
+            }
+        ]
+    }
     rpath = tmp_path / "r.json"
     rpath.write_text(json.dumps(results))
     ppng = tmp_path / "p.png"

@@ -15,9 +15,16 @@ import pytest
 from capmetrics import Distance, MetricError, Scores
 from capmetrics.prestart import Prepares, Prestart, preparing
 
-CANDS = ["a dog runs on the grass", "two children play with a red ball", "a man rides a bike down a hill"]
-REFS = [["a dog is running through the grass", "the dog runs"], ["kids playing with a ball", "two kids play"],
-        ["a man on a bicycle", "a cyclist rides downhill"]]
+CANDS = [
+    "a dog runs on the grass",
+    "two children play with a red ball",
+    "a man rides a bike down a hill",
+]
+REFS = [
+    ["a dog is running through the grass", "the dog runs"],
+    ["kids playing with a ball", "two kids play"],
+    ["a man on a bicycle", "a cyclist rides downhill"],
+]
 EVENTS: list[tuple[str, str, float]] = []
 
 
@@ -31,14 +38,20 @@ class Slow(Distance):
         self.delay = delay
         self.fail = fail
 
-    def prepare(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
-                stop: threading.Event) -> None:
+    def prepare(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]], stop: threading.Event
+    ) -> None:
         EVENTS.append(("prepare-start", threading.current_thread().name, time.monotonic()))
         if self.fail:
             raise RuntimeError("prepare failed")
         stop.wait(self.delay)
-        EVENTS.append(("prepare-end" if not stop.is_set() else "prepare-stopped",
-                       threading.current_thread().name, time.monotonic()))
+        EVENTS.append(
+            (
+                "prepare-end" if not stop.is_set() else "prepare-stopped",
+                threading.current_thread().name,
+                time.monotonic(),
+            )
+        )
         self._ready = len(candidates)
 
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
@@ -91,8 +104,13 @@ def test_prepared_metric_runs_last_while_the_others_run_first() -> None:
     names = [e[0] for e in EVENTS]
     assert names == ["prepare-start", "score-quick", "prepare-end", "score-slow"]
     prepare_thread = EVENTS[0][1]
-    assert prepare_thread.startswith("capmetrics-prepare") and EVENTS[1][1] == threading.main_thread().name
-    assert EVENTS[3][1] == threading.main_thread().name  # scored in the caller's thread, after its prepare
+    assert (
+        prepare_thread.startswith("capmetrics-prepare")
+        and EVENTS[1][1] == threading.main_thread().name
+    )
+    assert (
+        EVENTS[3][1] == threading.main_thread().name
+    )  # scored in the caller's thread, after its prepare
     assert list(results) == [slow.spec, quick.spec]  # results in the order asked
     assert results.metrics[0].corpus == pytest.approx(np.mean([len(c) / 100 for c in CANDS]), abs=0)
     assert not _threads()
@@ -113,14 +131,19 @@ def test_a_failing_run_stops_and_joins_the_preparations() -> None:
 
 
 def test_a_failing_preparation_is_ignored() -> None:
-    results = capmetrics.score(candidates=CANDS, references=REFS, metrics=[Slow(fail=True), Quick()])
+    results = capmetrics.score(
+        candidates=CANDS, references=REFS, metrics=[Slow(fail=True), Quick()]
+    )
     assert [e[0] for e in EVENTS] == ["prepare-start", "score-quick", "score-slow"]
     assert len(results) == 2
 
 
 def test_statistics_wait_for_every_preparation() -> None:
-    prestart = Prestart([Slow(0.2), capmetrics.compose("over-candidates(distance=bleu-4)", "statistic")],
-                        CANDS, REFS)
+    prestart = Prestart(
+        [Slow(0.2), capmetrics.compose("over-candidates(distance=bleu-4)", "statistic")],
+        CANDS,
+        REFS,
+    )
     with prestart as early:
         assert early.order() == [0, 1]  # both wait: the statistic may fork workers
         early.wait(early.components[1])
@@ -143,7 +166,9 @@ def test_meteor_values_are_the_same_to_the_bit_with_prestart() -> None:
     together = capmetrics.score(candidates=CANDS, references=REFS, metrics=metrics)
     for name, result in zip(metrics, together.metrics):
         alone = capmetrics.score(candidates=CANDS, references=REFS, metrics=[name]).metrics[0]
-        assert np.array_equal(result.item_values, alone.item_values) and result.corpus == alone.corpus, name
+        assert (
+            np.array_equal(result.item_values, alone.item_values) and result.corpus == alone.corpus
+        ), name
         assert result.signature == alone.signature
     assert not _threads()
 
@@ -154,7 +179,9 @@ def test_spice_parses_beside_the_others_and_gives_the_same_values(tmp_path, monk
     from capmetrics.plugins.spice import find_corenlp
 
     spice = f'spice(corenlp="{find_corenlp(None)[0].parent}")'
-    monkeypatch.setenv("CAPMETRICS_CACHE_DIR", str(tmp_path))  # an empty parse cache: the JVM parses
+    monkeypatch.setenv(
+        "CAPMETRICS_CACHE_DIR", str(tmp_path)
+    )  # an empty parse cache: the JVM parses
     cands = [f"{c} number {k}" for k, c in enumerate(CANDS)]
     together = capmetrics.score(candidates=cands, references=REFS, metrics=[spice, "bleu-4"])
     # the same parses read back from the cache the prepared run filled, without prestart
@@ -166,6 +193,10 @@ def test_spice_parses_beside_the_others_and_gives_the_same_values(tmp_path, monk
     assert not _threads()
     import subprocess
 
-    children = subprocess.run(["ps", "--ppid", str(os.getpid()), "-o", "comm="], capture_output=True,
-                              text=True, check=False).stdout.split()
+    children = subprocess.run(
+        ["ps", "--ppid", str(os.getpid()), "-o", "comm="],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.split()
     assert "java" not in children

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
-
 from capmetrics.cli import app
 from capmetrics.device import (
     DeviceError,
@@ -16,6 +14,8 @@ from capmetrics.device import (
     run_device,
     use_device,
 )
+from typer.testing import CliRunner
+
 from tests.conftest import SAMPLE
 
 torch = pytest.importorskip("torch")
@@ -38,16 +38,24 @@ def test_devices_are_checked_and_resolved():
 
 @pytest.mark.skipif(not NO_GPU, reason="torch sees a GPU here")
 def test_cuda_without_a_gpu_names_what_torch_sees():
-    with pytest.raises(DeviceError, match=r"device 'cuda:1' is not available: torch .* sees no CUDA device"):
+    with pytest.raises(
+        DeviceError, match=r"device 'cuda:1' is not available: torch .* sees no CUDA device"
+    ):
         resolve_device("cuda:1")
     result = CliRunner().invoke(app, ["score", str(SAMPLE), "-m", "bleu-4", "--device", "cuda"])
     assert result.exit_code == 2
-    assert "Error: device 'cuda' is not available: torch" in result.output and "sees no CUDA device" in result.output
+    assert (
+        "Error: device 'cuda' is not available: torch" in result.output
+        and "sees no CUDA device" in result.output
+    )
 
 
 def test_bad_device_option_is_a_usage_error():
     result = CliRunner().invoke(app, ["score", str(SAMPLE), "-m", "bleu-4", "--device", "gpu"])
-    assert result.exit_code == 2 and "unknown device 'gpu'; use auto, cpu, cuda or cuda:N" in result.output
+    assert (
+        result.exit_code == 2
+        and "unknown device 'gpu'; use auto, cpu, cuda or cuda:N" in result.output
+    )
 
 
 def fake_model(limit: int, calls: list[int]):
@@ -56,6 +64,7 @@ def fake_model(limit: int, calls: list[int]):
         if batch_size > limit:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
         return np.array([[len(t), batch_size] for t in texts], dtype=float)[:, :1]
+
     return run
 
 
@@ -64,12 +73,15 @@ def test_out_of_memory_halves_the_batch_with_a_warning():
     with pytest.warns(ResourceWarning) as caught:
         out = in_halving_batches(fake_model(2, calls), ["a", "bb", "ccc"], 16, "bert")
     assert calls == [16, 8, 4, 2] and out.ravel().tolist() == [1, 2, 3]
-    assert [str(w.message) for w in caught] == [f"bert: out of GPU memory; retrying with batch_size={n}"
-                                                for n in (8, 4, 2)]
+    assert [str(w.message) for w in caught] == [
+        f"bert: out of GPU memory; retrying with batch_size={n}" for n in (8, 4, 2)
+    ]
     with pytest.warns(ResourceWarning), pytest.raises(torch.cuda.OutOfMemoryError):
         in_halving_batches(fake_model(0, []), ["a"], 4, "bert")  # even one text does not fit
     with pytest.raises(ValueError, match="not memory"):
-        in_halving_batches(lambda texts, size: (_ for _ in ()).throw(ValueError("not memory")), ["a"], 4, "x")
+        in_halving_batches(
+            lambda texts, size: (_ for _ in ()).throw(ValueError("not memory")), ["a"], 4, "x"
+        )
 
 
 def test_the_sentence_embedder_retries_on_out_of_memory(monkeypatch):
@@ -92,6 +104,8 @@ def test_the_sentence_embedder_retries_on_out_of_memory(monkeypatch):
 
     embedder = SentenceTransformerEmbedder(batch_size=64)
     embedder._encoder = Encoder()
-    with pytest.warns(ResourceWarning, match="bert: out of GPU memory; retrying with batch_size=16"):
+    with pytest.warns(
+        ResourceWarning, match="bert: out of GPU memory; retrying with batch_size=16"
+    ):
         out = embedder.embed_texts(["x", "y", "x"])
     assert Encoder.sizes == [64, 32, 16] and out.shape == (3, 3) and (out == 16).all()

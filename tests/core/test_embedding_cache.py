@@ -24,13 +24,18 @@ def _entries(n: int, seed: int = 0, dim: int = 8) -> dict[str, tuple[np.ndarray,
     out = {}
     for k in range(n):
         tokens = int(rng.integers(1, 12))
-        out[f"caption {seed}-{k} é"] = (rng.standard_normal((tokens, dim)).astype(np.float32),
-                                        rng.integers(0, 30000, tokens), rng.standard_normal(dim).astype(np.float32))
+        out[f"caption {seed}-{k} é"] = (
+            rng.standard_normal((tokens, dim)).astype(np.float32),
+            rng.integers(0, 30000, tokens),
+            rng.standard_normal(dim).astype(np.float32),
+        )
     return out
 
 
 def _same(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> bool:
-    return len(a) == len(b) and all(x.dtype == y.dtype and np.array_equal(x, y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(
+        x.dtype == y.dtype and np.array_equal(x, y) for x, y in zip(a, b)
+    )
 
 
 def _store(root: Path, limit: int | None = None) -> EmbeddingStore:
@@ -43,14 +48,18 @@ def test_round_trip_is_bit_identical_and_keyed_by_namespace(tmp_path: Path) -> N
     got = _store(tmp_path).get([*entries, "never stored"])
     assert set(got) == set(entries)
     assert all(_same(got[t], entries[t]) for t in entries)
-    assert all(a.flags.owndata and a.flags.writeable for v in got.values() for a in v)  # copies, not views
+    assert all(
+        a.flags.owndata and a.flags.writeable for v in got.values() for a in v
+    )  # copies, not views
     other = EmbeddingStore({**NAMESPACE, "layer": "5"}, DTYPES, folder=tmp_path)
     assert other.get(entries) == {}
     files = [p for p, _, _ in usage(tmp_path)]
     assert len(files) == 1 and b"caption" not in files[0].read_bytes()  # the texts are not stored
 
 
-def test_truncated_segment_is_deleted_and_the_rest_heals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_truncated_segment_is_deleted_and_the_rest_heals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     entries = _entries(40)
     _store(tmp_path).put(entries)
     (segment,) = [p for p, _, _ in usage(tmp_path)]
@@ -65,8 +74,9 @@ def test_truncated_segment_is_deleted_and_the_rest_heals(tmp_path: Path, capsys:
 
 
 @pytest.mark.parametrize("where", ["data", "header", "magic", "foreign"])
-def test_garbled_segment_is_deleted_with_a_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                   where: str) -> None:
+def test_garbled_segment_is_deleted_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
     entries = _entries(20)
     _store(tmp_path).put(entries)
     (segment,) = [p for p, _, _ in usage(tmp_path)]
@@ -86,7 +96,9 @@ def test_garbled_segment_is_deleted_with_a_warning(tmp_path: Path, capsys: pytes
     assert "damaged" in err and not segment.exists()
     assert all(_same(got[t], entries[t]) for t in got)  # whatever came back is intact
     if where == "data":
-        assert 0 < len(got) < len(entries)  # the intact entries are used, the damaged ones embedded again
+        assert (
+            0 < len(got) < len(entries)
+        )  # the intact entries are used, the damaged ones embedded again
 
 
 def test_eviction_keeps_the_most_recently_used(tmp_path: Path) -> None:
@@ -119,7 +131,9 @@ def _writer(root: str, seed: int, rounds: int) -> None:
         store.get(_entries(30, (1 - seed) * 100 + r))
 
 
-def test_two_processes_writing_and_evicting_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_two_processes_writing_and_evicting_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     context = multiprocessing.get_context("spawn")
     procs = [context.Process(target=_writer, args=(str(tmp_path), seed, 6)) for seed in (0, 1)]
     for p in procs:
@@ -129,7 +143,9 @@ def test_two_processes_writing_and_evicting_at_once(tmp_path: Path, capsys: pyte
         assert p.exitcode == 0
     assert "damaged" not in capsys.readouterr().err
     store = _store(tmp_path)
-    expected = {t: v for seed in (0, 1) for r in range(6) for t, v in _entries(30, seed * 100 + r).items()}
+    expected = {
+        t: v for seed in (0, 1) for r in range(6) for t, v in _entries(30, seed * 100 + r).items()
+    }
     got = store.get(expected)
     assert got and all(_same(got[t], expected[t]) for t in got)  # nothing half-written or mixed up
     assert sum(s for _, s, _ in usage(tmp_path)) <= 200_000
@@ -139,7 +155,12 @@ def test_two_processes_writing_and_evicting_at_once(tmp_path: Path, capsys: pyte
 def test_switch_and_size_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(embedding_cache.SIZE_ENV, raising=False)
     assert embedding_cache.max_bytes() == 2 << 30
-    for text, value in (("500M", 500 << 20), ("8G", 8 << 30), ("1.5GiB", 3 << 29), ("123456", 123456)):
+    for text, value in (
+        ("500M", 500 << 20),
+        ("8G", 8 << 30),
+        ("1.5GiB", 3 << 29),
+        ("123456", 123456),
+    ):
         monkeypatch.setenv(embedding_cache.SIZE_ENV, text)
         assert embedding_cache.max_bytes() == value
     monkeypatch.setenv(embedding_cache.SIZE_ENV, "lots")
@@ -152,11 +173,15 @@ def test_switch_and_size_from_the_environment(monkeypatch: pytest.MonkeyPatch) -
     assert embedding_cache.enabled()
 
 
-def test_a_folder_that_cannot_be_written_is_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_folder_that_cannot_be_written_is_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     if os.geteuid() == 0:
         blocker = tmp_path / "file"
         blocker.write_text("x")
-        store = EmbeddingStore(NAMESPACE, DTYPES, folder=blocker / "sub")  # a file where a folder should be
+        store = EmbeddingStore(
+            NAMESPACE, DTYPES, folder=blocker / "sub"
+        )  # a file where a folder should be
     else:
         tmp_path.chmod(0o500)
         store = EmbeddingStore(NAMESPACE, DTYPES, folder=tmp_path / "sub")
@@ -167,8 +192,12 @@ def test_a_folder_that_cannot_be_written_is_skipped(tmp_path: Path, capsys: pyte
 
 # -- the metrics ---------------------------------------------------------------------------------
 CANDS = ["a dog runs on the grass", "two children play with a red ball", "a man", "people"]
-REFS = [["a dog is running through the grass", "the dog runs"], ["kids playing with a ball", "two kids play"],
-        ["a man on a bicycle", "a cyclist rides downhill", "man"], ["a crowd", "many people stand in a street"]]
+REFS = [
+    ["a dog is running through the grass", "the dog runs"],
+    ["kids playing with a ball", "two kids play"],
+    ["a man on a bicycle", "a cyclist rides downhill", "man"],
+    ["a crowd", "many people stand in a street"],
+]
 
 
 @pytest.fixture
@@ -210,8 +239,9 @@ def test_encoder_is_batch_invariant(fresh) -> None:  # type: ignore[no-untyped-d
         assert np.array_equal(alone_emb, emb) and np.array_equal(alone_ids, ids), text
 
 
-def test_bertscore_bits_cold_warm_uncached_healed_and_evicted(fresh, monkeypatch: pytest.MonkeyPatch,
-                                                             tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_bertscore_bits_cold_warm_uncached_healed_and_evicted(
+    fresh, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     cold, enc = _bertscore()
     assert enc.forward_passes > 0 and usage(tmp_path / "embeddings")
     fresh()
@@ -243,7 +273,11 @@ def test_bertscore_bits_cold_warm_uncached_healed_and_evicted(fresh, monkeypatch
 def _bertscore_signature() -> dict[str, str]:
     import capmetrics
 
-    return capmetrics.score(candidates=CANDS, references=REFS, metrics=["bertscore"]).metrics[0].signature
+    return (
+        capmetrics.score(candidates=CANDS, references=REFS, metrics=["bertscore"])
+        .metrics[0]
+        .signature
+    )
 
 
 def test_sentence_embedder_from_the_cache_is_bit_identical(fresh) -> None:  # type: ignore[no-untyped-def]

@@ -9,17 +9,17 @@ import json
 import math
 import warnings
 
+import capmetrics
 import numpy as np
 import pytest
-from typer.testing import CliRunner
-
-import capmetrics
 from capmetrics import Distance, Scores
 from capmetrics.cli import app
 from capmetrics.data import from_gts_res
 from capmetrics.errors import DataError, MetricError
 from capmetrics.registry import get_registry
 from capmetrics.scoring import refuses_empty_candidates
+from typer.testing import CliRunner
+
 from tests.plugins.coco_reference import coco, needs_coco, needs_flickr8k, raw, tokenized
 
 BLANKED = {3: "", 17: "   ", 40: "\n", 41: ""}
@@ -40,7 +40,9 @@ def _blanked(n: int = 120) -> tuple[list[str], list[list[str]], list[str], list[
 def test_values_equal_coco_caption_with_empty_candidates() -> None:
     cands, refs, tcands, trefs = _blanked()
     data = from_gts_res({i: r for i, r in enumerate(refs)}, {i: [c] for i, c in enumerate(cands)})
-    with pytest.warns(UserWarning, match=r"4 empty candidate\(s\) scored .* item\(s\) 3 \(candidate 0\), 17 "):
+    with pytest.warns(
+        UserWarning, match=r"4 empty candidate\(s\) scored .* item\(s\) 3 \(candidate 0\), 17 "
+    ):
         res = capmetrics.score(data, ["bleu-4", "rouge-l", "cider-d"])
     assert res.empty_candidates == [(i, 0) for i in BLANKED]
     corpus, per = coco("bleu", tcands, trefs)
@@ -52,7 +54,9 @@ def test_values_equal_coco_caption_with_empty_candidates() -> None:
         assert res[name].corpus == pytest.approx(corpus, abs=1e-12)
     for name in ("bleu-4", "rouge-l", "cider-d"):
         assert all(res[name].item_values[i] == 0.0 for i in BLANKED)
-    assert res.to_json_dict()["data"]["empty_candidates"] == [{"item": i, "candidate": 0} for i in BLANKED]
+    assert res.to_json_dict()["data"]["empty_candidates"] == [
+        {"item": i, "candidate": 0} for i in BLANKED
+    ]
 
 
 def _documented(name: str) -> float | None:
@@ -62,17 +66,28 @@ def _documented(name: str) -> float | None:
     return {"wembsim": -1.0}.get(name)
 
 
-DISTANCES = [e.name for e in get_registry().components("distance")
-             if e.name not in ("spice", "nneval") and not e.cls.needs_images]  # image metrics: test_clip_score.py
-STATISTICS = ["trm(distance=bleu-4)", "trm(distance=rouge-l)", "over-candidates(distance=cider-d)", "mmd", "frechet"]
+DISTANCES = [
+    e.name
+    for e in get_registry().components("distance")
+    if e.name not in ("spice", "nneval") and not e.cls.needs_images
+]  # image metrics: test_clip_score.py
+STATISTICS = [
+    "trm(distance=bleu-4)",
+    "trm(distance=rouge-l)",
+    "over-candidates(distance=cider-d)",
+    "mmd",
+    "frechet",
+]
 
 
 @pytest.mark.parametrize("name", DISTANCES)
 def test_every_bundled_distance_scores_an_empty_candidate(name: str) -> None:
     if name == "meteor":
         pytest.importorskip("pycocoevalcap")
-    data = from_gts_res({"x": ["a dog runs on the grass", "two dogs play"], "y": ["a red car"]},
-                        {"x": ["", "a dog on grass"], "y": ["  "]})
+    data = from_gts_res(
+        {"x": ["a dog runs on the grass", "two dogs play"], "y": ["a red car"]},
+        {"x": ["", "a dog on grass"], "y": ["  "]},
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = capmetrics.score(data, [name])
@@ -87,8 +102,10 @@ def test_every_bundled_distance_scores_an_empty_candidate(name: str) -> None:
 @pytest.mark.parametrize("spec", STATISTICS)
 def test_every_bundled_statistic_scores_an_empty_candidate(spec: str) -> None:
     refs = ["a dog runs on the grass", "two dogs play", "a brown dog outside", "dogs on a lawn"]
-    data = from_gts_res({"x": refs, "y": refs[::-1]},
-                        {"x": ["", "a dog runs", "a cat sleeps", "a dog"], "y": ["a dog", "dogs", "a lawn", " "]})
+    data = from_gts_res(
+        {"x": refs, "y": refs[::-1]},
+        {"x": ["", "a dog runs", "a cat sleeps", "a dog"], "y": ["a dog", "dogs", "a lawn", " "]},
+    )
     with pytest.warns(UserWarning, match="2 empty candidate"):
         res = capmetrics.score(data, [spec])
     assert np.isfinite(res[spec].item_values).all()
@@ -96,8 +113,12 @@ def test_every_bundled_statistic_scores_an_empty_candidate(spec: str) -> None:
 
 def test_the_other_bundled_components_declare_their_policy() -> None:
     registry = get_registry()
-    assert registry.lookup("nneval", ["distance"]).cls.accepts_empty_candidates  # P(human) of empty-aware features
-    assert registry.lookup("spice", ["distance"]).cls.accepts_empty_candidates  # the jar scores them 0
+    assert registry.lookup(
+        "nneval", ["distance"]
+    ).cls.accepts_empty_candidates  # P(human) of empty-aware features
+    assert registry.lookup(
+        "spice", ["distance"]
+    ).cls.accepts_empty_candidates  # the jar scores them 0
     assert refuses_empty_candidates(capmetrics.compose("trm(distance=spice)")) is None
     assert refuses_empty_candidates(capmetrics.compose("trm(distance=bleu-4)")) is None
 
@@ -111,9 +132,16 @@ class _Strict(Distance):
 
 def test_a_component_that_refuses_them_names_the_items() -> None:
     data = from_gts_res({"a": ["a dog"], "b": ["a cat"]}, {"a": ["a dog"], "b": [""]})
-    with pytest.raises(MetricError, match=r"strict-test does not score empty candidates.*'b' \(candidate 0\)"):
+    with pytest.raises(
+        MetricError, match=r"strict-test does not score empty candidates.*'b' \(candidate 0\)"
+    ):
         capmetrics.score(data, [_Strict()])
-    assert capmetrics.score(from_gts_res({"a": ["a dog"]}, {"a": ["a dog"]}), [_Strict()])["strict-test"].corpus == 1.0
+    assert (
+        capmetrics.score(from_gts_res({"a": ["a dog"]}, {"a": ["a dog"]}), [_Strict()])[
+            "strict-test"
+        ].corpus
+        == 1.0
+    )
 
 
 def test_strict_policy_refuses_them_and_references_stay_an_error() -> None:
@@ -128,8 +156,10 @@ def test_strict_policy_refuses_them_and_references_stay_an_error() -> None:
 
 def test_cli_counts_them_and_error_keeps_the_strict_behaviour(tmp_path) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "data.jsonl"
-    path.write_text('{"id": "a", "references": ["a dog runs"], "candidates": ["", "a dog"]}\n'
-                    '{"id": "b", "references": ["a cat"], "candidates": ["a cat"]}\n')
+    path.write_text(
+        '{"id": "a", "references": ["a dog runs"], "candidates": ["", "a dog"]}\n'
+        '{"id": "b", "references": ["a cat"], "candidates": ["a cat"]}\n'
+    )
     runner = CliRunner()
     out = tmp_path / "scores.json"
     with pytest.warns(UserWarning, match="1 empty candidate"):
@@ -142,9 +172,26 @@ def test_cli_counts_them_and_error_keeps_the_strict_behaviour(tmp_path) -> None:
         table = runner.invoke(app, ["score", str(path), "-m", "bleu-4", "-q"])
     assert "1 empty candidate(s) scored" in table.output
     strict = runner.invoke(app, ["score", str(path), "-m", "bleu-4", "--empty-candidates=error"])
-    assert strict.exit_code == 1 and "item 'a': candidate 0 is empty or whitespace-only" in strict.output
-    skipped = runner.invoke(app, ["score", str(path), "-m", "rouge-l", "--empty-candidates=error", "--skip-invalid",
-                                  "--format", "json", "-q"])
-    assert skipped.exit_code == 0 and [m["id"] for m in json.loads(skipped.stdout)["metrics"][0]["items"]] == ["b"]
+    assert (
+        strict.exit_code == 1
+        and "item 'a': candidate 0 is empty or whitespace-only" in strict.output
+    )
+    skipped = runner.invoke(
+        app,
+        [
+            "score",
+            str(path),
+            "-m",
+            "rouge-l",
+            "--empty-candidates=error",
+            "--skip-invalid",
+            "--format",
+            "json",
+            "-q",
+        ],
+    )
+    assert skipped.exit_code == 0 and [
+        m["id"] for m in json.loads(skipped.stdout)["metrics"][0]["items"]
+    ] == ["b"]
     bad = runner.invoke(app, ["score", str(path), "--empty-candidates=zero"])
     assert bad.exit_code == 2 and "use score or error" in bad.output

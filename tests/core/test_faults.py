@@ -23,11 +23,9 @@ import time
 from pathlib import Path
 from typing import Literal
 
-import pytest
-from typer.testing import CliRunner
-
 import capmetrics
 import capmetrics.cli
+import pytest
 from capmetrics import hookimpl
 from capmetrics.atomic import atomic_write, check_output, remove_stale_temporaries
 from capmetrics.cli import app
@@ -35,6 +33,8 @@ from capmetrics.component import Distance, Scores
 from capmetrics.data import Dataset, Item, load_dataset
 from capmetrics.errors import DataError, MetricError, OutputError, SpecError, SpecSyntaxError
 from capmetrics.registry.compose import compose
+from typer.testing import CliRunner
+
 from tests.conftest import SAMPLE
 
 CLI = [sys.executable, "-m", "capmetrics.cli"]
@@ -43,7 +43,9 @@ THREE = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitli
 
 
 def write_jsonl(path: Path, records: list[dict], ensure_ascii: bool = True) -> Path:
-    path.write_text("".join(json.dumps(r, ensure_ascii=ensure_ascii) + "\n" for r in records), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps(r, ensure_ascii=ensure_ascii) + "\n" for r in records), encoding="utf-8"
+    )
     return path
 
 
@@ -55,7 +57,9 @@ def data(tmp_path: Path) -> Path:
 def run_cli(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
     if "stdout" not in kwargs:
         kwargs["stdout"] = subprocess.PIPE
-    return subprocess.run([*CLI, *args], stderr=subprocess.PIPE, text=True, timeout=120, cwd=ROOT, **kwargs)
+    return subprocess.run(
+        [*CLI, *args], stderr=subprocess.PIPE, text=True, timeout=120, cwd=ROOT, **kwargs
+    )
 
 
 def invoke(*args: str):
@@ -102,7 +106,12 @@ def test_out_onto_a_link_to_a_terminal_writes_to_the_terminal(data, tmp_path):
         got = bytearray()
         reader = threading.Thread(target=lambda: _drain(master, got))
         reader.start()
-        assert invoke("score", str(data), "-m", "bleu-4", "--out", str(link), "--format", "csv", "-q").exit_code == 0
+        assert (
+            invoke(
+                "score", str(data), "-m", "bleu-4", "--out", str(link), "--format", "csv", "-q"
+            ).exit_code
+            == 0
+        )
         reader.join(10)
         assert link.is_symlink() and stat.S_ISCHR(os.stat(link).st_mode)
         assert b"metric,level,item" in got
@@ -141,8 +150,18 @@ def test_out_dev_stdout_redirected_to_a_file_writes_into_that_file(data, tmp_pat
     log.write_text("kept line\n")
     inode = log.stat().st_ino
     with log.open("a") as handle:  # capmetrics ... --out /dev/stdout >> log.txt
-        done = run_cli("score", str(data), "-m", "bleu-4", "--out", "/dev/stdout", "--format", "csv", "-q",
-                       stdout=handle)
+        done = run_cli(
+            "score",
+            str(data),
+            "-m",
+            "bleu-4",
+            "--out",
+            "/dev/stdout",
+            "--format",
+            "csv",
+            "-q",
+            stdout=handle,
+        )
     assert done.returncode == 0
     assert log.stat().st_ino == inode
     assert log.read_text().startswith("kept line\nmetric,level,item")
@@ -185,8 +204,16 @@ def test_out_equal_to_results_by_a_link_is_refused(tmp_path):
     (tmp_path / "gts.json").write_text(json.dumps(gts))
     (tmp_path / "res.json").write_text(json.dumps(res))
     (tmp_path / "alias.json").symlink_to("res.json")
-    result = invoke("score", str(tmp_path / "gts.json"), "--results", str(tmp_path / "res.json"),
-                    "-m", "bleu-4", "--out", str(tmp_path / "alias.json"))
+    result = invoke(
+        "score",
+        str(tmp_path / "gts.json"),
+        "--results",
+        str(tmp_path / "res.json"),
+        "-m",
+        "bleu-4",
+        "--out",
+        str(tmp_path / "alias.json"),
+    )
     assert result.exit_code == 2 and "is an input" in result.output
     assert json.loads((tmp_path / "res.json").read_text()) == res
 
@@ -194,9 +221,11 @@ def test_out_equal_to_results_by_a_link_is_refused(tmp_path):
 def test_every_command_refuses_an_output_that_is_an_input(data, tmp_path):
     other = write_jsonl(tmp_path / "other.jsonl", THREE)
     before = data.read_bytes()
-    for args in (["compare", str(data), str(other), "-m", "bleu-4", "--out", str(data)],
-                 ["meta", str(data), "--out", str(data)],
-                 ["nneval", "score", str(other), "--model", "flickr8k-paper", "--out", str(other)]):
+    for args in (
+        ["compare", str(data), str(other), "-m", "bleu-4", "--out", str(data)],
+        ["meta", str(data), "--out", str(data)],
+        ["nneval", "score", str(other), "--model", "flickr8k-paper", "--out", str(other)],
+    ):
         result = CliRunner().invoke(capmetrics.cli.get_app(), args)
         assert result.exit_code == 2, (args, result.output)
         assert "is an input of this run" in result.output
@@ -216,7 +245,11 @@ def test_check_output_compares_files_not_names(tmp_path):
 # ------------------------------------------------------------------------------------------
 def test_json_writer_is_not_fooled_by_an_id_that_looks_like_its_old_placeholder(tmp_path):
     records = [dict(r) for r in THREE]
-    records[0] = {**records[0], "id": "\x00items 0\x00", "candidates": [*records[0]["candidates"], ""]}
+    records[0] = {
+        **records[0],
+        "id": "\x00items 0\x00",
+        "candidates": [*records[0]["candidates"], ""],
+    }
     ds = load_dataset(write_jsonl(tmp_path / "d.jsonl", records))
     with pytest.warns(UserWarning, match="empty candidate"):
         res = capmetrics.score(ds, ["bleu-4", "cider-d"])
@@ -224,8 +257,12 @@ def test_json_writer_is_not_fooled_by_an_id_that_looks_like_its_old_placeholder(
     text = (tmp_path / "o.json").read_text(encoding="utf-8")
     assert text == res.to_json()
     written = json.loads(text)
-    assert written["data"]["empty_candidates"] == [{"item": "\x00items 0\x00", "candidate": len(records[0]["candidates"]) - 1}]
-    assert [[i["id"] for i in m["items"]] for m in written["metrics"]] == [[r["id"] for r in records]] * 2
+    assert written["data"]["empty_candidates"] == [
+        {"item": "\x00items 0\x00", "candidate": len(records[0]["candidates"]) - 1}
+    ]
+    assert [[i["id"] for i in m["items"]] for m in written["metrics"]] == [
+        [r["id"] for r in records]
+    ] * 2
 
 
 # ------------------------------------------------------------------------------------------
@@ -260,16 +297,23 @@ def test_a_directory_or_a_full_device_as_out_is_exit_1_with_the_reason(data, tmp
     result = invoke("score", str(data), "-m", "bleu-4", "--out", str(tmp_path))
     assert result.exit_code == 1 and "Is a directory" in result.output
     if Path("/dev/full").exists():
-        result = invoke("score", str(data), "-m", "bleu-4", "--out", "/dev/full", "--format", "json")
+        result = invoke(
+            "score", str(data), "-m", "bleu-4", "--out", "/dev/full", "--format", "json"
+        )
         assert result.exit_code == 1 and "No space left on device" in result.output
 
 
-@pytest.mark.parametrize(("where", "code", "reason"), [
-    ("fsync", errno.ENOSPC, "No space left on device"),
-    ("mkstemp", errno.EROFS, "Read-only file system"),
-    ("mkstemp", errno.EACCES, "Permission denied"),
-])
-def test_disk_full_and_read_only_are_output_errors_and_keep_the_old_file(tmp_path, monkeypatch, where, code, reason):
+@pytest.mark.parametrize(
+    ("where", "code", "reason"),
+    [
+        ("fsync", errno.ENOSPC, "No space left on device"),
+        ("mkstemp", errno.EROFS, "Read-only file system"),
+        ("mkstemp", errno.EACCES, "Permission denied"),
+    ],
+)
+def test_disk_full_and_read_only_are_output_errors_and_keep_the_old_file(
+    tmp_path, monkeypatch, where, code, reason
+):
     out = tmp_path / "scores.json"
     out.write_text("old")
 
@@ -321,8 +365,13 @@ SLOW_COMMAND = textwrap.dedent("""
 def _start_slow_write(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, int]:
     script = tmp_path / "slow.py"
     script.write_text(SLOW_COMMAND)
-    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "out.json")], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "out.json")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     folder, pid = proc.stdout.readline().split()  # type: ignore[union-attr]
     return proc, Path(folder), int(pid)
 
@@ -339,7 +388,9 @@ def _gone(pid: int) -> bool:
         return True
 
 
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGINT, 130)])
+@pytest.mark.parametrize(
+    ("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGINT, 130)]
+)
 def test_sigterm_and_sighup_clean_up_as_sigint_does(tmp_path, signum, code):
     proc, folder, child = _start_slow_write(tmp_path)
     assert folder.is_dir() and any(p.suffix == ".tmp" for p in tmp_path.iterdir())
@@ -348,7 +399,9 @@ def test_sigterm_and_sighup_clean_up_as_sigint_does(tmp_path, signum, code):
     assert proc.returncode == code, err
     assert not folder.exists()  # temporary folder removed
     assert _gone(child)  # child process killed and reaped
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["slow.py"]  # no temporary output, no partial file
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "slow.py"
+    ]  # no temporary output, no partial file
     if signum != signal.SIGINT:
         assert f"interrupted by {signal.Signals(signum).name}" in err
 
@@ -363,7 +416,9 @@ def _spice_ready() -> bool:
 
 
 def _children(pid: int) -> list[int]:
-    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True
+    ).stdout
     return [int(p) for p in out.split()]
 
 
@@ -371,11 +426,24 @@ def _children(pid: int) -> list[int]:
 @pytest.mark.skipif(not _spice_ready(), reason="SPICE is not set up (capmetrics setup spice)")
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_while_spice_parses_kills_the_jvm_and_removes_its_folder(tmp_path, signum):
-    records = [{**r, "candidates": [f"{c} beside zebra {os.getpid()} {time.time_ns()} {k}"
-                                    for k, c in enumerate(r["candidates"])]} for r in THREE]  # never cached
+    records = [
+        {
+            **r,
+            "candidates": [
+                f"{c} beside zebra {os.getpid()} {time.time_ns()} {k}"
+                for k, c in enumerate(r["candidates"])
+            ],
+        }
+        for r in THREE
+    ]  # never cached
     data = write_jsonl(tmp_path / "d.jsonl", records)
-    proc = subprocess.Popen([*CLI, "score", str(data), "-m", "spice", "-q"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    proc = subprocess.Popen(
+        [*CLI, "score", str(data), "-m", "spice", "-q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     deadline = time.monotonic() + 60
     jvms: list[int] = []
     while not jvms and time.monotonic() < deadline and proc.poll() is None:
@@ -404,7 +472,9 @@ def test_a_forked_worker_still_dies_of_sigterm(tmp_path):
         worker.join(30)
         print(worker.exitcode)
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
     assert done.stdout.strip() == str(-signal.SIGTERM), done.stderr
 
 
@@ -419,7 +489,12 @@ def test_a_killed_runs_temporary_file_is_removed_by_the_next_write(data, tmp_pat
     live.write_text("")
     other = tmp_path / f".{stale[0].name.split('.')[1]}.json.x.tmp"  # not one of ours: kept
     other.write_text("")
-    assert invoke("score", str(data), "-m", "bleu-4", "--out", str(tmp_path / "out.json"), "-q").exit_code == 0
+    assert (
+        invoke(
+            "score", str(data), "-m", "bleu-4", "--out", str(tmp_path / "out.json"), "-q"
+        ).exit_code
+        == 0
+    )
     assert not stale[0].exists() and live.exists() and other.exists()
     assert remove_stale_temporaries(tmp_path) == []
 
@@ -429,7 +504,11 @@ def test_a_killed_runs_temporary_file_is_removed_by_the_next_write(data, tmp_pat
 # ------------------------------------------------------------------------------------------
 def test_jsonl_captions_may_hold_u2028_and_u0085(tmp_path):
     records = [dict(r) for r in THREE]
-    records[0]["candidates"] = ["a dog\u2028runs", "a cat\x85sits", "a\u2029b\x1cc\x1dd\x1ee\x0bf\x0cg"]
+    records[0]["candidates"] = [
+        "a dog\u2028runs",
+        "a cat\x85sits",
+        "a\u2029b\x1cc\x1dd\x1ee\x0bf\x0cg",
+    ]
     path = write_jsonl(tmp_path / "d.jsonl", records, ensure_ascii=False)
     whole = load_dataset(path)
     assert [it.candidates for it in whole.items][0] == tuple(records[0]["candidates"])
@@ -444,7 +523,10 @@ def test_jsonl_captions_may_hold_u2028_and_u0085(tmp_path):
 # ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("value", ["EXACT", "maybe", "1", "[exact]"])
 def test_trm_p_value_outside_its_choices_is_refused(value):
-    with pytest.raises(SpecError, match="parameter 'p_value' of trm.* must be one of auto, exact, monte-carlo, none"):
+    with pytest.raises(
+        SpecError,
+        match="parameter 'p_value' of trm.* must be one of auto, exact, monte-carlo, none",
+    ):
         compose(f"trm(distance=cider-d, p_value={value})")
 
 
@@ -478,11 +560,15 @@ def test_third_party_literal_and_enum_parameters_are_validated(add_plugin):
     assert compose("fault-choices(mode=none)").mode is None
     with pytest.raises(SpecError, match="'mode' of fault-choices.* must be one of a, b, got c"):
         compose("fault-choices(mode=c)")
-    with pytest.raises(SpecError, match="'colour' of fault-choices.* must be one of red, blue, got green"):
+    with pytest.raises(
+        SpecError, match="'colour' of fault-choices.* must be one of red, blue, got green"
+    ):
         compose("fault-choices(colour=green)")
     from capmetrics.testing import check_component
 
-    assert "check_choice_parameters" in check_component("fault-choices", checks=["check_choice_parameters"])
+    assert "check_choice_parameters" in check_component(
+        "fault-choices", checks=["check_choice_parameters"]
+    )
 
 
 class CrashingChoice(ChoiceToy):
@@ -497,7 +583,7 @@ class CrashingChoice(ChoiceToy):
 class BlindChoice(ChoiceToy):
     name = "fault-blind-choice"
 
-    def __init__(self, mode: "NoSuchType" = "a") -> None:  # type: ignore[name-defined]  # noqa: F821
+    def __init__(self, mode: NoSuchType = "a") -> None:  # type: ignore[name-defined]  # noqa: F821
         self.mode = mode
         self.colour = Colour.RED
 
@@ -509,11 +595,16 @@ class FaultyChoicePlugin:
         register(BlindChoice)
 
 
-@pytest.mark.parametrize(("spec", "message"), [
-    ("fault-crashing-choice", "mode='b' raises RuntimeError"),
-    ("fault-blind-choice", "annotations do not resolve"),
-])
-def test_the_conformance_kit_names_choice_parameters_compose_cannot_handle(add_plugin, spec, message):
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("fault-crashing-choice", "mode='b' raises RuntimeError"),
+        ("fault-blind-choice", "annotations do not resolve"),
+    ],
+)
+def test_the_conformance_kit_names_choice_parameters_compose_cannot_handle(
+    add_plugin, spec, message
+):
     from capmetrics.testing import CheckFailed, check_component
 
     add_plugin(FaultyChoicePlugin(), "fault-faulty-choices")
@@ -532,7 +623,9 @@ def test_results_with_a_jsonl_is_refused(data, tmp_path):
         load_dataset(data, tmp_path / "res.json")
 
 
-@pytest.mark.parametrize("kwargs", [{"on_error": "strict"}, {"on_error": "Skip"}, {"empty_candidates": "keep"}])
+@pytest.mark.parametrize(
+    "kwargs", [{"on_error": "strict"}, {"on_error": "Skip"}, {"empty_candidates": "keep"}]
+)
 def test_unknown_policies_are_refused(data, kwargs):
     with pytest.raises(DataError, match=f"{next(iter(kwargs))} must be"):
         load_dataset(data, **kwargs)
@@ -541,25 +634,33 @@ def test_unknown_policies_are_refused(data, kwargs):
 # ------------------------------------------------------------------------------------------
 # usage errors exit 2; options ignored in a combination are refused
 # ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("options", "message"), [
-    (["--sample-candidates", "0"], "--sample-candidates must be at least 1"),
-    (["--sample-references", "0"], "--sample-references must be at least 1"),
-    (["--jobs", "0"], "--jobs must be at least 1"),
-    (["--chunk-size", "0"], "--chunk-size must be at least 1"),
-    (["--executor", "serial", "--scheduler", "tcp://127.0.0.1:1"], "cannot be used with --executor serial"),
-    (["--executor", "serial", "--jobs", "2"], "--executor serial runs none"),
-    (["--scheduler", "tcp://127.0.0.1:1", "--jobs", "2"], "has its own workers"),
-    (["--sample-seed", "3"], "--sample-seed seeds --sample-candidates"),
-    (["--executor", "threads"], "unknown --executor"),
-    (["--input-format", "csv"], "unknown --input-format"),
-    (["--input-format", "vdtk", "--chunk-size", "5"], "streams JSONL files only"),
-    (["--format", "xml"], "unknown output format"),
-    (["--quiet", "--progress"], "--quiet hides progress and --progress asks for it"),
-    (["-m", "trm(distance=bleu-4, p_value=EXACT)"], "must be one of"),
-    (["--no-such-option"], "No such option"),
-])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--sample-candidates", "0"], "--sample-candidates must be at least 1"),
+        (["--sample-references", "0"], "--sample-references must be at least 1"),
+        (["--jobs", "0"], "--jobs must be at least 1"),
+        (["--chunk-size", "0"], "--chunk-size must be at least 1"),
+        (
+            ["--executor", "serial", "--scheduler", "tcp://127.0.0.1:1"],
+            "cannot be used with --executor serial",
+        ),
+        (["--executor", "serial", "--jobs", "2"], "--executor serial runs none"),
+        (["--scheduler", "tcp://127.0.0.1:1", "--jobs", "2"], "has its own workers"),
+        (["--sample-seed", "3"], "--sample-seed seeds --sample-candidates"),
+        (["--executor", "threads"], "unknown --executor"),
+        (["--input-format", "csv"], "unknown --input-format"),
+        (["--input-format", "vdtk", "--chunk-size", "5"], "streams JSONL files only"),
+        (["--format", "xml"], "unknown output format"),
+        (["--quiet", "--progress"], "--quiet hides progress and --progress asks for it"),
+        (["-m", "trm(distance=bleu-4, p_value=EXACT)"], "must be one of"),
+        (["--no-such-option"], "No such option"),
+    ],
+)
 def test_usage_errors_exit_2(data, options, message):
-    result = invoke("score", str(data), *(["-m", "bleu-4"] if "-m" not in options else []), *options)
+    result = invoke(
+        "score", str(data), *(["-m", "bleu-4"] if "-m" not in options else []), *options
+    )
     assert result.exit_code == 2, result.output
     assert message in result.output
 
@@ -599,13 +700,18 @@ def test_json_nested_very_deep_is_a_data_error(tmp_path, name):
 def test_absurd_permutations_are_a_metric_error():
     ds = load_dataset(SAMPLE)
     with pytest.raises(MetricError, match="GiB of splits; use at most"):
-        capmetrics.score(Dataset(ds.items[:2]), ["trm(distance=bleu-4, p_value=monte-carlo, permutations=1000000000000)"])
+        capmetrics.score(
+            Dataset(ds.items[:2]),
+            ["trm(distance=bleu-4, p_value=monte-carlo, permutations=1000000000000)"],
+        )
 
 
 # ------------------------------------------------------------------------------------------
 # NNEval: a model file names only files inside its own folder
 # ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("path", ["/etc/passwd", "../../../etc/passwd", "~/.ssh/id_rsa", "inside/../../x.txt"])
+@pytest.mark.parametrize(
+    "path", ["/etc/passwd", "../../../etc/passwd", "~/.ssh/id_rsa", "inside/../../x.txt"]
+)
 def test_a_crafted_nneval_model_cannot_name_files_outside_its_folder(tmp_path, path):
     import shutil
 
@@ -626,7 +732,9 @@ def test_a_nneval_model_may_name_a_file_inside_its_folder(tmp_path):
 
     (tmp_path / "vectors").mkdir()
     (tmp_path / "vectors" / "v.txt").write_text("a 1 2\n")
-    confine_model_specs({"features": ['wmd(embedder=glove(path="vectors/v.txt"))', "bleu-4"]}, tmp_path)
+    confine_model_specs(
+        {"features": ['wmd(embedder=glove(path="vectors/v.txt"))', "bleu-4"]}, tmp_path
+    )
     (tmp_path / "escape").symlink_to("/etc")
     with pytest.raises(MetricError, match="outside"):
         confine_model_specs({"features": ['wmd(embedder=glove(path="escape/passwd"))']}, tmp_path)
@@ -642,30 +750,56 @@ def test_ids_1_and_quoted_1_are_refused_together(tmp_path):
         load_dataset(write_jsonl(tmp_path / "d.jsonl", records))
     from capmetrics.data.loaders import iter_jsonl
 
-    parts = list(iter_jsonl(write_jsonl(tmp_path / "d.jsonl", records), 1, seen=set()))  # streamed: the same
+    parts = list(
+        iter_jsonl(write_jsonl(tmp_path / "d.jsonl", records), 1, seen=set())
+    )  # streamed: the same
     assert "item ids 1 and '1' are both present" in str(parts[1].skipped[0])
     records[1]["id"] = "01"  # different text: fine, and told apart in CSV
     ds = load_dataset(write_jsonl(tmp_path / "d.jsonl", records))
     csv = capmetrics.score(ds, ["bleu-1"]).to_csv().splitlines()
-    assert [line.split(",")[2] for line in csv if line.startswith("bleu-1,item,")] == ["1", "01", records[2]["id"]]
+    assert [line.split(",")[2] for line in csv if line.startswith("bleu-1,item,")] == [
+        "1",
+        "01",
+        records[2]["id"],
+    ]
 
 
 def test_out_dash_into_a_closed_pipe_is_quiet_as_printing_is(data, tmp_path):
-    big = write_jsonl(tmp_path / "big.jsonl", [{**r, "id": f"{r['id']}-{k}"} for k in range(200) for r in THREE])
+    big = write_jsonl(
+        tmp_path / "big.jsonl", [{**r, "id": f"{r['id']}-{k}"} for k in range(200) for r in THREE]
+    )
     script = f"{' '.join(CLI)} score {big} -m bleu-1 --format csv -q --out - | head -1"
-    done = subprocess.run(["bash", "-o", "pipefail", "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    done = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert done.stdout == "metric,level,item,candidate,value,p_value,signature\n"
     assert done.returncode == 0 and "Error:" not in done.stderr, done.stderr
 
 
-@pytest.mark.parametrize(("command", "message"), [
-    (["compare", "{a}", "{a}", "-m", "bleu-4", "--trials", "0"], "--trials must be at least 1"),
-    (["compare", "{a}", "{a}", "-m", "bleu-4", "--alpha", "1"], "--alpha must lie strictly between 0 and 1"),
-    (["compare", "{a}", "{a}", "-m", "bleu-4", "--confidence", "0"], "--confidence must lie strictly"),
-    (["compare", "{a}", "{a}", "-m", "bleu-4", "--sample-candidates", "0"], "--sample-candidates must be at least 1"),
-    (["meta", "{a}", "--confidence", "1.5"], "--confidence must lie strictly"),
-    (["meta", "{a}", "--bootstrap", "-1"], "--bootstrap must be 0"),
-])
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (["compare", "{a}", "{a}", "-m", "bleu-4", "--trials", "0"], "--trials must be at least 1"),
+        (
+            ["compare", "{a}", "{a}", "-m", "bleu-4", "--alpha", "1"],
+            "--alpha must lie strictly between 0 and 1",
+        ),
+        (
+            ["compare", "{a}", "{a}", "-m", "bleu-4", "--confidence", "0"],
+            "--confidence must lie strictly",
+        ),
+        (
+            ["compare", "{a}", "{a}", "-m", "bleu-4", "--sample-candidates", "0"],
+            "--sample-candidates must be at least 1",
+        ),
+        (["meta", "{a}", "--confidence", "1.5"], "--confidence must lie strictly"),
+        (["meta", "{a}", "--bootstrap", "-1"], "--bootstrap must be 0"),
+    ],
+)
 def test_usage_errors_of_compare_and_meta_exit_2(data, command, message):
     result = CliRunner().invoke(capmetrics.cli.get_app(), [c.format(a=data) for c in command])
     assert result.exit_code == 2, result.output

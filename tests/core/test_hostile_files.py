@@ -17,9 +17,8 @@ import sys
 import zlib
 from pathlib import Path
 
-import pytest
-
 import capmetrics
+import pytest
 from capmetrics.data.images import (
     ImageLimits,
     image_limits,
@@ -30,6 +29,7 @@ from capmetrics.data.images import (
 )
 from capmetrics.data.model import Dataset, Item
 from capmetrics.errors import DataError, MetricError
+
 from tests.conftest import DATA
 
 pytest.importorskip("PIL")
@@ -48,8 +48,11 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 # ------------------------------------------------------------------------------------------
 def png(path: Path, width: int, height: int, bit_depth: int = 8) -> Path:
     """A valid greyscale PNG of zeros, written row block by row block (a bomb stays small)."""
+
     def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+        return (
+            struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+        )
 
     row = b"\0" * (1 + (width * bit_depth + 7) // 8)  # filter byte + pixels
     packer = zlib.compressobj(9)
@@ -57,11 +60,17 @@ def png(path: Path, width: int, height: int, bit_depth: int = 8) -> Path:
     rows_per_block = len(block) // len(row)
     data = []
     for start in range(0, height, rows_per_block):
-        data.append(packer.compress(block if start + rows_per_block <= height else row * (height - start)))
+        data.append(
+            packer.compress(block if start + rows_per_block <= height else row * (height - start))
+        )
     data.append(packer.flush())
     header = struct.pack(">IIBBBBB", width, height, bit_depth, 0, 0, 0, 0)
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", b"".join(data))
-                     + chunk(b"IEND", b""))
+    path.write_bytes(
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", b"".join(data))
+        + chunk(b"IEND", b"")
+    )
     return path
 
 
@@ -83,7 +92,10 @@ def hostile_images(tmp_path: Path) -> dict[str, str]:
 def test_the_hostile_images_are_what_they_claim(hostile_images):
     from PIL import Image
 
-    assert os.path.getsize(hostile_images["bomb"]) < 200_000 and os.path.getsize(hostile_images["thin"]) < 1000
+    assert (
+        os.path.getsize(hostile_images["bomb"]) < 200_000
+        and os.path.getsize(hostile_images["thin"]) < 1000
+    )
     with Image.open(hostile_images["thin"]) as thin:
         assert thin.size == (1, 100000)
     with Image.open(hostile_images["eps"]) as eps:  # unrestricted Pillow takes the .jpg for EPS
@@ -100,8 +112,10 @@ def test_a_decompression_bomb_is_refused_from_its_header(hostile_images):
 
 def test_a_one_pixel_wide_strip_is_refused_by_its_aspect_ratio(hostile_images):
     why = image_problem(hostile_images["thin"])
-    assert why == (f"image {hostile_images['thin']!r} is 1 × 100000, an aspect ratio over the limit of 50:1 "
-                   "(raise it with --max-image-aspect or CAPMETRICS_MAX_IMAGE_ASPECT)")
+    assert why == (
+        f"image {hostile_images['thin']!r} is 1 × 100000, an aspect ratio over the limit of 50:1 "
+        "(raise it with --max-image-aspect or CAPMETRICS_MAX_IMAGE_ASPECT)"
+    )
     with pytest.raises(MetricError, match="aspect ratio over the limit"):
         open_image(hostile_images["thin"])
 
@@ -113,15 +127,23 @@ def test_an_eps_file_named_jpg_is_refused_without_starting_ghostscript(hostile_i
     monkeypatch.setattr(subprocess, "Popen", no_programs)
     monkeypatch.setattr(subprocess, "check_call", no_programs)
     why = image_problem(hostile_images["eps"])
-    assert why is not None and "is not an image file in an accepted format (JPEG, PNG, WEBP, BMP, TIFF, GIF)" in why
+    assert (
+        why is not None
+        and "is not an image file in an accepted format (JPEG, PNG, WEBP, BMP, TIFF, GIF)" in why
+    )
     with pytest.raises(MetricError, match="accepted format"):
         open_image(hostile_images["eps"])
 
 
 def test_paths_are_checked_for_length_and_kind(hostile_images, tmp_path):
     why = path_problem(hostile_images["long"])
-    assert why is not None and "is too long (5025 characters; at most 4096" in why and len(why) < 400
-    assert image_problem(hostile_images["fifo"]) == f"image {hostile_images['fifo']!r} is not a file (a pipe)"
+    assert (
+        why is not None and "is too long (5025 characters; at most 4096" in why and len(why) < 400
+    )
+    assert (
+        image_problem(hostile_images["fifo"])
+        == f"image {hostile_images['fifo']!r} is not a file (a pipe)"
+    )
     assert image_problem(str(tmp_path)) == f"image {str(tmp_path)!r} is not a file (a folder)"
     assert image_problem("/dev/zero") == "image '/dev/zero' is not a file (a device)"
     assert image_problem(str(tmp_path / "gone.jpg")).endswith("does not exist")  # type: ignore[union-attr]
@@ -137,16 +159,27 @@ def test_every_hostile_image_is_reported_at_once_before_any_model_loads(hostile_
         capmetrics.score(Dataset(items, "d.jsonl"), [f'clip-score(model="{model}")'])
     text = str(err.value)
     assert "5 problem(s)" in text and "'good'" not in text
-    for name, words in [("bomb", "900,000,000 pixels"), ("thin", "aspect ratio"), ("eps", "accepted format"),
-                        ("fifo", "a pipe"), ("long", "too long")]:
+    for name, words in [
+        ("bomb", "900,000,000 pixels"),
+        ("thin", "aspect ratio"),
+        ("eps", "accepted format"),
+        ("fifo", "a pipe"),
+        ("long", "too long"),
+    ]:
         assert f"item {name!r}:" in text and words in text
     assert all(len(line) < 400 for line in text.splitlines())
 
 
 def test_the_cli_names_every_hostile_image_with_exit_1(hostile_images, tmp_path):
     data = tmp_path / "d.jsonl"
-    data.write_text("".join(json.dumps({"id": k, "references": ["a ref"], "candidates": ["a caption"], "image": v})
-                            + "\n" for k, v in hostile_images.items()), encoding="utf-8")
+    data.write_text(
+        "".join(
+            json.dumps({"id": k, "references": ["a ref"], "candidates": ["a caption"], "image": v})
+            + "\n"
+            for k, v in hostile_images.items()
+        ),
+        encoding="utf-8",
+    )
     done = run_cli("score", str(data), "-m", f'clip-score(model="{tmp_path / "x.pt"}")', "-q")
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr and "5 problem(s)" in done.stderr
@@ -174,7 +207,7 @@ def test_the_limits_can_be_raised(hostile_images, monkeypatch):
 # ------------------------------------------------------------------------------------------
 torch = pytest.importorskip("torch")
 
-EVIL_MODULE = '''
+EVIL_MODULE = """
 import torch
 
 class Evil(torch.nn.Module):
@@ -194,7 +227,7 @@ class Evil(torch.nn.Module):
         hit = torch.from_file(VICTIM, True, SIZE, dtype=torch.uint8).fill_(88)
         self.w = state[0] + hit.sum().float() * 0
         self.training = state[1]
-'''
+"""
 
 
 @pytest.fixture
@@ -203,7 +236,9 @@ def evil_torchscript(tmp_path: Path) -> tuple[Path, Path]:
     victim = tmp_path / "victim.txt"
     victim.write_bytes(b"precious data\n")
     source = tmp_path / "evil_module.py"
-    source.write_text(EVIL_MODULE.replace("VICTIM", repr(str(victim))).replace("SIZE", str(victim.stat().st_size)))
+    source.write_text(
+        EVIL_MODULE.replace("VICTIM", repr(str(victim))).replace("SIZE", str(victim.stat().st_size))
+    )
     spec = importlib.util.spec_from_file_location("evil_module", source)
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(module)  # type: ignore[union-attr]
@@ -230,18 +265,25 @@ def test_a_hostile_torchscript_checkpoint_runs_nothing(evil_torchscript, monkeyp
             ClipModel(str(path)).embed_texts(["a cat"])
     message = str(err.value)
     assert "\n" not in message and "trust_code=true" in message and "--trust-code" in message
-    assert f"torch.save(torch.jit.load({str(path)!r}, map_location=\"cpu\").state_dict()" in message
+    assert f'torch.save(torch.jit.load({str(path)!r}, map_location="cpu").state_dict()' in message
     assert victim.read_bytes() == b"precious data\n"
-    with pytest.raises(MetricError, match="not a CLIP checkpoint"):  # trusted: it loads, and its code runs
+    with pytest.raises(
+        MetricError, match="not a CLIP checkpoint"
+    ):  # trusted: it loads, and its code runs
         load_checkpoint(str(path), trust_code=True)
     assert victim.read_bytes() == b"X" * 14
 
 
-def test_the_cli_refuses_the_torchscript_checkpoint_and_trust_code_lets_it_load(evil_torchscript, tmp_path):
+def test_the_cli_refuses_the_torchscript_checkpoint_and_trust_code_lets_it_load(
+    evil_torchscript, tmp_path
+):
     path, victim = evil_torchscript
     data = tmp_path / "d.jsonl"
-    data.write_text(json.dumps({"id": "a", "references": ["r"], "candidates": ["c"], "image": str(GOOD_IMAGE)})
-                    + "\n", encoding="utf-8")
+    data.write_text(
+        json.dumps({"id": "a", "references": ["r"], "candidates": ["c"], "image": str(GOOD_IMAGE)})
+        + "\n",
+        encoding="utf-8",
+    )
     done = run_cli("score", str(data), "-m", f'clip-score(model="{path}")', "-q")
     assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "is a TorchScript archive" in done.stderr and victim.read_bytes() == b"precious data\n"
@@ -262,7 +304,7 @@ def test_a_hostile_pickle_checkpoint_is_a_named_error(tmp_path):
     from capmetrics.plugins.clip_score._checkpoints import load_checkpoint
 
     marker = tmp_path / "pwned"
-    for name, obj in [("legacy.pt", None), ("zipped.pt", None)]:
+    for name, _obj in [("legacy.pt", None), ("zipped.pt", None)]:
         path = tmp_path / name
         if name == "legacy.pt":
             path.write_bytes(pickle.dumps({"w": Payload(marker)}, protocol=2))
@@ -271,7 +313,11 @@ def test_a_hostile_pickle_checkpoint_is_a_named_error(tmp_path):
         with pytest.raises(MetricError) as err:
             load_checkpoint(str(path))
         message = str(err.value)
-        assert "\n" not in message and "holds more than tensors" in message and "weights_only=True" in message
+        assert (
+            "\n" not in message
+            and "holds more than tensors" in message
+            and "weights_only=True" in message
+        )
         assert "weights_only set to False" not in message
     assert not marker.exists()
 
@@ -281,21 +327,41 @@ def test_a_hugging_face_folder_with_a_hostile_pickle_is_a_named_error_exit_1(tmp
     from transformers import CLIPConfig
 
     folder = tmp_path / "hf"
-    config = CLIPConfig(text_config=dict(hidden_size=32, intermediate_size=37, num_hidden_layers=1,
-                                         num_attention_heads=2, vocab_size=100, max_position_embeddings=16),
-                        vision_config=dict(hidden_size=32, intermediate_size=37, num_hidden_layers=1,
-                                           num_attention_heads=2, image_size=32, patch_size=16), projection_dim=16)
+    config = CLIPConfig(
+        text_config=dict(
+            hidden_size=32,
+            intermediate_size=37,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            vocab_size=100,
+            max_position_embeddings=16,
+        ),
+        vision_config=dict(
+            hidden_size=32,
+            intermediate_size=37,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            image_size=32,
+            patch_size=16,
+        ),
+        projection_dim=16,
+    )
     config.save_pretrained(str(folder))
     marker = tmp_path / "pwned"
     (folder / "pytorch_model.bin").write_bytes(pickle.dumps({"w": Payload(marker)}, protocol=2))
     from capmetrics.plugins.clip_score._checkpoints import load_checkpoint
 
-    with pytest.raises(MetricError, match="its weights are a pickle that holds more than tensors") as err:
+    with pytest.raises(
+        MetricError, match="its weights are a pickle that holds more than tensors"
+    ) as err:
         load_checkpoint(str(folder))
     assert "\n" not in str(err.value)
     data = tmp_path / "d.jsonl"
-    data.write_text(json.dumps({"id": "a", "references": ["r"], "candidates": ["c"], "image": str(GOOD_IMAGE)})
-                    + "\n", encoding="utf-8")
+    data.write_text(
+        json.dumps({"id": "a", "references": ["r"], "candidates": ["c"], "image": str(GOOD_IMAGE)})
+        + "\n",
+        encoding="utf-8",
+    )
     done = run_cli("score", str(data), "-m", f'clip-score(model="{folder}")', "-q")
     assert done.returncode == 1 and "holds more than tensors" in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
@@ -308,10 +374,16 @@ def test_a_checkpoint_that_is_a_pipe_or_a_device_is_refused_at_once(tmp_path, ki
     if kind == "fifo":
         path = str(tmp_path / "model.pt")
         os.mkfifo(path)
-    code = ("from capmetrics.plugins.clip_score._checkpoints import load_checkpoint\n"
-            f"try:\n    load_checkpoint({path!r})\nexcept Exception as e:\n    print(type(e).__name__, e)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
-    assert done.stdout.startswith("MetricError") and "is not a regular file" in done.stdout, done.stdout
+    code = (
+        "from capmetrics.plugins.clip_score._checkpoints import load_checkpoint\n"
+        f"try:\n    load_checkpoint({path!r})\nexcept Exception as e:\n    print(type(e).__name__, e)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert done.stdout.startswith("MetricError") and "is not a regular file" in done.stdout, (
+        done.stdout
+    )
 
 
 def test_a_model_file_cannot_turn_trust_code_on(tmp_path):
@@ -325,28 +397,38 @@ def test_a_model_file_cannot_turn_trust_code_on(tmp_path):
     meta = json.loads((folder / "nneval.json").read_text())
     meta["features"][0] = 'clip-score(model=clip-model(path="evil.pt", trust_code=true))'
     (folder / "nneval.json").write_text(json.dumps(meta))
-    with pytest.raises(MetricError, match="parameter 'trust_code' of clip-model.*names a program or code to run"):
+    with pytest.raises(
+        MetricError, match="parameter 'trust_code' of clip-model.*names a program or code to run"
+    ):
         NNEval.load(folder)
 
 
 def test_any_loader_refusing_a_pickle_is_an_input_error_not_an_internal_one():
     from capmetrics.errors import component_errors
 
-    refusal = pickle.UnpicklingError("Weights only load failed. Re-running `torch.load` with `weights_only` set to "
-                                     "False will likely succeed\nWeightsUnpickler error: \n\nUnsupported operand 149")
+    refusal = pickle.UnpicklingError(
+        "Weights only load failed. Re-running `torch.load` with `weights_only` set to "
+        "False will likely succeed\nWeightsUnpickler error: \n\nUnsupported operand 149"
+    )
     with pytest.raises(MetricError) as err, component_errors("bert(model=shared)"):
         raise refusal
-    assert str(err.value).startswith("bert(model=shared): a weights file it read is a pickle that holds more than "
-                                     "tensors (Unsupported operand 149)")
+    assert str(err.value).startswith(
+        "bert(model=shared): a weights file it read is a pickle that holds more than "
+        "tensors (Unsupported operand 149)"
+    )
     assert "\n" not in str(err.value) and "set to False" not in str(err.value)
 
 
 def test_archives_are_told_apart_by_their_entries_not_their_names(evil_torchscript, tmp_path):
     from capmetrics.plugins.clip_score._checkpoints import is_torchscript
 
-    plain = tmp_path / "code.pt"  # torch.save names the archive's root folder after the file: code/data.pkl
+    plain = (
+        tmp_path / "code.pt"
+    )  # torch.save names the archive's root folder after the file: code/data.pkl
     torch.save({"w": torch.zeros(2)}, str(plain))
-    scripted = tmp_path / "scripted" / "code.pt"  # a TorchScript archive of the same name: code/code/...
+    scripted = (
+        tmp_path / "scripted" / "code.pt"
+    )  # a TorchScript archive of the same name: code/code/...
     scripted.parent.mkdir()
     torch.jit.script(torch.nn.Linear(2, 2)).save(str(scripted))
     not_zip = tmp_path / "legacy.pt"

@@ -369,7 +369,7 @@ def chinese_judgments(tmp_path: Path) -> tuple[Path, list[dict]]:
     and an unrelated caption (1); ratings made up for the test."""
     ds = zh_dataset()
     lines = []
-    for k, item in enumerate(ds):
+    for _k, item in enumerate(ds):
         for j, (cand, rating) in enumerate(
             ((item.candidates[0], 4), (item.references[0][:3], 2), ("一辆红色的汽车", 1))
         ):

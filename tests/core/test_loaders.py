@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from capmetrics import DataError
 from capmetrics.data import from_gts_res, load_dataset
 
@@ -67,9 +66,14 @@ def test_coco_results_and_annotations_checked_both_ways():
         "item 99: result 3 names an image id missing from the annotations",
         "item 2: has no candidates",
     ]
-    ds = load_dataset(BAD / "coco_annotations.json", results=BAD / "coco_results.json", on_error="skip")
+    ds = load_dataset(
+        BAD / "coco_annotations.json", results=BAD / "coco_results.json", on_error="skip"
+    )
     assert ds.ids == [1]
-    assert ds[0].candidates == ("a man is riding a horse", "a horse")  # several results = several candidates
+    assert ds[0].candidates == (
+        "a man is riding a horse",
+        "a horse",
+    )  # several results = several candidates
     assert ds[0].references == ("a man rides a horse", "a person on a horse")
 
 
@@ -92,8 +96,10 @@ def test_gts_res_dicts_in_python_and_non_ascii(tmp_path):
     ds = from_gts_res({1: ["un café très noir"], 2: ["b"]}, {1: ["un café"], 2: ["b", "c"]})
     assert ds[0].references == ("un café très noir",) and ds[1].candidates == ("b", "c")
     path = tmp_path / "data.jsonl"
-    path.write_text(json.dumps({"id": 5, "references": ["日本語のキャプション"], "candidates": ["ü"]}) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps({"id": 5, "references": ["日本語のキャプション"], "candidates": ["ü"]}) + "\n",
+        encoding="utf-8",
+    )
     assert load_dataset(path)[0].references == ("日本語のキャプション",)
 
 
@@ -105,7 +111,10 @@ def test_empty_candidates_load_by_default_and_empty_references_never():
     assert any("item 'b': reference 1 is empty or whitespace-only" in m for m in msgs)
     with pytest.raises(DataError) as info:
         load_dataset(BAD / "vdtk_bad.json")
-    assert [p.split(": ", 1)[1] for p in problems(info)] == ["item '1': duplicate id", "expected an object, got str"]
+    assert [p.split(": ", 1)[1] for p in problems(info)] == [
+        "item '1': duplicate id",
+        "expected an object, got str",
+    ]
     with pytest.raises(DataError, match="empty_candidates must be 'score' or 'error'"):
         load_dataset(SAMPLE, empty_candidates="drop")
 
@@ -114,8 +123,12 @@ def test_group_by_image_makes_multi_candidate_items():
     from capmetrics.data.flickr8k import group_by_image
     from capmetrics.data.model import Item
 
-    items = [Item("a.jpg#1", ("r1", "r2"), ("c1",)), Item("b.jpg#4", ("s1",), ("d1",)),
-             Item("a.jpg#2", ("r1", "r2"), ("c2",)), Item("a.jpg#3", ("r1", "r2"), ("c3",))]
+    items = [
+        Item("a.jpg#1", ("r1", "r2"), ("c1",)),
+        Item("b.jpg#4", ("s1",), ("d1",)),
+        Item("a.jpg#2", ("r1", "r2"), ("c2",)),
+        Item("a.jpg#3", ("r1", "r2"), ("c3",)),
+    ]
     assert group_by_image(items) == [(["c1", "c2", "c3"], ["r1", "r2"]), (["d1"], ["s1"])]
     assert group_by_image(items, size=2, min_candidates=2) == [(["c1", "c2"], ["r1", "r2"])]
     assert group_by_image(items, min_references=3) == []

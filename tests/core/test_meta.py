@@ -34,7 +34,9 @@ from typer.testing import CliRunner
 
 from tests.conftest import FLICKR8K
 
-needs_flickr8k = pytest.mark.skipif(not (FLICKR8K / "Flickr8k.token.txt").is_file(), reason="Flickr8k not found")
+needs_flickr8k = pytest.mark.skipif(
+    not (FLICKR8K / "Flickr8k.token.txt").is_file(), reason="Flickr8k not found"
+)
 
 
 class WordOverlap(Distance):
@@ -66,8 +68,12 @@ def test_correlations_match_scipy(n: int, levels: int) -> None:
     got = correlations(x, y)
     assert got["pearson"] == pytest.approx(stats.pearsonr(x, y)[0], abs=1e-12)
     assert got["spearman"] == pytest.approx(stats.spearmanr(x, y)[0], abs=1e-12)
-    assert got["kendall_b"] == pytest.approx(stats.kendalltau(x, y, variant="b").statistic, abs=1e-12)
-    assert got["kendall_c"] == pytest.approx(stats.kendalltau(x, y, variant="c").statistic, abs=1e-12)
+    assert got["kendall_b"] == pytest.approx(
+        stats.kendalltau(x, y, variant="b").statistic, abs=1e-12
+    )
+    assert got["kendall_c"] == pytest.approx(
+        stats.kendalltau(x, y, variant="c").statistic, abs=1e-12
+    )
 
 
 def test_correlations_constant_input_is_nan() -> None:
@@ -76,7 +82,10 @@ def test_correlations_constant_input_is_nan() -> None:
 
 def _toy_judgments(n: int = 60, raters: int = 3) -> tuple[Judgments, np.ndarray]:
     rng = np.random.default_rng(0)
-    items = [Item(f"img{i // 3}#{i}", ("a dog runs", "a dog is running"), (f"cand {i}",)) for i in range(n)]
+    items = [
+        Item(f"img{i // 3}#{i}", ("a dog runs", "a dog is running"), (f"cand {i}",))
+        for i in range(n)
+    ]
     scores = rng.random(n)
     ratings = np.clip(np.round(scores[:, None] * 4 + rng.normal(0, 1, (n, raters))), 1, 4)
     judged = Judgments.from_ratings(Dataset(items), ratings, [f"img{i // 3}" for i in range(n)])
@@ -104,7 +113,9 @@ def test_item_rating_reductions_and_split() -> None:
     big, _ = _toy_judgments(90)
     first, second = big.split_by_group(0.5, seed=3)
     assert not (first & second).any() and (first | second).all()
-    assert {big.groups[i] for i in np.flatnonzero(first)}.isdisjoint({big.groups[i] for i in np.flatnonzero(second)})
+    assert {big.groups[i] for i in np.flatnonzero(first)}.isdisjoint(
+        {big.groups[i] for i in np.flatnonzero(second)}
+    )
     assert big.subset(first).n_points == 3 * int(first.sum())
 
 
@@ -113,7 +124,9 @@ def test_agreement_with_ceiling() -> None:
     res = agreement(WordOverlap(), judged, n_boot=50)
     assert res.n_items == 12 and res.n_points == 36
     assert res.ceiling_n == 2 * 4  # 4 images x 2 references, each left out once
-    assert res.ceiling_mean == pytest.approx((2 / 3 + 2 / 4) / 2)  # "a dog runs" <-> "a dog is running"
+    assert res.ceiling_mean == pytest.approx(
+        (2 / 3 + 2 / 4) / 2
+    )  # "a dog runs" <-> "a dog is running"
     assert np.isnan(res.statistics["kendall_b"].value)  # every candidate scores 0
     loo = leave_one_out(judged.dataset, judged.groups)
     assert loo[0].candidates == ("a dog runs",) and loo[0].references == ("a dog is running",)
@@ -121,33 +134,91 @@ def test_agreement_with_ceiling() -> None:
 
 # -- judgments loader --------------------------------------------------------------------------
 def test_load_rated_and_pairwise(tmp_path: Path) -> None:
-    rated = write_jsonl(tmp_path / "r.jsonl", [
-        {"id": "a", "image": "img1", "references": ["x y"], "candidate": "x", "rating": [1, 2, 3]},
-        {"id": "b", "image": "img1", "candidate": "y", "rating": 4},
-    ])
+    rated = write_jsonl(
+        tmp_path / "r.jsonl",
+        [
+            {
+                "id": "a",
+                "image": "img1",
+                "references": ["x y"],
+                "candidate": "x",
+                "rating": [1, 2, 3],
+            },
+            {"id": "b", "image": "img1", "candidate": "y", "rating": 4},
+        ],
+    )
     judged = load_judgments(rated, {"img1": ["x y", "y z"]})
     assert isinstance(judged, Judgments)
-    assert judged.point_rating.tolist() == [1, 2, 3, 4] and judged.point_item.tolist() == [0, 0, 0, 1]
+    assert judged.point_rating.tolist() == [1, 2, 3, 4] and judged.point_item.tolist() == [
+        0,
+        0,
+        0,
+        1,
+    ]
     assert judged.dataset[1].references == ("x y", "y z") and judged.groups == ["img1", "img1"]
-    pairs = load_judgments(write_jsonl(tmp_path / "p.jsonl", [
-        {"id": 1, "references": ["a dog runs"], "candidates": ["a dog", "a cat"], "preferred": 0, "category": "HC"},
-        {"id": 2, "references": ["a dog runs"], "candidates": ["a cat", "a dog runs"], "preferred": 0, "category": "HI"},
-        {"id": 3, "references": ["a dog runs"], "candidates": ["a dog", "dog a"], "preferred": 1, "category": "HI"},
-    ]))
+    pairs = load_judgments(
+        write_jsonl(
+            tmp_path / "p.jsonl",
+            [
+                {
+                    "id": 1,
+                    "references": ["a dog runs"],
+                    "candidates": ["a dog", "a cat"],
+                    "preferred": 0,
+                    "category": "HC",
+                },
+                {
+                    "id": 2,
+                    "references": ["a dog runs"],
+                    "candidates": ["a cat", "a dog runs"],
+                    "preferred": 0,
+                    "category": "HI",
+                },
+                {
+                    "id": 3,
+                    "references": ["a dog runs"],
+                    "candidates": ["a dog", "dog a"],
+                    "preferred": 1,
+                    "category": "HI",
+                },
+            ],
+        )
+    )
     assert isinstance(pairs, PairJudgments)
     acc = pairwise_accuracy(WordOverlap(), pairs)
     assert acc.accuracy == {"HC": 1.0, "HI": 0.25} and acc.ties == {"HC": 0.0, "HI": 0.5}
     assert acc.mean == pytest.approx(0.625) and acc.counts == {"HC": 1, "HI": 2}
 
 
-@pytest.mark.parametrize("record,error,text", [
-    ({"id": "a", "references": ["r"], "candidate": "c"}, MissingRatingError, "no rating"),
-    ({"id": "a", "references": ["r"], "candidate": "c", "rating": "good"}, NonNumericRatingError, "'good'"),
-    ({"id": "a", "references": ["r"], "candidate": "c", "rating": [1, None]}, NonNumericRatingError, "finite"),
-    ({"id": "a", "image": "nope", "candidate": "c", "rating": 1}, UnknownIdError, "unknown image id 'nope'"),
-    ({"id": "a", "references": ["r"], "candidates": ["c", "d"]}, MissingRatingError, "no preference"),
-])
-def test_bad_judgments_raise_named_errors(tmp_path: Path, record: dict, error: type, text: str) -> None:
+@pytest.mark.parametrize(
+    "record,error,text",
+    [
+        ({"id": "a", "references": ["r"], "candidate": "c"}, MissingRatingError, "no rating"),
+        (
+            {"id": "a", "references": ["r"], "candidate": "c", "rating": "good"},
+            NonNumericRatingError,
+            "'good'",
+        ),
+        (
+            {"id": "a", "references": ["r"], "candidate": "c", "rating": [1, None]},
+            NonNumericRatingError,
+            "finite",
+        ),
+        (
+            {"id": "a", "image": "nope", "candidate": "c", "rating": 1},
+            UnknownIdError,
+            "unknown image id 'nope'",
+        ),
+        (
+            {"id": "a", "references": ["r"], "candidates": ["c", "d"]},
+            MissingRatingError,
+            "no preference",
+        ),
+    ],
+)
+def test_bad_judgments_raise_named_errors(
+    tmp_path: Path, record: dict, error: type, text: str
+) -> None:
     path = write_jsonl(tmp_path / "bad.jsonl", [record])
     with pytest.raises(error, match=text) as info:
         load_judgments(path, {"img": ["r"]})
@@ -155,11 +226,14 @@ def test_bad_judgments_raise_named_errors(tmp_path: Path, record: dict, error: t
 
 
 def test_mixed_problems_are_all_listed(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "bad.jsonl", [
-        {"id": "a", "references": ["r"], "candidate": "c"},
-        {"id": "b", "references": ["r"], "candidate": "c", "rating": float("nan")},
-        {"id": "b", "references": ["r"], "candidate": "c", "rating": 1},
-    ])
+    path = write_jsonl(
+        tmp_path / "bad.jsonl",
+        [
+            {"id": "a", "references": ["r"], "candidate": "c"},
+            {"id": "b", "references": ["r"], "candidate": "c", "rating": float("nan")},
+            {"id": "b", "references": ["r"], "candidate": "c", "rating": 1},
+        ],
+    )
     with pytest.raises(JudgmentsError) as info:
         load_judgments(path)
     assert type(info.value) is JudgmentsError and len(info.value.problems) == 3
@@ -168,8 +242,11 @@ def test_mixed_problems_are_all_listed(tmp_path: Path) -> None:
 
 # -- presets: the numbers of PROVENANCE.md ------------------------------------------------------
 TARGETS = {  # metric -> (Expert tau-c x100, CF tau-b x100)
-    "bleu-1": (32.324, 17.947), "bleu-4": (30.776, 16.858), "rouge-l": (32.314, 19.899),
-    "cider-d": (43.891, 24.614), "meteor": (41.822, 22.265),
+    "bleu-1": (32.324, 17.947),
+    "bleu-4": (30.776, 16.858),
+    "rouge-l": (32.314, 19.899),
+    "cider-d": (43.891, 24.614),
+    "meteor": (41.822, 22.265),
 }
 
 
@@ -219,10 +296,22 @@ def test_meta_cli(tmp_path: Path, add_plugin) -> None:  # type: ignore[no-untype
     register(app)
     app.command("noop")(lambda: None)  # a second command keeps `meta` a subcommand
     judged, _ = _toy_judgments(12)
-    path = write_jsonl(tmp_path / "j.jsonl", [
-        {"id": it.id, "image": g, "references": list(it.references), "candidate": it.candidates[0], "rating": float(r)}
-        for it, g, r in zip(judged.dataset, judged.groups, judged.item_rating())])
-    result = CliRunner().invoke(app, ["meta", str(path), "-m", "test-overlap", "--bootstrap", "20", "--format", "json"])
+    path = write_jsonl(
+        tmp_path / "j.jsonl",
+        [
+            {
+                "id": it.id,
+                "image": g,
+                "references": list(it.references),
+                "candidate": it.candidates[0],
+                "rating": float(r),
+            }
+            for it, g, r in zip(judged.dataset, judged.groups, judged.item_rating())
+        ],
+    )
+    result = CliRunner().invoke(
+        app, ["meta", str(path), "-m", "test-overlap", "--bootstrap", "20", "--format", "json"]
+    )
     assert result.exit_code == 0, result.output
     row = json.loads(result.output)[0]
     assert row["metric"] == "test-overlap" and row["n_points"] == 12 and row["human_ceiling_n"] == 8
@@ -240,7 +329,11 @@ def test_polaris_csv_items_images_and_tau_c() -> None:
 
     assert is_polaris_csv(POLARIS)
     judged = load_polaris_csv(POLARIS, CLIP_IMAGES)
-    assert len(judged.dataset) == 6 and judged.groups[:3] == ["astronaut.jpg", "astronaut.jpg", "chelsea.jpg"]
+    assert len(judged.dataset) == 6 and judged.groups[:3] == [
+        "astronaut.jpg",
+        "astronaut.jpg",
+        "chelsea.jpg",
+    ]
     first = judged.dataset[0]
     assert first.image == str(CLIP_IMAGES / "astronaut.jpg") and len(first.references) == 4
     assert first.candidates[0].startswith("A young child is wearing blue goggles")
@@ -249,18 +342,26 @@ def test_polaris_csv_items_images_and_tau_c() -> None:
     # tau_c = 2 (C - D) / (n^2 (m - 1) / m) = 16 / 28.8 = 5/9
     tau = correlate(np.arange(1.0, 7.0), judged, n_boot=0)["kendall_c"].value
     assert tau == pytest.approx(5 / 9, abs=1e-12)
-    assert load_polaris_csv(POLARIS).dataset[0].image == str(POLARIS.parent / "images" / "astronaut.jpg")
+    assert load_polaris_csv(POLARIS).dataset[0].image == str(
+        POLARIS.parent / "images" / "astronaut.jpg"
+    )
 
 
 def test_polaris_csv_bad_rows_are_all_named(tmp_path: Path) -> None:
     from capmetrics.data.clipscore_json import load_polaris_csv
 
     bad = tmp_path / "polaris_bad.csv"
-    bad.write_text('mt,refs,score,imgid\n,"[\'a\']",0.5,x.jpg\nok,not a list,0.5,x.jpg\nok,"[\'a\']",high,x.jpg\n')
+    bad.write_text(
+        "mt,refs,score,imgid\n,\"['a']\",0.5,x.jpg\nok,not a list,0.5,x.jpg\nok,\"['a']\",high,x.jpg\n"
+    )
     with pytest.raises(DataError) as err:
         load_polaris_csv(bad)
     text = str(err.value)
-    assert "mt (candidate)" in text and "refs must be" in text and "'high' is not a finite number" in text
+    assert (
+        "mt (candidate)" in text
+        and "refs must be" in text
+        and "'high' is not a finite number" in text
+    )
     (tmp_path / "other.csv").write_text("mt,score\nx,1\n")
     with pytest.raises(DataError, match="missing refs, imgid"):
         load_polaris_csv(tmp_path / "other.csv")
@@ -272,8 +373,21 @@ def test_meta_cli_reads_polaris_csv() -> None:
     app = typer.Typer()
     register(app)
     app.command("noop")(lambda: None)
-    result = CliRunner().invoke(app, ["meta", str(POLARIS), "--images", str(CLIP_IMAGES), "-m", "bleu-1",
-                                      "--bootstrap", "0", "--format", "json"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "meta",
+            str(POLARIS),
+            "--images",
+            str(CLIP_IMAGES),
+            "-m",
+            "bleu-1",
+            "--bootstrap",
+            "0",
+            "--format",
+            "json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     row = json.loads(result.output)[0]
     assert row["n_points"] == 6 and "kendall_c" in row

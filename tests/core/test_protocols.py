@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-
 from capmetrics import Distance, Scores, compose
 from capmetrics.errors import MetricError
 from capmetrics.protocols import (
@@ -42,7 +41,9 @@ BUNDLED = {
 @pytest.mark.parametrize("spec", BUNDLED)
 def test_bundled_components_take_part_as_declared(spec):
     c = compose(spec)
-    got = tuple(supports(c, p) for p in (ScoresInParts, FitsInParts, CountsInParts, ShardStatistics))
+    got = tuple(
+        supports(c, p) for p in (ScoresInParts, FitsInParts, CountsInParts, ShardStatistics)
+    )
     assert got == BUNDLED[spec]
     assert (supports_parts(c), fits_in_parts(c), counts_in_parts(c)) == got[:3]
 
@@ -75,7 +76,10 @@ class Halves(Distance):
 def test_a_class_takes_part_by_its_methods_alone_and_merge_parts_refuses_others():
     halves = Halves()
     assert supports_parts(halves) and not fits_in_parts(halves)
-    merged = merge_parts(halves, [halves.score_part(["ab"], [["x"]]), halves.score_part(["abcd", ""], [["x"], ["y"]])])
+    merged = merge_parts(
+        halves,
+        [halves.score_part(["ab"], [["x"]]), halves.score_part(["abcd", ""], [["x"], ["y"]])],
+    )
     assert merged.values.tolist() == [1.0, 2.0, 0.0] and merged.corpus == 1.0
     with pytest.raises(MetricError, match="meteor does not score in parts"):
         merge_parts(compose("meteor"), [])
@@ -90,8 +94,11 @@ class Part:
 
 
 def test_plain_data_crosses_and_the_first_offender_is_named():
-    fine = {"a": [1, 2.5, "x", None, (np.int64(3), np.zeros(2))], "part": Part(np.arange(3), 4),
-            "scores": Scores(np.ones(2), 1.0, {"by_order": np.ones((2, 4))})}
+    fine = {
+        "a": [1, 2.5, "x", None, (np.int64(3), np.zeros(2))],
+        "part": Part(np.arange(3), 4),
+        "scores": Scores(np.ones(2), 1.0, {"by_order": np.ones((2, 4))}),
+    }
     assert check_portable(fine) is fine
     with pytest.raises(MetricError, match=r"a part\['a'\]\[1\] is a _thread.lock, not plain data"):
         check_portable({"a": [1, threading.Lock()]})

@@ -56,37 +56,71 @@ def base_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for dist in importlib.metadata.distributions():
         if _normal(dist.metadata["Name"] or "") not in keep:
             continue
-        for entry in {f.parts[0] for f in dist.files or () if f.parts and f.parts[0] not in ("..", "__pycache__")}:
+        for entry in {
+            f.parts[0]
+            for f in dist.files or ()
+            if f.parts and f.parts[0] not in ("..", "__pycache__")
+        }:
             source = Path(dist.locate_file(entry))
             if source.exists() and not (site / entry).exists():
                 (site / entry).symlink_to(source)
     return site
 
 
-def run_base(site: Path, *args: object, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def run_base(
+    site: Path, *args: object, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """``capmetrics ARGS`` in a base install: a fresh interpreter without this environment's
     site-packages (``-S``), with ``site`` added the way site-packages is."""
-    code = ("import site, sys; site.addsitedir(sys.argv.pop(1)); sys.argv[0] = 'capmetrics'; "
-            "from capmetrics.cli import run; run()")
+    code = (
+        "import site, sys; site.addsitedir(sys.argv.pop(1)); sys.argv[0] = 'capmetrics'; "
+        "from capmetrics.cli import run; run()"
+    )
     environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "COLUMNS", "LINES")}
-    return subprocess.run([sys.executable, "-S", "-c", code, str(site), *map(str, args)], capture_output=True,
-                          text=True, timeout=300, env={**environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-S", "-c", code, str(site), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**environ, **(env or {})},
+    )
 
 
 # -- a base install ----------------------------------------------------------------------------
 def test_the_base_site_is_a_base_install(base_site: Path) -> None:
-    proc = subprocess.run([sys.executable, "-S", "-c", "import site, sys; site.addsitedir(sys.argv[1]); "
-                           "import capmetrics, importlib.util as u; "
-                           "print([m for m in ('numba', 'pycocoevalcap', 'torch', 'gensim') if u.find_spec(m)])",
-                           str(base_site)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-S",
+            "-c",
+            "import site, sys; site.addsitedir(sys.argv[1]); "
+            "import capmetrics, importlib.util as u; "
+            "print([m for m in ('numba', 'pycocoevalcap', 'torch', 'gensim') if u.find_spec(m)])",
+            str(base_site),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stderr
 
 
-@pytest.mark.parametrize(("name", "extra"), [
-    ("meteor", "coco"), ("meteor-jar", "coco"), ("ptb-jar", "coco"), ("nneval", "embeddings"),
-    ("embedding-cosine", "torch"), ("mmd", "torch"), ("frechet", "torch"), ("wembsim", "embeddings")])
-def test_plugins_in_a_base_install_say_which_extra(base_site: Path, name: str, extra: str,
-                                                   plugins_rows: dict) -> None:
+@pytest.mark.parametrize(
+    ("name", "extra"),
+    [
+        ("meteor", "coco"),
+        ("meteor-jar", "coco"),
+        ("ptb-jar", "coco"),
+        ("nneval", "embeddings"),
+        ("embedding-cosine", "torch"),
+        ("mmd", "torch"),
+        ("frechet", "torch"),
+        ("wembsim", "embeddings"),
+    ],
+)
+def test_plugins_in_a_base_install_say_which_extra(
+    base_site: Path, name: str, extra: str, plugins_rows: dict
+) -> None:
     rows = plugins_rows[name]
     assert rows and all(r["ready"] is False for r in rows), rows
     assert all(r["readied_by"] == f"pip install 'capmetrics[{extra}]'" for r in rows), rows
@@ -124,7 +158,8 @@ def test_score_in_a_base_install_is_one_line_naming_the_extra(base_site: Path) -
     proc = run_base(base_site, "score", SAMPLE)
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
     assert proc.stderr.strip().splitlines() == [
-        "Error: meteor needs its jar from pycocoevalcap: pip install 'capmetrics[coco]'"], proc.stderr
+        "Error: meteor needs its jar from pycocoevalcap: pip install 'capmetrics[coco]'"
+    ], proc.stderr
     proc = run_base(base_site, "score", SAMPLE, "-m", "embedding-cosine")
     assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "pip install 'capmetrics[torch]'" in proc.stderr
@@ -145,10 +180,17 @@ def broken_numba(tmp_path: Path) -> dict[str, str]:
 
 
 def test_doctor_reports_a_broken_dependency_as_missing(broken_numba: dict[str, str]) -> None:
-    code = ("import json; from capmetrics.cli.doctor import extra_rows; "
-            "print(json.dumps(extra_rows(['coco'])))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **broken_numba})
+    code = (
+        "import json; from capmetrics.cli.doctor import extra_rows; "
+        "print(json.dumps(extra_rows(['coco'])))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **broken_numba},
+    )
     assert proc.returncode == 0, proc.stderr
     [(what, status, details)] = json.loads(proc.stdout)
     assert (what, status) == ("extra: coco", "missing")
@@ -159,7 +201,10 @@ def test_doctor_reports_a_broken_dependency_as_missing(broken_numba: dict[str, s
 def test_doctor_says_installed_when_the_imports_work() -> None:
     from capmetrics.cli.doctor import extra_rows
 
-    if importlib.util.find_spec("pycocoevalcap") is None or importlib.util.find_spec("numba") is None:
+    if (
+        importlib.util.find_spec("pycocoevalcap") is None
+        or importlib.util.find_spec("numba") is None
+    ):
         pytest.skip("the coco extra is not installed")
     assert extra_rows(["coco"]) == [("extra: coco", "ok", "installed (imports)")]
 
@@ -177,13 +222,22 @@ def meteor_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "cache"
     monkeypatch.setenv("CAPMETRICS_CACHE_DIR", str(root))
     for part, names in PARTS.items():
-        write_folder(root / "meteor" / resource_key() / part, {n: np.arange(4) for n in names}, {"version": 1})
+        write_folder(
+            root / "meteor" / resource_key() / part,
+            {n: np.arange(4) for n in names},
+            {"version": 1},
+        )
     return root
 
 
 def check_meteor(root: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "capmetrics.cli", "setup", "meteor", "--check"], capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "CAPMETRICS_CACHE_DIR": str(root), **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "capmetrics.cli", "setup", "meteor", "--check"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "CAPMETRICS_CACHE_DIR": str(root), **(env or {})},
+    )
 
 
 def _manifest(root: Path, part: str = "synonyms") -> Path:
@@ -193,7 +247,9 @@ def _manifest(root: Path, part: str = "synonyms") -> Path:
 def test_setup_check_is_ready_on_an_intact_cache(meteor_cache: Path) -> None:
     proc = check_meteor(meteor_cache)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "manifests and checksums verified" in proc.stdout and proc.stdout.strip().endswith("meteor is ready")
+    assert "manifests and checksums verified" in proc.stdout and proc.stdout.strip().endswith(
+        "meteor is ready"
+    )
 
 
 def test_setup_check_is_not_ready_with_a_hostile_manifest(meteor_cache: Path) -> None:
@@ -201,7 +257,11 @@ def test_setup_check_is_not_ready_with_a_hostile_manifest(meteor_cache: Path) ->
     proc = check_meteor(meteor_cache)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
-    assert "damaged" in proc.stdout and "nested too deeply" in proc.stdout and "meteor is not ready" in proc.stdout
+    assert (
+        "damaged" in proc.stdout
+        and "nested too deeply" in proc.stdout
+        and "meteor is not ready" in proc.stdout
+    )
     assert _manifest(meteor_cache).read_text() == "[" * 100000  # --check changes nothing
 
 
@@ -220,10 +280,14 @@ def test_doctor_row_follows_the_check(meteor_cache: Path) -> None:
     assert (what, status) == ("setup meteor", "ok")
     _manifest(meteor_cache).write_text("{not json")
     [(what, status, details)] = setup_rows({"meteor": setup_meteor})
-    assert status == "missing" and "damaged" in details and "run `capmetrics setup meteor`" in details
+    assert (
+        status == "missing" and "damaged" in details and "run `capmetrics setup meteor`" in details
+    )
 
 
-def test_setup_check_is_not_ready_when_numba_does_not_import(meteor_cache: Path, broken_numba: dict) -> None:
+def test_setup_check_is_not_ready_when_numba_does_not_import(
+    meteor_cache: Path, broken_numba: dict
+) -> None:
     """Without the compiled aligner a run imports numba: a numba that raises is not ready."""
     proc = check_meteor(meteor_cache, broken_numba)
     assert proc.returncode == 1, proc.stdout + proc.stderr

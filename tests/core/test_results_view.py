@@ -6,11 +6,11 @@ import re
 import sys
 import warnings
 
+import capmetrics
 import numpy as np
 import pytest
-
-import capmetrics
 from capmetrics.data import from_gts_res, load_dataset
+
 from tests.conftest import SAMPLE
 
 pd = pytest.importorskip("pandas")
@@ -18,7 +18,9 @@ pd = pytest.importorskip("pandas")
 
 @pytest.fixture(scope="module")
 def results():  # type: ignore[no-untyped-def]
-    return capmetrics.score(load_dataset(SAMPLE), ["bleu-4", "rouge-l", "over-candidates(distance=rouge-l, reduce=max)"])
+    return capmetrics.score(
+        load_dataset(SAMPLE), ["bleu-4", "rouge-l", "over-candidates(distance=rouge-l, reduce=max)"]
+    )
 
 
 def test_long_form_holds_every_value(results) -> None:  # type: ignore[no-untyped-def]
@@ -28,9 +30,12 @@ def test_long_form_holds_every_value(results) -> None:  # type: ignore[no-untype
     rows = long[long.metric == "bleu-4"]
     assert rows[rows.level == "corpus"].value.item() == bleu.corpus
     np.testing.assert_array_equal(rows[rows.level == "item"].value, bleu.item_values)
-    np.testing.assert_array_equal(rows[rows.level == "candidate"].value, np.concatenate(bleu.candidate_values))
-    assert (rows[rows.level == "candidate"].groupby("item", sort=False).candidate.max() + 1).tolist() == \
-        [len(v) for v in bleu.candidate_values]
+    np.testing.assert_array_equal(
+        rows[rows.level == "candidate"].value, np.concatenate(bleu.candidate_values)
+    )
+    assert (
+        rows[rows.level == "candidate"].groupby("item", sort=False).candidate.max() + 1
+    ).tolist() == [len(v) for v in bleu.candidate_values]
     stat = long[long.metric.str.startswith("over-candidates")]
     assert set(stat.level) == {"corpus", "item"}  # a statistic has one value per item
     assert len(long) == 2 * (1 + 20 + 112) + 1 + 20
@@ -44,7 +49,9 @@ def test_wide_forms(results) -> None:  # type: ignore[no-untyped-def]
     per_candidate = results.to_pandas("wide", level="candidate")
     assert list(per_candidate.columns) == ["bleu-4", "rouge-l"] and len(per_candidate) == 112
     first = results["rouge-l"].item_ids[0]
-    np.testing.assert_array_equal(per_candidate.loc[first, "rouge-l"].to_numpy(), results["rouge-l"].candidate_values[0])
+    np.testing.assert_array_equal(
+        per_candidate.loc[first, "rouge-l"].to_numpy(), results["rouge-l"].candidate_values[0]
+    )
     with pytest.raises(ValueError, match="unknown form 'tall'"):
         results.to_pandas("tall")
     with pytest.raises(ValueError, match="unknown level 'image'"):
@@ -61,7 +68,9 @@ def test_repr_and_html_show_corpus_values_and_signatures(results) -> None:  # ty
     text = repr(results)
     assert text.startswith(f"<Results {SAMPLE}: 20 items, 112 candidates")
     assert re.search(rf"\n  bleu-4 +{results['bleu-4'].corpus:.4f}\n", text)
-    assert repr(results["rouge-l"]).startswith(f"<MetricResult rouge-l: corpus {results['rouge-l'].corpus:.4f} over 20 items")
+    assert repr(results["rouge-l"]).startswith(
+        f"<MetricResult rouge-l: corpus {results['rouge-l'].corpus:.4f} over 20 items"
+    )
     page = results._repr_html_()
     assert page.count("<tr>") == 4 and results["bleu-4"].signature_string in page
     assert "<b>rouge-l</b>" in results["rouge-l"]._repr_html_()

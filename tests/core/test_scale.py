@@ -8,10 +8,10 @@ import re
 import signal
 
 import pytest
-
 from capmetrics.parallel import Executor, ExecutorError, compare_items, map_chunks
 from capmetrics.plugins.multicandidate.kernels import MMD, Frechet
 from capmetrics.plugins.multicandidate.trm import TRM
+
 from tests.core import parent_only
 from tests.core.parent_only import PARENT_ENV, ParentOnlyDistance, ParentOnlyEmbedder
 
@@ -55,7 +55,9 @@ def parent_pid():
 def test_the_refusing_model_refuses_outside_the_parent(parent_pid):
     # forked workers fail when called; forkserver workers (torch loaded here) already on import
     with pytest.raises((RuntimeError, ExecutorError), match="not the parent|lost a worker process"):
-        compare_items(_Leaky(ParentOnlyEmbedder(), p_value="none"), items(4), Executor("processes", jobs=2))
+        compare_items(
+            _Leaky(ParentOnlyEmbedder(), p_value="none"), items(4), Executor("processes", jobs=2)
+        )
 
 
 class _Leaky(MMD):
@@ -74,13 +76,19 @@ def test_values_are_byte_identical_on_every_executor_and_the_model_stays_in_the_
         serial[name] = as_bytes(compare_items(stat, data))
         if name != "trm":  # one embedding call for the whole block, in this process
             assert parent_only.CALLS == [(parent_pid, sum(len(c) + len(r) for c, r in data[:-1]))]
-    assert json.loads(serial["mmd"])[-1][2]["undefined"].startswith("mmd needs at least 2 candidates")
+    assert json.loads(serial["mmd"])[-1][2]["undefined"].startswith(
+        "mmd needs at least 2 candidates"
+    )
     for name, stat in statistics().items():
         out = compare_items(stat, data, Executor("processes", jobs=2, chunk_size=4))
         assert as_bytes(out) == serial[name], name
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
         for name, stat in statistics().items():
-            out = compare_items(stat, data, Executor.from_options(address=cluster.scheduler_address))
+            out = compare_items(
+                stat, data, Executor.from_options(address=cluster.scheduler_address)
+            )
             assert as_bytes(out) == serial[name], name
 
 
@@ -96,16 +104,25 @@ def killed_range(message: str) -> range:
 
 
 def test_a_worker_killed_mid_run_fails_the_run_naming_executor_and_items():
-    with pytest.raises(ExecutorError, match=r"processes executor \(2 jobs\) lost a worker process") as err:
-        map_chunks(_kill_on_five, None, list(range(12)), Executor("processes", jobs=2, chunk_size=2))
+    with pytest.raises(
+        ExecutorError, match=r"processes executor \(2 jobs\) lost a worker process"
+    ) as err:
+        map_chunks(
+            _kill_on_five, None, list(range(12)), Executor("processes", jobs=2, chunk_size=2)
+        )
     assert 5 in killed_range(str(err.value)) and "no results were kept" in str(err.value)
 
 
 def test_a_dask_worker_killed_mid_run_fails_the_run_naming_executor_and_items():
     import dask
 
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
-            pytest.raises(ExecutorError, match=r"Dask executor \(LocalCluster of 1 workers\) lost a worker while "
-                                               r"items \d+-\d+ were running") as err:
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 0}),
+        pytest.raises(
+            ExecutorError,
+            match=r"Dask executor \(LocalCluster of 1 workers\) lost a worker while "
+            r"items \d+-\d+ were running",
+        ) as err,
+    ):
         map_chunks(_kill_on_five, None, list(range(8)), Executor("dask", jobs=1, chunk_size=2))
     assert 5 in killed_range(str(err.value))

@@ -1,15 +1,16 @@
 from __future__ import annotations
 
-import pytest
-
 import capmetrics
+import pytest
 from capmetrics import SpecError, SpecSyntaxError, UnknownComponentError
 from capmetrics.registry.spec import Spec, format_value, parse
 
 
 def test_parse_nested_spec_with_every_value_type():
-    spec = parse('trm(distance=cider-d(sigma=6.5), n=-3, eps=1e-3, on=true, off=none, '
-                 'path="a b\\"c", words=[x, 2, "y"], pos=false)')
+    spec = parse(
+        "trm(distance=cider-d(sigma=6.5), n=-3, eps=1e-3, on=true, off=none, "
+        'path="a b\\"c", words=[x, 2, "y"], pos=false)'
+    )
     assert spec.name == "trm"
     args = dict(spec.args)
     assert args["distance"] == Spec("cider-d", (("sigma", 6.5),), called=True)
@@ -53,10 +54,27 @@ def test_caret_under_the_problem():
 
 @pytest.mark.parametrize(
     "value",
-    [1, -2, 0.5, 1e-12, True, False, None, "mean", "two words", 'q"uote', "true", "", [1, "a b", [2.5]]],
+    [
+        1,
+        -2,
+        0.5,
+        1e-12,
+        True,
+        False,
+        None,
+        "mean",
+        "two words",
+        'q"uote',
+        "true",
+        "",
+        [1, "a b", [2.5]],
+    ],
 )
 def test_values_round_trip(value):
-    assert parse(f"f(v={format_value(value)})").args[0][1] in (value, Spec(value) if isinstance(value, str) else value)
+    assert parse(f"f(v={format_value(value)})").args[0][1] in (
+        value,
+        Spec(value) if isinstance(value, str) else value,
+    )
 
 
 @pytest.mark.parametrize(
@@ -77,16 +95,20 @@ def test_specs_round_trip_through_components(text):
 
 
 def test_defaults_are_left_out_and_underscores_equal_dashes():
-    assert capmetrics.compose("over_candidates(distance=bleu_4, reduce=mean)").spec == \
-        "over-candidates(distance=bleu-4)"
+    assert (
+        capmetrics.compose("over_candidates(distance=bleu_4, reduce=mean)").spec
+        == "over-candidates(distance=bleu-4)"
+    )
 
 
 def test_unknown_name_gets_did_you_mean_and_the_list():
     with pytest.raises(UnknownComponentError) as info:
         capmetrics.compose("over-candidates(distance=bleu-5)")
     msg = str(info.value)
-    assert msg == ("unknown distance 'bleu-5' in spec 'over-candidates(distance=bleu-5)'; did you mean "
-                   "bleu-4? (`capmetrics plugins` lists them all)")  # one line when a name is close
+    assert msg == (
+        "unknown distance 'bleu-5' in spec 'over-candidates(distance=bleu-5)'; did you mean "
+        "bleu-4? (`capmetrics plugins` lists them all)"
+    )  # one line when a name is close
     with pytest.raises(UnknownComponentError) as info:
         capmetrics.compose("over-candidates(distance=xyzzy)")
     assert "Available distances: bertscore, bleu-1, bleu-2, bleu-3, bleu-4" in str(info.value)
@@ -98,11 +120,16 @@ def test_wrong_parameter_lists_accepted_ones():
     msg = str(info.value)
     assert "over-candidates() got an unexpected parameter 'distanc'" in msg
     assert "Did you mean 'distance'?" in msg
-    assert "over-candidates accepts: distance (Distance, required), reduce (Aggregator, default mean)" in msg
+    assert (
+        "over-candidates accepts: distance (Distance, required), reduce (Aggregator, default mean)"
+        in msg
+    )
 
 
 def test_wrong_value_type_and_missing_parameter():
-    with pytest.raises(SpecError, match="parameter 'lowercase' of whitespace.* must be bool, got 1"):
+    with pytest.raises(
+        SpecError, match="parameter 'lowercase' of whitespace.* must be bool, got 1"
+    ):
         capmetrics.compose("whitespace(lowercase=1)")
     with pytest.raises(SpecError, match="missing the required parameter\\(s\\) 'distance'"):
         capmetrics.compose("over-candidates")

@@ -7,14 +7,14 @@ import re
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
-
 from capmetrics import Distance, Scores, hookimpl, score
 from capmetrics.cli import app
 from capmetrics.data.loaders import load_dataset
 from capmetrics.errors import DataError, MetricError
 from capmetrics.parallel import Executor
 from capmetrics.streaming import score_file, should_stream
+from typer.testing import CliRunner
+
 from tests.conftest import SAMPLE
 
 METRICS = ["bleu-4", "rouge-l", "cider-d", "bleu-1"]
@@ -37,7 +37,10 @@ def test_streamed_in_tiny_chunks_is_byte_identical(whole, chunk):
 
 
 def test_streamed_on_processes_and_dask_is_byte_identical(whole):
-    assert score_file(SAMPLE, METRICS, chunk_size=9, executor=Executor("processes", jobs=2)).to_json() == whole
+    assert (
+        score_file(SAMPLE, METRICS, chunk_size=9, executor=Executor("processes", jobs=2)).to_json()
+        == whole
+    )
     dask = Executor("dask", jobs=2, dask_processes=False)
     assert score_file(SAMPLE, METRICS, chunk_size=13, executor=dask).to_json() == whole
 
@@ -62,7 +65,9 @@ def test_problems_are_all_reported_before_scoring_and_skipped_items_match(tmp_pa
     text = str(err.value)
     assert ":5: not valid JSON" in text and "duplicate id" in text and "item 5" in text
     good = tmp_path / "good.jsonl"
-    good.write_text("\n".join(bad[:3] + ['{"id": 5}', json.dumps(first)] + bad[6:]) + "\n", encoding="utf-8")
+    good.write_text(
+        "\n".join(bad[:3] + ['{"id": 5}', json.dumps(first)] + bad[6:]) + "\n", encoding="utf-8"
+    )
     streamed = score_file(good, ["cider-d", "bleu-4"], chunk_size=2, on_error="skip")
     whole = score(load_dataset(good, on_error="skip"), ["cider-d", "bleu-4"])
     assert streamed.metrics[0].item_ids == whole.metrics[0].item_ids
@@ -87,7 +92,12 @@ class _Pooled(Distance):
     name = "stream-pooled"
 
     def _parts(self, candidates, references):
-        found = np.array([sum(w in " ".join(r).split() for w in c.split()) for c, r in zip(candidates, references)])
+        found = np.array(
+            [
+                sum(w in " ".join(r).split() for w in c.split())
+                for c, r in zip(candidates, references)
+            ]
+        )
         words = np.array([len(c.split()) for c in candidates])
         return found, words
 
@@ -101,7 +111,9 @@ class _Pooled(Distance):
 
     def merge_scores(self, parts):
         sums = np.sum([s for _, s in parts], axis=0)
-        return Scores(np.concatenate([p.values for p, _ in parts]), float(sums[0] / max(sums[1], 1)))
+        return Scores(
+            np.concatenate([p.values for p, _ in parts]), float(sums[0] / max(sums[1], 1))
+        )
 
 
 class _FitsWhole(_Pooled):
@@ -121,12 +133,18 @@ class _StreamPlugin:
         register(_FitsWhole)
 
 
-def test_a_third_party_distance_of_the_protocol_streams_and_one_without_its_fit_is_refused(add_plugin):
+def test_a_third_party_distance_of_the_protocol_streams_and_one_without_its_fit_is_refused(
+    add_plugin,
+):
     add_plugin(_StreamPlugin(), "stream-toys")
     whole = score(load_dataset(SAMPLE), ["stream-pooled"])["stream-pooled"]
     for executor in (None, Executor("processes", jobs=2)):
-        streamed = score_file(SAMPLE, ["stream-pooled"], chunk_size=3, executor=executor)["stream-pooled"]
+        streamed = score_file(SAMPLE, ["stream-pooled"], chunk_size=3, executor=executor)[
+            "stream-pooled"
+        ]
         assert streamed.corpus == whole.corpus != float(np.mean(whole.item_values))
         assert streamed.item_values.tolist() == whole.item_values.tolist()
-    with pytest.raises(MetricError, match="stream-fits-whole has corpus statistics .fit. without fit_state"):
+    with pytest.raises(
+        MetricError, match="stream-fits-whole has corpus statistics .fit. without fit_state"
+    ):
         score_file(SAMPLE, ["stream-fits-whole"], chunk_size=3)

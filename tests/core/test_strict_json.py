@@ -22,22 +22,28 @@ def _one_by_one(value: object) -> object:
     return value
 
 
-@pytest.mark.parametrize("array", [
-    np.array([0.1, -0.0, 1e308, 5e-324, 3.0]),
-    np.array([0.5, np.nan, np.inf, -np.inf, 2.0]),
-    np.array([[1.0, np.nan], [np.inf, -2.5]]),
-    np.array([0.1, np.nan], dtype=np.float32),
-    np.array([1, -2, 2**62], dtype=np.int64),
-    np.array([3, 4], dtype=np.uint8),
-    np.array([True, False]),
-    np.zeros(0),
-    np.array(["a", "b"]),
-])
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.array([0.1, -0.0, 1e308, 5e-324, 3.0]),
+        np.array([0.5, np.nan, np.inf, -np.inf, 2.0]),
+        np.array([[1.0, np.nan], [np.inf, -2.5]]),
+        np.array([0.1, np.nan], dtype=np.float32),
+        np.array([1, -2, 2**62], dtype=np.int64),
+        np.array([3, 4], dtype=np.uint8),
+        np.array([True, False]),
+        np.zeros(0),
+        np.array(["a", "b"]),
+    ],
+)
 def test_arrays_convert_as_element_by_element(array: np.ndarray) -> None:
     got = jsonable({"x": array})["x"]
     assert got == _one_by_one(array)
     assert json.dumps(got, allow_nan=False) == json.dumps(_one_by_one(array), allow_nan=False)
-    assert all(type(v) in (float, int, bool, str, type(None), list) for v in np.ravel(np.array(got, dtype=object)))
+    assert all(
+        type(v) in (float, int, bool, str, type(None), list)
+        for v in np.ravel(np.array(got, dtype=object))
+    )
 
 
 def test_non_finite_become_null_and_complex_is_an_error() -> None:

@@ -7,9 +7,14 @@ import threading
 
 import numpy as np
 import pytest
-
 from capmetrics import Distance, Scores, hookimpl
-from capmetrics.testing import CHECKS, CheckFailed, check_component, checks_for, parametrize_with_checks
+from capmetrics.testing import (
+    CHECKS,
+    CheckFailed,
+    check_component,
+    checks_for,
+    parametrize_with_checks,
+)
 
 
 class Overlap(Distance):
@@ -28,7 +33,11 @@ class Overlap(Distance):
             ref_words = {w for r in refs for w in r.split()}
             values.append(self.scale * sum(w in ref_words for w in words) / max(len(words), 1))
         values = np.asarray(values)
-        return Scores(values, float(values.mean()), {"lengths": np.array([len(c.split()) for c in candidates])})
+        return Scores(
+            values,
+            float(values.mean()),
+            {"lengths": np.array([len(c.split()) for c in candidates])},
+        )
 
 
 class ObjectDetails(Overlap):
@@ -90,8 +99,13 @@ class PooledOverlap(Overlap):
     name = "kit-pooled"
 
     def counts(self, candidates, references):
-        found = np.array([sum(w in {x for r in refs for x in r.split()} for w in c.split())
-                          for c, refs in zip(candidates, references)], dtype=np.int64)
+        found = np.array(
+            [
+                sum(w in {x for r in refs for x in r.split()} for w in c.split())
+                for c, refs in zip(candidates, references)
+            ],
+            dtype=np.int64,
+        )
         return found, np.array([len(c.split()) for c in candidates], dtype=np.int64)
 
     def score(self, candidates, references):
@@ -188,8 +202,21 @@ class LastPartDf(WordDf):
 class KitPlugin:
     @hookimpl
     def register_distances(self, register):
-        for cls in (Overlap, ObjectDetails, RenamesParameter, Stateful, Unseeded, CrashesOnEmpty, Unpicklable,
-                    PooledOverlap, MeanOfParts, RatioParts, LockedParts, WordDf, LastPartDf):
+        for cls in (
+            Overlap,
+            ObjectDetails,
+            RenamesParameter,
+            Stateful,
+            Unseeded,
+            CrashesOnEmpty,
+            Unpicklable,
+            PooledOverlap,
+            MeanOfParts,
+            RatioParts,
+            LockedParts,
+            WordDf,
+            LastPartDf,
+        ):
             register(cls)
 
 
@@ -203,13 +230,31 @@ IN_PROCESS = [c for c in CHECKS if c != "check_signature_fresh_process"]  # toys
 
 def test_a_well_behaved_component_passes(kit_plugin):
     ran = check_component("kit-overlap(scale=2.0)", checks=IN_PROCESS)
-    assert ran == ["check_spec_round_trip", "check_pickle", "check_choice_parameters", "check_results_formats",
-                   "check_item_permutation",
-                   "check_determinism", "check_merged_parts", "check_edge_inputs"]
+    assert ran == [
+        "check_spec_round_trip",
+        "check_pickle",
+        "check_choice_parameters",
+        "check_results_formats",
+        "check_item_permutation",
+        "check_determinism",
+        "check_merged_parts",
+        "check_edge_inputs",
+    ]
 
 
-@pytest.mark.parametrize("spec", ["kit-pooled", "kit-word-df", "bleu-4", "rouge-l", "cider-d", "cider-original",
-                                  "trm(cider-d)", "over-candidates(distance=cider-d)"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "kit-pooled",
+        "kit-word-df",
+        "bleu-4",
+        "rouge-l",
+        "cider-d",
+        "cider-original",
+        "trm(cider-d)",
+        "over-candidates(distance=cider-d)",
+    ],
+)
 def test_components_of_the_statistics_protocol_merge_parts_to_the_whole(kit_plugin, spec):
     """The bundled n-gram metrics (and the well-behaved toys) give from parts what they give whole."""
     from capmetrics.protocols import PROTOCOLS, supports
@@ -219,18 +264,45 @@ def test_components_of_the_statistics_protocol_merge_parts_to_the_whole(kit_plug
     assert check_component(spec, checks=["check_merged_parts"]) == ["check_merged_parts"]
 
 
-@pytest.mark.parametrize(("spec", "check", "message"), [
-    ("kit-object-details", "check_results_formats", "is not strict JSON"),
-    ("kit-renames(scale=3.0)", "check_spec_round_trip", "store each parameter unchanged"),
-    ("kit-stateful", "check_item_permutation", "scores differently when the items come in another order"),
-    ("kit-unseeded", "check_determinism", "two runs give different results"),
-    ("kit-crashes-on-empty", "check_edge_inputs", "empty candidate: internal error in kit-crashes-on-empty: ZeroDivisionError"),
-    ("kit-unpicklable", "check_pickle", "pickling fails"),
-    ("kit-mean-of-parts", "check_merged_parts", "merge_scores of the parts gives the corpus value"),
-    ("kit-ratio-parts", "check_merged_parts", "merge_scores of the parts gives the corpus value"),
-    ("kit-locked-parts", "check_merged_parts", "score_part of items[0:1][1][1] is a _thread.lock, not plain data"),
-    ("kit-last-part-df", "check_merged_parts", "fit_states of the parts gives another fitted state than fit"),
-])
+@pytest.mark.parametrize(
+    ("spec", "check", "message"),
+    [
+        ("kit-object-details", "check_results_formats", "is not strict JSON"),
+        ("kit-renames(scale=3.0)", "check_spec_round_trip", "store each parameter unchanged"),
+        (
+            "kit-stateful",
+            "check_item_permutation",
+            "scores differently when the items come in another order",
+        ),
+        ("kit-unseeded", "check_determinism", "two runs give different results"),
+        (
+            "kit-crashes-on-empty",
+            "check_edge_inputs",
+            "empty candidate: internal error in kit-crashes-on-empty: ZeroDivisionError",
+        ),
+        ("kit-unpicklable", "check_pickle", "pickling fails"),
+        (
+            "kit-mean-of-parts",
+            "check_merged_parts",
+            "merge_scores of the parts gives the corpus value",
+        ),
+        (
+            "kit-ratio-parts",
+            "check_merged_parts",
+            "merge_scores of the parts gives the corpus value",
+        ),
+        (
+            "kit-locked-parts",
+            "check_merged_parts",
+            "score_part of items[0:1][1][1] is a _thread.lock, not plain data",
+        ),
+        (
+            "kit-last-part-df",
+            "check_merged_parts",
+            "fit_states of the parts gives another fitted state than fit",
+        ),
+    ],
+)
 def test_each_defect_fails_its_check(kit_plugin, spec, check, message):
     with pytest.raises(CheckFailed) as info:
         check_component(spec, checks=[check])
@@ -245,8 +317,13 @@ def test_the_fresh_process_check_needs_an_entry_point(kit_plugin):
 def test_checks_by_kind():
     assert "check_executors" in checks_for("trm(distance=bleu-4)")
     assert "check_executors" not in checks_for("bleu-4")
-    assert checks_for("mean") == ["check_spec_round_trip", "check_signature_fresh_process", "check_pickle",
-                                  "check_choice_parameters", "check_aggregator_groups"]
+    assert checks_for("mean") == [
+        "check_spec_round_trip",
+        "check_signature_fresh_process",
+        "check_pickle",
+        "check_choice_parameters",
+        "check_aggregator_groups",
+    ]
 
 
 def test_unknown_check_name():
@@ -256,5 +333,8 @@ def test_unknown_check_name():
 
 @parametrize_with_checks(["rouge-l"], checks=["check_spec_round_trip", "check_results_formats"])
 def test_parametrize_with_checks_ids(component, check, request):
-    assert request.node.callspec.id in ("rouge-l-check_spec_round_trip", "rouge-l-check_results_formats")
+    assert request.node.callspec.id in (
+        "rouge-l-check_spec_round_trip",
+        "rouge-l-check_results_formats",
+    )
     check(component)

@@ -141,7 +141,9 @@ EDGE_REFERENCES = [
     ["dog"],
 ]
 
-full_parity = pytest.mark.slow(full=True, reason="full Flickr8k-CF parity takes minutes in pycocoevalcap")
+full_parity = pytest.mark.slow(
+    full=True, reason="full Flickr8k-CF parity takes minutes in pycocoevalcap"
+)
 
 
 def assert_same(

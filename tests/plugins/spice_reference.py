@@ -18,8 +18,18 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-OPENS = [f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in
-         ("java.lang", "java.util", "java.math", "java.util.concurrent", "java.net", "java.text", "java.io")]
+OPENS = [
+    f"--add-opens=java.base/{p}=ALL-UNNAMED"
+    for p in (
+        "java.lang",
+        "java.util",
+        "java.math",
+        "java.util.concurrent",
+        "java.net",
+        "java.text",
+        "java.io",
+    )
+]
 
 
 def _package_copy(corenlp: Path, folder: Path) -> Path:
@@ -30,22 +40,27 @@ def _package_copy(corenlp: Path, folder: Path) -> Path:
     (target / "lib").mkdir(parents=True)
     for name in ("__init__.py", "spice.py", "get_stanford_models.py"):
         shutil.copyfile(source / name, target / name)
-    shutil.copyfile(source / "spice-1.0.jar", target / "spice-1.0.jar")  # the manifest Class-Path resolves next to it
+    shutil.copyfile(
+        source / "spice-1.0.jar", target / "spice-1.0.jar"
+    )  # the manifest Class-Path resolves next to it
     for jar in [*(source / "lib").glob("*.jar"), *corenlp.glob("stanford-corenlp-3.6.0*.jar")]:
         (target / "lib" / jar.name).symlink_to(jar)
     return target
 
 
-def coco_spice(candidates: Sequence[str], references: Sequence[Sequence[str]], corenlp: Path,
-               js_jar: Path) -> tuple[float, list[dict[str, dict[str, float]]]]:
+def coco_spice(
+    candidates: Sequence[str], references: Sequence[Sequence[str]], corenlp: Path, js_jar: Path
+) -> tuple[float, list[dict[str, dict[str, float]]]]:
     """pycocoevalcap's ``Spice().compute_score`` on pre-tokenised texts: (average, per-item scores)."""
     with tempfile.TemporaryDirectory(prefix="coco-spice-") as tmp:
         _package_copy(corenlp, Path(tmp))
         sys.path.insert(0, tmp)
         try:
             spec = importlib.util.spec_from_file_location(
-                "coco_spice.spice", Path(tmp) / "coco_spice" / "spice.py",
-                submodule_search_locations=None)
+                "coco_spice.spice",
+                Path(tmp) / "coco_spice" / "spice.py",
+                submodule_search_locations=None,
+            )
             import coco_spice  # noqa: F401  (the package, for the relative import)
 
             module = importlib.util.module_from_spec(spec)
@@ -53,9 +68,18 @@ def coco_spice(candidates: Sequence[str], references: Sequence[Sequence[str]], c
         finally:
             sys.path.remove(tmp)
 
-        def check_call(cmd, cwd):  # java -jar -Xmx8G spice-1.0.jar ARGS -> java -Xmx8G OPENS -cp jar:js MAIN ARGS
+        def check_call(
+            cmd, cwd
+        ):  # java -jar -Xmx8G spice-1.0.jar ARGS -> java -Xmx8G OPENS -cp jar:js MAIN ARGS
             assert cmd[:4] == ["java", "-jar", "-Xmx8G", "spice-1.0.jar"], cmd
-            java = ["java", "-Xmx8G", *OPENS, "-cp", f"spice-1.0.jar:{js_jar}", "edu.anu.spice.SpiceScorer"]
+            java = [
+                "java",
+                "-Xmx8G",
+                *OPENS,
+                "-cp",
+                f"spice-1.0.jar:{js_jar}",
+                "edu.anu.spice.SpiceScorer",
+            ]
             return subprocess.check_call([*java, *cmd[4:]], cwd=cwd)
 
         module.subprocess = type("Shim", (), {"check_call": staticmethod(check_call)})

@@ -42,8 +42,13 @@ class FakeServer:
     """A parser server on 127.0.0.1 that knows ``token``; ``answer(texts)`` gives its answer lines
     (default :func:`words`), and ``done`` whether ``{"done": n}`` follows them."""
 
-    def __init__(self, version: str, token: str = "secret",
-                 answer: Callable[[list[str]], list[Any]] = words, done: bool = True) -> None:
+    def __init__(
+        self,
+        version: str,
+        token: str = "secret",
+        answer: Callable[[list[str]], list[Any]] = words,
+        done: bool = True,
+    ) -> None:
         self.version, self.token, self.answer, self.done = version, token, answer, done
         self.requests: list[list[str]] = []
         self.listener, self.port = serve(self._handle)
@@ -75,8 +80,16 @@ class FakeServer:
         from capmetrics.plugins.spice import _server
 
         _server.info_path().parent.mkdir(parents=True, exist_ok=True)
-        _server.info_path().write_text(json.dumps({"port": self.port, "token": token or self.token,
-                                                   "pid": os.getpid(), "version": version or self.version}))
+        _server.info_path().write_text(
+            json.dumps(
+                {
+                    "port": self.port,
+                    "token": token or self.token,
+                    "pid": os.getpid(),
+                    "version": version or self.version,
+                }
+            )
+        )
 
 
 class Impostor:
@@ -90,8 +103,12 @@ class Impostor:
 
     def _handle(self, conn: socket.socket) -> None:
         conn.settimeout(5)
-        answer = (f"{'0' * 32} {'0' * 64}\n" + json.dumps({"version": self.version}) + "\n"
-                  + "".join(json.dumps({"i": i, "t": [["thing"]]}) + "\n" for i in range(50)))
+        answer = (
+            f"{'0' * 32} {'0' * 64}\n"
+            + json.dumps({"version": self.version})
+            + "\n"
+            + "".join(json.dumps({"i": i, "t": [["thing"]]}) + "\n" for i in range(50))
+        )
         try:
             conn.sendall(answer.encode())
             while chunk := conn.recv(65536):

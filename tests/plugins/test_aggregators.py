@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import capmetrics
 import numpy as np
 import pytest
-
-import capmetrics
 
 
 @pytest.mark.parametrize(

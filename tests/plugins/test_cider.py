@@ -182,11 +182,18 @@ def test_the_index_built_by_fit_looks_up_what_the_index_of_the_strings_does() ->
     batch = make_batch(WS, cands, refs + [["a"], ["b"]], CiderD.split, "cider-d")
     tables = ngrams(batch.sentences, MAX_N)
     got, want = index.lookup(batch.sentences, tables), plain.lookup(batch.sentences, tables)
-    assert got.dtype == want.dtype and np.array_equal(got, want) and (got > 0).any() and (got == 0).any()
+    assert (
+        got.dtype == want.dtype
+        and np.array_equal(got, want)
+        and (got > 0).any()
+        and (got == 0).any()
+    )
     parts = CiderD(tokenizer=WS).fit_states([CiderD(tokenizer=WS).fit_state(refs)])
     assert not hasattr(parts, "_index")  # built from the strings when first needed
-    assert parts.score(cands, refs + [["a"], ["b"]]).values.tobytes() == fitted.score(
-        cands, refs + [["a"], ["b"]]).values.tobytes()
+    assert (
+        parts.score(cands, refs + [["a"], ["b"]]).values.tobytes()
+        == fitted.score(cands, refs + [["a"], ["b"]]).values.tobytes()
+    )
 
 
 def test_a_pickled_fitted_cider_d_sends_its_index_not_its_strings(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -201,18 +208,30 @@ def test_a_pickled_fitted_cider_d_sends_its_index_not_its_strings(tmp_path) -> N
     cands = [r[0] for r in refs] + ["a zz b c"]
     payload = pickle.dumps(fitted)
     copy = pickle.loads(payload)
-    assert isinstance(copy.df_, IndexedDf) and copy._index[0] is copy.df_ and copy._index[1].df is None
+    assert (
+        isinstance(copy.df_, IndexedDf) and copy._index[0] is copy.df_ and copy._index[1].df is None
+    )
     four_grams = [g for g in fitted.df_ if g.count(" ") == 3]
-    assert four_grams and not any(g.encode() in payload for g in four_grams[:50])  # no n-gram string sent
-    assert copy.score(cands, refs + [["a"]]).values.tobytes() == fitted.score(cands, refs + [["a"]]).values.tobytes()
+    assert four_grams and not any(
+        g.encode() in payload for g in four_grams[:50]
+    )  # no n-gram string sent
+    assert (
+        copy.score(cands, refs + [["a"]]).values.tobytes()
+        == fitted.score(cands, refs + [["a"]]).values.tobytes()
+    )
     assert copy.df_._strings is None  # scoring never decoded the strings
     assert copy.signature_extra() == fitted.signature_extra()
     assert dict(copy.df_) == fitted.df_ and len(copy.df_) == len(fitted.df_) > 500
     copy.save_df(tmp_path / "copy.json")
     fitted.save_df(tmp_path / "fitted.json")
-    assert json.loads((tmp_path / "copy.json").read_text()) == json.loads((tmp_path / "fitted.json").read_text())
+    assert json.loads((tmp_path / "copy.json").read_text()) == json.loads(
+        (tmp_path / "fitted.json").read_text()
+    )
     again = pickle.loads(pickle.dumps(copy))  # an unpickled one pickles the same way
-    assert again.score(cands, refs + [["a"]]).values.tobytes() == fitted.score(cands, refs + [["a"]]).values.tobytes()
+    assert (
+        again.score(cands, refs + [["a"]]).values.tobytes()
+        == fitted.score(cands, refs + [["a"]]).values.tobytes()
+    )
 
 
 def test_fitted_df_digest_spelled_out_on_a_tiny_table(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -225,8 +244,15 @@ def test_fitted_df_digest_spelled_out_on_a_tiny_table(monkeypatch: pytest.Monkey
     fitted = CiderD(tokenizer=WS).fit([["b a"], ["a"], ["b"]])
     assert dict(fitted.df_) == {"a": 2, "b": 2, "b a": 1}
     i8 = lambda values: np.array(values, dtype="<i8").tobytes()  # noqa: E731
-    expected = hashlib.sha256(json.dumps([3, ["a", "b"]]).encode() + b"|1:2|" + i8([1, 2]) + i8([2, 2])
-                              + b"|2:1|" + i8([2, 1]) + i8([1])).hexdigest()
+    expected = hashlib.sha256(
+        json.dumps([3, ["a", "b"]]).encode()
+        + b"|1:2|"
+        + i8([1, 2])
+        + i8([2, 2])
+        + b"|2:1|"
+        + i8([2, 1])
+        + i8([1])
+    ).hexdigest()
     assert _df_digest(fitted.df_, 3) == expected
     assert fitted.signature_extra() == {"df": f"fitted:{expected[:16]}"}
     assert _df_digest({"a": 2, "b": 2, "b a": 1}, 3) == expected  # a string table: the same value
@@ -245,12 +271,16 @@ def test_fitting_in_parts_gives_the_whole_fit_however_it_was_counted() -> None:
     the look-ups and the digest of fitting whole; so does the string form (fit_state)."""
     import pickle
 
-    sample = Path(__file__).resolve().parents[2] / "core" / "sample" / "flickr8k_expert_sample.jsonl"
+    sample = (
+        Path(__file__).resolve().parents[2] / "core" / "sample" / "flickr8k_expert_sample.jsonl"
+    )
     items = [json.loads(line) for line in sample.read_text().splitlines()]
     refs = [item["references"] for item in items] * 2 + [["a cat\u2028on a mat", '日本 の "猫"']]
     cands = [item["candidates"][0] for item in items]
     whole = CiderD().fit(refs)
-    parts = CiderD().fit_counts([CiderD().count_state(refs[a:b]) for a, b in ((0, 7), (7, 30), (30, len(refs)))])
+    parts = CiderD().fit_counts(
+        [CiderD().count_state(refs[a:b]) for a, b in ((0, 7), (7, 30), (30, len(refs)))]
+    )
     strings = CiderD().fit_states([CiderD().fit_state(refs[:13]), CiderD().fit_state(refs[13:])])
     copy = pickle.loads(pickle.dumps(parts))
     table = dict(whole.df_)
@@ -263,7 +293,9 @@ def test_fitting_in_parts_gives_the_whole_fit_however_it_was_counted() -> None:
         assert other.score(cands, refs[: len(cands)]).values.tobytes() == values.tobytes()
 
 
-def test_tables_too_large_for_integer_keys_fall_back_to_strings(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tables_too_large_for_integer_keys_fall_back_to_strings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Over ~55,000 distinct words the keys would overflow int64: a part comes back as its string
     table, and parts whose words together overflow are summed as strings; the same table, digest
     and scores either way."""
@@ -273,7 +305,9 @@ def test_tables_too_large_for_integer_keys_fall_back_to_strings(monkeypatch: pyt
     cands = ["a cat on a log", "the dog", "x y z"]
     whole = CiderD(tokenizer=WS).fit(refs)
     parts = [CiderD(tokenizer=WS).count_state(refs[:2]), CiderD(tokenizer=WS).count_state(refs[2:])]
-    monkeypatch.setattr(dfcounts, "fits_int64", lambda *a: False)  # the parts' words together overflow
+    monkeypatch.setattr(
+        dfcounts, "fits_int64", lambda *a: False
+    )  # the parts' words together overflow
     summed = CiderD(tokenizer=WS).fit_counts(parts)
     monkeypatch.setattr(cider, "fits_int64", lambda *a: False)  # one part's words overflow
     state = CiderD(tokenizer=WS).count_state(refs)
@@ -282,7 +316,9 @@ def test_tables_too_large_for_integer_keys_fall_back_to_strings(monkeypatch: pyt
     for other in (summed, strings):
         assert isinstance(other.df_, dict) and other.df_ == dict(whole.df_)
         assert other.signature_extra() == whole.signature_extra()
-        assert other.score(cands, refs).values.tobytes() == whole.score(cands, refs).values.tobytes()
+        assert (
+            other.score(cands, refs).values.tobytes() == whole.score(cands, refs).values.tobytes()
+        )
 
 
 def test_fitting_no_parts_gives_the_empty_table_as_the_string_form_does() -> None:

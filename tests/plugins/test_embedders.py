@@ -14,8 +14,12 @@ import numpy as np
 import pytest
 from capmetrics import DataError, MetricError
 from capmetrics.plugins.embeddings import vectors as _vectors
+from capmetrics.plugins.embeddings.embedders import (
+    FastTextEmbedder,
+    GloveEmbedder,
+    Word2VecEmbedder,
+)
 from capmetrics.plugins.embeddings.stopwords import NLTK_ENGLISH
-from capmetrics.plugins.embeddings.embedders import FastTextEmbedder, GloveEmbedder, Word2VecEmbedder
 
 from tests.plugins.embedding_fixtures import (  # noqa: F401  (fixtures)
     TOY_GLOVE,

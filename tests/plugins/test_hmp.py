@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from capmetrics import compose
 from capmetrics.plugins.aggregators import HarmonicMeanP
 from capmetrics.pvalues import asymptotic_hmp, harmonic_mean, hmp_threshold
@@ -74,18 +73,28 @@ def test_groups_and_spec():
 def test_landau_tail_is_scipy_stats_landau_to_the_bit():
     """landau_sf calls the kernel behind scipy.stats.landau.sf (without importing scipy.stats):
     the same bytes for arrays and scalars, over the body, both tails, 0, ±inf and NaN."""
+    from capmetrics.pvalues import landau_sf
     from scipy.special import digamma
     from scipy.stats import landau
 
-    from capmetrics.pvalues import landau_sf
-
     rng = np.random.default_rng(31)
-    xs = np.concatenate([rng.standard_normal(500) * 10, 10 ** rng.uniform(-3, 300, 500),
-                         -(10 ** rng.uniform(-3, 300, 100)), [0.0, np.inf, -np.inf, np.nan, 5e-324, 1.7e308]])
+    xs = np.concatenate(
+        [
+            rng.standard_normal(500) * 10,
+            10 ** rng.uniform(-3, 300, 500),
+            -(10 ** rng.uniform(-3, 300, 100)),
+            [0.0, np.inf, -np.inf, np.nan, 5e-324, 1.7e308],
+        ]
+    )
     for total in (1, 4, 6000, 10**6):
         loc = np.log(total) + 1.0 + digamma(1.0) - np.log(2.0 / np.pi)
         with np.errstate(all="ignore"):
-            assert landau_sf(xs, total).tobytes() == landau.sf(xs, loc=loc, scale=np.pi / 2).tobytes()
+            assert (
+                landau_sf(xs, total).tobytes() == landau.sf(xs, loc=loc, scale=np.pi / 2).tobytes()
+            )
             for x in (3.0, 1e12, np.inf):
                 ours, theirs = landau_sf(x, total), landau.sf(x, loc=loc, scale=np.pi / 2)
-                assert type(ours) is type(theirs) and np.array(ours).tobytes() == np.array(theirs).tobytes()
+                assert (
+                    type(ours) is type(theirs)
+                    and np.array(ours).tobytes() == np.array(theirs).tobytes()
+                )

@@ -22,7 +22,9 @@ def test_colliding_keys_probe_past_each_other() -> None:
     """64 keys in a 512-slot table, half with the last slot as home (their probes wrap around to
     slot 0), half with slot 0: every key is found after the others."""
     candidates = np.arange(1, 400_000, dtype=np.int64)
-    home = (candidates.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15) >> np.uint64(64 - 9)).view(np.int64)
+    home = (candidates.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15) >> np.uint64(64 - 9)).view(
+        np.int64
+    )
     keys = np.concatenate([candidates[home == 511][:32], candidates[home == 0][:32]])
     table = IntTable(keys, np.arange(1, 65))
     assert table.bits == 9 and len(set(table._home(keys).tolist())) == 2

@@ -8,7 +8,6 @@ from itertools import combinations
 
 import numpy as np
 import pytest
-
 from capmetrics import Embedder, compose
 from capmetrics.plugins.multicandidate.kernels import MMD, Frechet
 from scipy.linalg import sqrtm
@@ -140,9 +139,13 @@ def test_monte_carlo_reproducible_and_signature():
 
 def test_default_embedder_is_built_once_and_signed(add_plugin, monkeypatch):
     from capmetrics.plugins.multicandidate import kernels
+
     from tests.registry.test_registry import plugin_module
 
-    add_plugin(plugin_module("kernels_default_embedder", CoordEmbedder, "register_embedders"), "kernels-default")
+    add_plugin(
+        plugin_module("kernels_default_embedder", CoordEmbedder, "register_embedders"),
+        "kernels-default",
+    )
     monkeypatch.setattr(kernels, "DEFAULT_EMBEDDER", "coords-test")
     mmd = MMD()
     assert mmd.resolved_embedder() is mmd.resolved_embedder()
@@ -153,8 +156,10 @@ def test_default_embedder_is_built_once_and_signed(add_plugin, monkeypatch):
 def test_composable_with_a_registered_embedder(add_plugin):
     from tests.registry.test_registry import plugin_module
 
-    add_plugin(plugin_module("kernels_test_embedder", CoordEmbedder, "register_embedders"),
-               "kernels-test-embedder")
+    add_plugin(
+        plugin_module("kernels_test_embedder", CoordEmbedder, "register_embedders"),
+        "kernels-test-embedder",
+    )
     mmd = compose("mmd(embedder=coords-test, estimator=biased, bandwidth=0.5)")
     assert mmd.spec == "mmd(embedder=coords-test, estimator=biased, bandwidth=0.5)"
     fd = compose("frechet-bert(coords-test, p_value=none)")

@@ -11,7 +11,9 @@ from tests.conftest import FLICKR8K
 
 mauve = pytest.importorskip("mauve")
 pytest.importorskip("faiss")
-needs_flickr8k = pytest.mark.skipif(not (FLICKR8K / "Flickr8k.token.txt").is_file(), reason="Flickr8k not found")
+needs_flickr8k = pytest.mark.skipif(
+    not (FLICKR8K / "Flickr8k.token.txt").is_file(), reason="Flickr8k not found"
+)
 
 
 def _curve_mauve(p, q, scaling=5.0, points=25):
@@ -19,7 +21,9 @@ def _curve_mauve(p, q, scaling=5.0, points=25):
     from mauve.compute_mauve import get_divergence_curve_for_multinomials
     from sklearn.metrics import auc
 
-    curve = get_divergence_curve_for_multinomials(p, q, np.linspace(1e-6, 1 - 1e-6, points), scaling)
+    curve = get_divergence_curve_for_multinomials(
+        p, q, np.linspace(1e-6, 1 - 1e-6, points), scaling
+    )
     x, y = curve.T
     i, j = np.argsort(x), np.argsort(y)
     return 0.5 * (auc(x[i], y[i]) + auc(y[j], x[j]))
@@ -45,7 +49,9 @@ def items():
     _, by_image = load_captions(FLICKR8K)
     groups = [list(c) for c in list(by_image.values())[:124]]
     out = [(groups[k], groups[k + 1]) for k in range(0, 60, 2)]  # two images: 5 + 5
-    out += [(groups[k] + groups[k + 1][:2], groups[k + 2] + groups[k + 3]) for k in range(60, 120, 4)]  # 7 + 10
+    out += [
+        (groups[k] + groups[k + 1][:2], groups[k + 2] + groups[k + 3]) for k in range(60, 120, 4)
+    ]  # 7 + 10
     return out
 
 
@@ -67,14 +73,19 @@ def test_mauve_equals_mauve_text_on_the_same_features(items, one_faiss_thread):
     pooled = stat.pooled_many(items)  # the features, embedded once
     stat.pooled_many = lambda _: pooled  # compare_many reuses them
     assert len(items) == 45
-    for (c, r), z, result in zip(items, pooled, stat.compare_many(items)):
-        reference = mauve.compute_mauve(p_features=z[len(c):], q_features=z[: len(c)]).mauve
+    for (c, _r), z, result in zip(items, pooled, stat.compare_many(items)):
+        reference = mauve.compute_mauve(p_features=z[len(c) :], q_features=z[: len(c)]).mauve
         assert abs(result.value - reference) <= 1e-9
     three = capmetrics.compose("mauve(buckets=3,kmeans_seed=7,scaling=2,p_value=none)", "statistic")
     three.pooled_many = lambda _: pooled[:5]
-    for (c, r), z, result in zip(items[:5], pooled, three.compare_many(items[:5])):
-        reference = mauve.compute_mauve(p_features=z[len(c):], q_features=z[: len(c)], num_buckets=3, seed=7,
-                                        mauve_scaling_factor=2).mauve
+    for (c, _r), z, result in zip(items[:5], pooled, three.compare_many(items[:5])):
+        reference = mauve.compute_mauve(
+            p_features=z[len(c) :],
+            q_features=z[: len(c)],
+            num_buckets=3,
+            seed=7,
+            mauve_scaling_factor=2,
+        ).mauve
         assert abs(result.value - reference) <= 1e-9
 
 
@@ -122,7 +133,9 @@ def test_every_permuted_split_equals_mauve_text_called_on_it(five_by_five, one_f
     masks = all_splits(10, 5)
     z = five_by_five[2]
     labels = SplitQuantiser(z, 2).labels(masks)
-    assert len({tuple(row if row[0] == 0 else 1 - row) for row in labels}) == 10  # not one clustering
+    assert (
+        len({tuple(row if row[0] == 0 else 1 - row) for row in labels}) == 10
+    )  # not one clustering
     ours = -MAUVE().split_statistic(z, 5)(masks)
     reference = [_mauve_text_on(z, np.flatnonzero(m), np.flatnonzero(m == 0)) for m in masks]
     assert np.abs(ours - reference).max() <= 1e-9
@@ -141,8 +154,10 @@ def test_any_row_order_equals_mauve_text(five_by_five, one_faiss_thread):
     onehot = quantiser.ordered_labels(orders)[:, :, None] == np.arange(2)
     masks = np.zeros((40, 10))
     np.put_along_axis(masks, orders[:, :5], 1.0, axis=1)
-    ours = mauve_scores(histograms(np.einsum("sn,snk->sk", 1 - masks, onehot)),
-                        histograms(np.einsum("sn,snk->sk", masks, onehot)))
+    ours = mauve_scores(
+        histograms(np.einsum("sn,snk->sk", 1 - masks, onehot)),
+        histograms(np.einsum("sn,snk->sk", masks, onehot)),
+    )
     reference = [_mauve_text_on(z, o[:5], o[5:]) for o in orders]
     assert np.abs(ours - reference).max() <= 1e-9
 
@@ -156,7 +171,9 @@ def test_batched_lloyd_equals_faiss_from_the_same_start(one_faiss_thread, monkey
 
     handed_over = []
     kmeans = _quantise.faiss_kmeans
-    monkeypatch.setattr(_quantise, "faiss_kmeans", lambda *a, **k: handed_over.append(k) or kmeans(*a, **k))
+    monkeypatch.setattr(
+        _quantise, "faiss_kmeans", lambda *a, **k: handed_over.append(k) or kmeans(*a, **k)
+    )
 
     rng = np.random.default_rng(11)
     z = rng.normal(0, 1, (10, 24))

@@ -87,13 +87,17 @@ ECHO_LINES = "for line in sys.stdin: print(line.strip().upper(), flush=True)"
 def _dies_on_first_start(tmp_path, then: str = ECHO_LINES) -> list[str]:  # type: ignore[no-untyped-def]
     """A child that SIGKILLs itself during its first start-up, then runs ``then``."""
     marker = tmp_path / "started-once"
-    code = (f"import os, sys, signal\nif not os.path.exists({str(marker)!r}):\n"
-            f"    open({str(marker)!r}, 'w').close(); os.kill(os.getpid(), signal.SIGKILL)\n{then}")
+    code = (
+        f"import os, sys, signal\nif not os.path.exists({str(marker)!r}):\n"
+        f"    open({str(marker)!r}, 'w').close(); os.kill(os.getpid(), signal.SIGKILL)\n{then}"
+    )
     return [sys.executable, "-u", "-c", code]
 
 
 def test_line_process_restarts_a_child_killed_during_start_up(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    process = _java.LineProcess(_dies_on_first_start(tmp_path), probe="ping", start_timeout=30, name="echo")
+    process = _java.LineProcess(
+        _dies_on_first_start(tmp_path), probe="ping", start_timeout=30, name="echo"
+    )
     with pytest.warns(RuntimeWarning, match=r"echo exited \(code -9\); restarting it"):
         process.ensure_started()
     assert process.request(["b"], 1, timeout=30) == ["B"]
@@ -153,7 +157,10 @@ def test_clean_segment() -> None:
 def test_parameters_and_registration() -> None:
     m = MeteorJar()
     assert isinstance(m.tokenizer, PTBTokenizer)
-    with pytest.raises(MetricError, match="meteor-jar: memory must be a JVM heap size such as 2G or 512m, got '2GB'"):
+    with pytest.raises(
+        MetricError,
+        match="meteor-jar: memory must be a JVM heap size such as 2G or 512m, got '2GB'",
+    ):
         MeteorJar(memory="2GB")
     assert m.spec == "meteor-jar" and m.distance_offset == 1.0 and m.higher_is_better
     names: list[str] = []
@@ -351,7 +358,9 @@ def test_jvm_killed_during_start_up_is_restarted() -> None:
 
         killer = threading.Thread(target=kill_first_jvm)
         killer.start()
-        with pytest.warns(RuntimeWarning, match=r"the METEOR jar exited \(code -9\); restarting it"):
+        with pytest.warns(
+            RuntimeWarning, match=r"the METEOR jar exited \(code -9\); restarting it"
+        ):
             got = fresh.score(EDGE_CANDIDATES, EDGE_REFERENCES)
         killer.join()
         assert process.pid != killed[0]

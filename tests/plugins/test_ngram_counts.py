@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from capmetrics.plugins.ngram.counts import BatchDistance, make_batch, match, ngrams, unique
 from capmetrics.plugins.tokenizers import WhitespaceTokenizer
 
@@ -41,8 +40,11 @@ def test_joining_all_orders_at_once_equals_order_by_order() -> None:
         offset += table.n_grams
     # "a dog" against "a dog a dog": the bigram (a, dog) occurs twice in the second reference
     vocab = batch.sentences.vocab
-    a_dog = [g for g in range(tables[1].n_grams)
-             if [vocab[batch.sentences.ids[tables[1].first[g] + t]] for t in range(2)] == ["a", "dog"]]
+    a_dog = [
+        g
+        for g in range(tables[1].n_grams)
+        if [vocab[batch.sentences.ids[tables[1].first[g] + t]] for t in range(2)] == ["a", "dog"]
+    ]
     row = np.flatnonzero((joined.item == 1) & (joined.gram == tables[0].n_grams + a_dog[0]))
     assert joined.ref_counts[row].tolist() == [[0, 2]]
 
@@ -63,7 +65,9 @@ def test_shared_reference_lists_give_the_batch_of_repeated_ones() -> None:
     refs = [["a man riding a horse", "a man rides"], ["the dog runs", "a dog a dog"]]
     refset = np.array([0, 1, 0, 1])
     shared = make_batch(WhitespaceTokenizer(), cands, refs, str.split, "test", refset)
-    repeated = make_batch(WhitespaceTokenizer(), cands, [refs[q] for q in refset], str.split, "test")
+    repeated = make_batch(
+        WhitespaceTokenizer(), cands, [refs[q] for q in refset], str.split, "test"
+    )
     assert shared.sentences.vocab == repeated.sentences.vocab
     assert np.array_equal(shared.item_slots, repeated.item_slots)
     assert np.array_equal(shared.cand, repeated.cand)
@@ -82,12 +86,22 @@ def test_metrics_of_a_run_share_one_batch_and_its_tables(monkeypatch):  # type: 
     real = counts.make_batch
     monkeypatch.setattr(counts, "make_batch", lambda *a, **k: built.append(1) or real(*a, **k))
     together = capmetrics.score(data, specs)
-    assert len(built) == 2  # BLEU-1..4 and CIDEr-D share one batch; ROUGE-L splits tokens its own way
+    assert (
+        len(built) == 2
+    )  # BLEU-1..4 and CIDEr-D share one batch; ROUGE-L splits tokens its own way
     for s in specs:
         assert together[s].corpus == alone[s].corpus
         assert together[s].item_values.tolist() == alone[s].item_values.tolist()
-    batch = real(counts.PTB, ["a dog runs"], [["a dog is running", "dogs run"]], counts.BatchDistance.split, "x")
-    assert counts.ngrams(batch.sentences, 2) == counts.ngrams(batch.sentences, 4)[:2]  # built once, in order
+    batch = real(
+        counts.PTB,
+        ["a dog runs"],
+        [["a dog is running", "dogs run"]],
+        counts.BatchDistance.split,
+        "x",
+    )
+    assert (
+        counts.ngrams(batch.sentences, 2) == counts.ngrams(batch.sentences, 4)[:2]
+    )  # built once, in order
 
 
 def test_shared_for_is_keyed_by_identity_within_a_run() -> None:
@@ -96,9 +110,13 @@ def test_shared_for_is_keyed_by_identity_within_a_run() -> None:
     a, b = ["x"], ["x"]
     calls: list[int] = []
     compute = lambda: calls.append(1) or len(calls)  # noqa: E731
-    assert shared_for("t", (a,), compute) == 1 and shared_for("t", (a,), compute) == 2  # no run: no sharing
+    assert (
+        shared_for("t", (a,), compute) == 1 and shared_for("t", (a,), compute) == 2
+    )  # no run: no sharing
     with run_scope():
         assert shared_for("t", (a,), compute) == 3
         assert shared_for("t", (a,), compute) == 3  # the very same list
-        assert shared_for("t", (b,), compute) == 4  # an equal but different list is not the same input
+        assert (
+            shared_for("t", (b,), compute) == 4
+        )  # an equal but different list is not the same input
         assert shared_for("u", (a,), compute) == 5

@@ -16,18 +16,20 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from capmetrics.errors import MetricError, SpecError
 from capmetrics.plugins.nneval.learner import NNEval
 from capmetrics.plugins.nneval.model_files import SHIPPED_DIR
 from capmetrics.registry import get_registry
 from capmetrics.registry.compose import Untrusted, UntrustedSpecError, compose
+
 from tests.conftest import SAMPLE
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def hostile_model(tmp_path: Path, feature: str | None = None, **params: object) -> tuple[Path, Path]:
+def hostile_model(
+    tmp_path: Path, feature: str | None = None, **params: object
+) -> tuple[Path, Path]:
     """A copy of flickr8k-paper whose first feature is ``feature`` (``{folder}`` filled in),
     plus ``params``; and the marker file that its ``java`` script would create."""
     folder = tmp_path / "model"
@@ -61,7 +63,9 @@ def test_a_model_file_may_not_name_a_program(tmp_path, feature, param, component
         NNEval.load(folder)
     message = str(err.value)
     assert "\n" not in message
-    assert f"NNEval model {folder}" in message and f"parameter {param!r} of {component}()" in message
+    assert (
+        f"NNEval model {folder}" in message and f"parameter {param!r} of {component}()" in message
+    )
     assert feature.replace("{folder}", str(folder)) in message and "names a program" in message
     assert not marker.exists()
 
@@ -99,9 +103,25 @@ def test_a_model_file_sets_only_the_learners_settings(tmp_path, key):
 def test_the_cli_refuses_the_hostile_model_with_one_line_and_runs_nothing(tmp_path):
     folder, marker = hostile_model(tmp_path, 'bleu-1(tokenizer=ptb-jar(java="{folder}/java"))')
     data = tmp_path / "d.jsonl"
-    data.write_text("".join(SAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)[:2]), encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "capmetrics.cli", "nneval", "score", str(data), "--model",
-                           str(folder)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    data.write_text(
+        "".join(SAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)[:2]), encoding="utf-8"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "capmetrics.cli",
+            "nneval",
+            "score",
+            str(data),
+            "--model",
+            str(folder),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert done.returncode == 1, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: NNEval model "), done.stderr
@@ -120,7 +140,7 @@ def test_untrusted_compose_confines_paths_and_keeps_the_rest(tmp_path):
     untrusted = Untrusted(tmp_path, "a model")
     built = compose('wmd(embedder=glove(path="vectors/v.txt"))', untrusted=untrusted)
     assert built.embedder.path == "vectors/v.txt"  # type: ignore[attr-defined]
-    assert compose('bleu-4(tokenizer=ptb)', untrusted=untrusted).spec == "bleu-4"
+    assert compose("bleu-4(tokenizer=ptb)", untrusted=untrusted).spec == "bleu-4"
     assert compose("ptb-jar(java=none)", untrusted=untrusted).java is None  # type: ignore[attr-defined]
     with pytest.raises(UntrustedSpecError, match="a model: parameter 'java' of ptb-jar"):
         compose("ptb-jar(java=java)", untrusted=untrusted)
@@ -153,12 +173,17 @@ def test_every_bundled_parameter_that_names_a_program_is_declared():
 
 def test_a_saved_model_leaves_its_trainers_programs_out_and_loads_untrusted(tmp_path):
     import numpy as np
-
     from capmetrics.plugins.nneval.model_files import without_programs
 
-    assert without_programs('bleu-1(tokenizer=ptb-jar(java="/opt/java"))') == "bleu-1(tokenizer=ptb-jar)"
+    assert (
+        without_programs('bleu-1(tokenizer=ptb-jar(java="/opt/java"))')
+        == "bleu-1(tokenizer=ptb-jar)"
+    )
     assert without_programs('spice(corenlp="/x", java="/y", memory="2G")') == 'spice(memory="2G")'
-    assert without_programs("bleu-4") == "bleu-4" and without_programs("cider-d(df=corpus)") == "cider-d(df=corpus)"
+    assert (
+        without_programs("bleu-4") == "bleu-4"
+        and without_programs("cider-d(df=corpus)") == "cider-d(df=corpus)"
+    )
     features = ['bleu-1(tokenizer=ptb-jar(java="/opt/jdk/bin/java"))', "bleu-4"]
     model = NNEval(features=features, hidden=[4], max_epochs=2, patience=0)
     model.features_ = list(features)
@@ -170,11 +195,14 @@ def test_a_saved_model_leaves_its_trainers_programs_out_and_loads_untrusted(tmp_
     assert NNEval.load(tmp_path / "m").features_ == ["bleu-1(tokenizer=ptb-jar)", "bleu-4"]
 
 
-@pytest.mark.parametrize(("content", "words"), [
-    ("[" * 100000 + "]" * 100000, "nested too deeply"),
-    ("{not json", "not JSON"),
-    ("[1, 2]", "expected a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("[" * 100000 + "]" * 100000, "nested too deeply"),
+        ("{not json", "not JSON"),
+        ("[1, 2]", "expected a JSON object"),
+    ],
+)
 def test_a_malformed_model_file_is_a_named_error(tmp_path, content, words):
     folder, _ = hostile_model(tmp_path)
     (folder / "nneval.json").write_text(content)

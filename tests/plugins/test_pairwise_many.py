@@ -3,19 +3,22 @@ of each pool: the generic loop, and the n-gram family's batched form across batc
 
 from __future__ import annotations
 
+import capmetrics
 import numpy as np
 import pytest
-
-import capmetrics
 from capmetrics.plugins.ngram import counts
 
-POOLS = [["a dog runs", "a dog is running", "dogs run fast"],
-         ["two cats", "a cat sleeps on a mat"],
-         ["a man rides a horse", "a horse", "someone riding", "a man on a horse"]]
+POOLS = [
+    ["a dog runs", "a dog is running", "dogs run fast"],
+    ["two cats", "a cat sleeps on a mat"],
+    ["a man rides a horse", "a horse", "someone riding", "a man on a horse"],
+]
 
 
 @pytest.mark.parametrize("spec", ["bleu-4", "rouge-l", "bleu-2"])
-def test_the_batched_form_equals_pairwise_of_each_pool(spec: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_batched_form_equals_pairwise_of_each_pool(
+    spec: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     distance = capmetrics.compose(spec)
     assert isinstance(distance, counts.BatchDistance) and distance.pairwise_on_workers
     want = [distance.pairwise(pool, pool) for pool in POOLS]
@@ -32,7 +35,9 @@ def test_the_generic_form_is_pairwise_of_each_pool() -> None:
         higher_is_better = False
 
         def score(self, candidates, references):  # type: ignore[no-untyped-def]
-            values = [abs(len(c.split()) - len(r[0].split())) for c, r in zip(candidates, references)]
+            values = [
+                abs(len(c.split()) - len(r[0].split())) for c, r in zip(candidates, references)
+            ]
             return capmetrics.Scores(np.array(values, dtype=float), float(np.mean(values)))
 
     got = Length().pairwise_many([["a b", "a b c d"], ["x"]])

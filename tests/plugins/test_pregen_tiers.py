@@ -290,8 +290,11 @@ def test_a_tier_name_registered_twice_is_a_named_error(extra_tiers):
 
     register_tier(LastFilter)  # the same class again: nothing changes
     assert tiers.FILTERS["last"] is LastFilter
-    with pytest.raises(PluginError, match=r"tier name 'last' is registered twice: .*LastFilter "
-                                          r"and .*OtherLast"):
+    with pytest.raises(
+        PluginError,
+        match=r"tier name 'last' is registered twice: .*LastFilter "
+        r"and .*OtherLast",
+    ):
         register_tier(OtherLast)
     assert tiers.FILTERS["last"] is LastFilter
     with pytest.raises(PluginError, match="'prob' is registered twice"):

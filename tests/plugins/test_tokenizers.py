@@ -6,9 +6,9 @@ import json
 import shutil
 
 import pytest
-
 from capmetrics.errors import MetricError
 from capmetrics.plugins.tokenizers import PTBJarTokenizer, PTBTokenizer, WhitespaceTokenizer
+
 from tests.plugins.coco_reference import FLICKR8K, needs_coco, needs_flickr8k
 
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="needs java")
@@ -20,26 +20,154 @@ KNOWN = {
     ". , ! ? ; : ' \" `` '' ` - -- ... ( ) { }": ["-lrb-", "-rrb-", "-lcb-", "-rcb-"],
     "A dog runs.": ["a", "dog", "runs"],
     "I don't know, can't won't isn't it's John's the boys' cat": [
-        "i", "do", "n't", "know", "ca", "n't", "wo", "n't", "is", "n't", "it", "'s", "john", "'s", "the", "boys", "cat"],
-    "DON'T I'm we're they've you'll I'd can't've": ["do", "n't", "i", "'m", "we", "'re", "they", "'ve", "you", "'ll",
-                                                   "i", "'d", "ca", "n't", "'ve"],
+        "i",
+        "do",
+        "n't",
+        "know",
+        "ca",
+        "n't",
+        "wo",
+        "n't",
+        "is",
+        "n't",
+        "it",
+        "'s",
+        "john",
+        "'s",
+        "the",
+        "boys",
+        "cat",
+    ],
+    "DON'T I'm we're they've you'll I'd can't've": [
+        "do",
+        "n't",
+        "i",
+        "'m",
+        "we",
+        "'re",
+        "they",
+        "'ve",
+        "you",
+        "'ll",
+        "i",
+        "'d",
+        "ca",
+        "n't",
+        "'ve",
+    ],
     "He said \"hello\" and 'bye'.": ["he", "said", "hello", "and", "bye"],
     "o'clock O'Neil rock'n'roll ma'am y'all '90s 90's 5'10": [
-        "o'clock", "o'neil", "rock", "'n'", "roll", "ma'am", "y'", "all", "'90s", "90", "'s", "5", "'10"],
-    "gonna wanna gotta cannot lemme gimme 'tis": ["gon", "na", "wan", "na", "got", "ta", "can", "not", "lem", "me",
-                                                  "gim", "me", "'t", "is"],
+        "o'clock",
+        "o'neil",
+        "rock",
+        "'n'",
+        "roll",
+        "ma'am",
+        "y'",
+        "all",
+        "'90s",
+        "90",
+        "'s",
+        "5",
+        "'10",
+    ],
+    "gonna wanna gotta cannot lemme gimme 'tis": [
+        "gon",
+        "na",
+        "wan",
+        "na",
+        "got",
+        "ta",
+        "can",
+        "not",
+        "lem",
+        "me",
+        "gim",
+        "me",
+        "'t",
+        "is",
+    ],
     "3.5 1,000 1,000,000.50 .5 -3 12:30 3/4 1 1/2 10-20": [
-        "3.5", "1,000", "1,000,000.50", ".5", "-3", "12:30", "3/4", "1\u00a01/2", "10-20"],
-    "Wait... what.... ok .. yes!!! no?! x--y ---- -----": ["wait", "what", "ok", "yes", "!!!", "no", "?!", "x", "y",
-                                                          "-----"],
-    "(yes) [no] {maybe} <b> a<b": ["-lrb-", "yes", "-rrb-", "-lsb-", "no", "-rsb-", "-lcb-", "maybe", "-rcb-", "<b>", "a", "<",
-                                     "b"],
+        "3.5",
+        "1,000",
+        "1,000,000.50",
+        ".5",
+        "-3",
+        "12:30",
+        "3/4",
+        "1\u00a01/2",
+        "10-20",
+    ],
+    "Wait... what.... ok .. yes!!! no?! x--y ---- -----": [
+        "wait",
+        "what",
+        "ok",
+        "yes",
+        "!!!",
+        "no",
+        "?!",
+        "x",
+        "y",
+        "-----",
+    ],
+    "(yes) [no] {maybe} <b> a<b": [
+        "-lrb-",
+        "yes",
+        "-rrb-",
+        "-lsb-",
+        "no",
+        "-rsb-",
+        "-lcb-",
+        "maybe",
+        "-rcb-",
+        "<b>",
+        "a",
+        "<",
+        "b",
+    ],
     "AT&T at&t R&D &amp; and/or a/b w/ T-shirt well-known": [
-        "at&t", "at", "&", "t", "r&d", "&", "and/or", "a/b", "w", "/", "t-shirt", "well-known"],
+        "at&t",
+        "at",
+        "&",
+        "t",
+        "r&d",
+        "&",
+        "and/or",
+        "a/b",
+        "w",
+        "/",
+        "t-shirt",
+        "well-known",
+    ],
     "Mr. Smith, Washington D.C. e.g. etc. No. 5 no. a.": [
-        "mr.", "smith", "washington", "d.c.", "e.g.", "etc.", "no.", "5", "no", "a."],
+        "mr.",
+        "smith",
+        "washington",
+        "d.c.",
+        "e.g.",
+        "etc.",
+        "no.",
+        "5",
+        "no",
+        "a.",
+    ],
     "café naïve Zürich 日本語 — ‘quoted’ “double” … € £ ¢ ½ $5 50% :)": [
-        "café", "naïve", "zürich", "日本語", "quoted", "double", "$", "#", "cents", "1/2", "$", "5", "50", "%", ":-rrb-"],
+        "café",
+        "naïve",
+        "zürich",
+        "日本語",
+        "quoted",
+        "double",
+        "$",
+        "#",
+        "cents",
+        "1/2",
+        "$",
+        "5",
+        "50",
+        "%",
+        ":-rrb-",
+    ],
     "emoji 😀 and \u2010 vanish": ["emoji", "and", "vanish"],
 }
 
@@ -52,8 +180,12 @@ def test_ptb_known_tokens(text: str) -> None:
 def test_ptb_batch_context_and_newlines() -> None:
     # the jar reads a batch as one text: "I." before a sentence starter ("The") loses its period
     texts = ["a picture of me I.", "The dog.", "line\nbreak I.", "then more"]
-    assert PTBTokenizer().tokenize(texts) == [["a", "picture", "of", "me", "i"], ["the", "dog"], ["line", "break", "i."],
-                                              ["then", "more"]]
+    assert PTBTokenizer().tokenize(texts) == [
+        ["a", "picture", "of", "me", "i"],
+        ["the", "dog"],
+        ["line", "break", "i."],
+        ["then", "more"],
+    ]
     assert PTBTokenizer().tokenize([]) == []
     assert PTBTokenizer().tokenize_joined(["A man's hat."]) == ["a man 's hat"]
 
@@ -72,18 +204,28 @@ def test_ptb_ascii_classes_are_the_ascii_parts_of_the_measured_ones() -> None:
     from capmetrics.plugins.tokenizers import ptb
 
     for body in ("letters", "digits", "symbols"):
-        full, ascii_ = (re.compile(f"[0-9{getattr(c, body)}]" if body == "digits" else f"[{getattr(c, body)}]")
-                        for c in (ptb.UNICODE, ptb.ASCII))
-        assert [chr(i) for i in range(128) if full.match(chr(i))] == \
-            [chr(i) for i in range(128) if ascii_.match(chr(i))], body
-    texts = ["A man's 1 1/2-inch cut, can't: Dr. Smith (U.S.A.) www.x.com a@b.org #tag :-) $5.00 I. ...",
-             "gonna 3/4 o'clock rock'n'roll 1,000.5 -- x_y -LRB- &amp; AT&T <b> 'em ain't", "A.B. c. D.", ""]
+        full, ascii_ = (
+            re.compile(f"[0-9{getattr(c, body)}]" if body == "digits" else f"[{getattr(c, body)}]")
+            for c in (ptb.UNICODE, ptb.ASCII)
+        )
+        assert [chr(i) for i in range(128) if full.match(chr(i))] == [
+            chr(i) for i in range(128) if ascii_.match(chr(i))
+        ], body
+    texts = [
+        "A man's 1 1/2-inch cut, can't: Dr. Smith (U.S.A.) www.x.com a@b.org #tag :-) $5.00 I. ...",
+        "gonna 3/4 o'clock rock'n'roll 1,000.5 -- x_y -LRB- &amp; AT&T <b> 'em ain't",
+        "A.B. c. D.",
+        "",
+    ]
     ascii_path = PTBTokenizer().tokenize(texts)
     unicode_lexer = ptb.lexer(False)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ptb, "lexer", lambda ascii: unicode_lexer)
         assert PTBTokenizer().tokenize(texts) == ascii_path
-    assert ascii_path[0][:4] == ["a", "man", "'s", "1\u00a01/2"] and ["ca", "n't"] == ascii_path[0][6:8]
+    assert (
+        ascii_path[0][:4] == ["a", "man", "'s", "1\u00a01/2"]
+        and ["ca", "n't"] == ascii_path[0][6:8]
+    )
 
 
 def test_whitespace_tokenizer() -> None:
@@ -102,9 +244,21 @@ def test_ptb_jar_errors(monkeypatch: pytest.MonkeyPatch) -> None:
 # Tricky text beyond Flickr8k; every line is compared with the jar.
 SYNTHETIC = [
     *KNOWN,
-    "in D.C.", "A group", "in D.C.", "and then", "the U.S. is", "U.S.", "mr. Smith Dr.Who St. vs. Jan. Inc. Co. Jr. Fig.",
-    "x. y. z. Y. I. A.", "a I. The b", "a I. B b", "I.", "<b> tag", "A. B. C.",
-    "\"a\" \"1\" \"$5\" \"(x)\" x\"y x\"\"y \"\" \"\"\" \" \"' '\"", "'hello' 'a 'I ' a ' I' ''ok'' ``ok'' `ok`",
+    "in D.C.",
+    "A group",
+    "in D.C.",
+    "and then",
+    "the U.S. is",
+    "U.S.",
+    "mr. Smith Dr.Who St. vs. Jan. Inc. Co. Jr. Fig.",
+    "x. y. z. Y. I. A.",
+    "a I. The b",
+    "a I. B b",
+    "I.",
+    "<b> tag",
+    "A. B. C.",
+    '"a" "1" "$5" "(x)" x"y x""y "" """ " "\' \'"',
+    "'hello' 'a 'I ' a ' I' ''ok'' ``ok'' `ok`",
     "dog'sx rock'n roll 'em 'till 'cause 'n '90 90' x'y xy'z abc'de I'll ol' somethin' Dunkin' I'ma ya'll",
     "Shi'ite B'Gosh d'Avignon l'amour c'mon ne'er li'l nat'l in'the blue'and a'unicycle gotta'mouth gimme'x",
     "- -- --- ---- ----- a-b-c a--b -a- x-- --x -5 5- 5-5 a-5 3-d 2nd 1990s 10am 10:30pm a,-gravel b.-brings",
@@ -169,13 +323,19 @@ def test_ptb_matches_coco_on_all_flickr8k_captions(jar_tokens: dict[str, list[li
 @needs_java
 @needs_coco
 def test_ptb_jar_tokenizer_matches_coco_postprocessing() -> None:
-    texts = ["A man's \"big\" hat.", "", "(x) !!! ...", "two\nlines"]
-    assert PTBJarTokenizer().tokenize(texts) == [["a", "man", "'s", "big", "hat"], [], ["-lrb-", "x", "-rrb-", "!!!"],
-                                                 ["two", "lines"]]
+    texts = ['A man\'s "big" hat.', "", "(x) !!! ...", "two\nlines"]
+    assert PTBJarTokenizer().tokenize(texts) == [
+        ["a", "man", "'s", "big", "hat"],
+        [],
+        ["-lrb-", "x", "-rrb-", "!!!"],
+        ["two", "lines"],
+    ]
 
 
 @needs_coco
-@pytest.mark.xfail(strict=True, reason="known gap: phone numbers and SGML tags containing spaces span spaces")
+@pytest.mark.xfail(
+    strict=True, reason="known gap: phone numbers and SGML tags containing spaces span spaces"
+)
 def test_ptb_known_gaps() -> None:
-    texts = ["call (800) 555-1234 now", "<a href=\"x\"> link"]
+    texts = ["call (800) 555-1234 now", '<a href="x"> link']
     assert PTBTokenizer().tokenize(texts) == PTBJarTokenizer().tokenize(texts)

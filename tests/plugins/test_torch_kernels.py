@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from capmetrics.permutation import all_splits, monte_carlo_splits
-from capmetrics.plugins.multicandidate.kernels import MMD, Frechet, frechet_of_splits, mmd_of_splits, rbf_kernel
+from capmetrics.plugins.multicandidate.kernels import (
+    MMD,
+    Frechet,
+    frechet_of_splits,
+    mmd_of_splits,
+    rbf_kernel,
+)
 
 pytest.importorskip("torch")
 from capmetrics.plugins.multicandidate.torch_kernels import (  # noqa: E402
@@ -33,7 +38,9 @@ def test_mmd_torch_equals_numpy(estimator):
         kernel = rbf_kernel(z, estimator)
         masks = all_splits(len(z), n) if len(z) < 12 else monte_carlo_splits(len(z), n, 500, 0)
         ours = mmd_of_splits_torch(kernel, n, estimator, "cpu")(masks)
-        np.testing.assert_allclose(ours, mmd_of_splits(kernel, n, estimator)(masks), rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(
+            ours, mmd_of_splits(kernel, n, estimator)(masks), rtol=RTOL, atol=ATOL
+        )
 
 
 def test_frechet_torch_equals_numpy():
@@ -45,15 +52,23 @@ def test_frechet_torch_equals_numpy():
 
 def test_torch_kernels_run_in_the_parent_with_the_same_results(monkeypatch):
     from capmetrics.parallel import Executor, compare_items
+
     from tests.core.parent_only import PARENT_ENV, ParentOnlyEmbedder
     from tests.core.test_scale import items
 
     monkeypatch.setenv(PARENT_ENV, str(__import__("os").getpid()))
     data = items()
     for cls in (MMD, Frechet):
-        numpy = compare_items(cls(ParentOnlyEmbedder(), p_value="monte-carlo", permutations=50), data)
-        torch = compare_items(cls(ParentOnlyEmbedder(), p_value="monte-carlo", permutations=50, kernels="torch"),
-                              data, Executor("processes", jobs=2))
+        numpy = compare_items(
+            cls(ParentOnlyEmbedder(), p_value="monte-carlo", permutations=50), data
+        )
+        torch = compare_items(
+            cls(ParentOnlyEmbedder(), p_value="monte-carlo", permutations=50, kernels="torch"),
+            data,
+            Executor("processes", jobs=2),
+        )
         assert [r.p_value for r in torch] == [r.p_value for r in numpy]
-        np.testing.assert_allclose([r.value for r in torch], [r.value for r in numpy], rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(
+            [r.value for r in torch], [r.value for r in numpy], rtol=RTOL, atol=ATOL
+        )
     assert MMD(kernels="torch").spec == "mmd(kernels=torch)"

@@ -9,7 +9,6 @@ from itertools import combinations
 
 import numpy as np
 import pytest
-
 from capmetrics import Distance, Scores, compose
 from capmetrics.plugins.multicandidate.trm import TRM
 

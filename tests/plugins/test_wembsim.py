@@ -33,12 +33,19 @@ def test_cosine_of_mean_vectors():
     # mean(cat, sat) = (0.5, 1); dog = (1, 1): cos = 1.5 / (sqrt(1.25) sqrt(2)) = 3 / sqrt(10)
     assert m.score(["cat sat"], [["dog"]]).values[0] == pytest.approx(3 / math.sqrt(10))
     # stop words and unknown words are removed before averaging
-    assert m.score(["the cat is on a sat mat"], [["a dog"]]).values[0] == pytest.approx(3 / math.sqrt(10))
+    assert m.score(["the cat is on a sat mat"], [["a dog"]]).values[0] == pytest.approx(
+        3 / math.sqrt(10)
+    )
 
 
-@pytest.mark.parametrize(("combine", "expected"), [
-    ("mean", (1 / math.sqrt(2) + 0.6) / 2), ("max", 1 / math.sqrt(2)), ("min", 0.6),
-])
+@pytest.mark.parametrize(
+    ("combine", "expected"),
+    [
+        ("mean", (1 / math.sqrt(2) + 0.6) / 2),
+        ("max", 1 / math.sqrt(2)),
+        ("min", 0.6),
+    ],
+)
 def test_combine_over_references(combine, expected):
     scores = toy(combine=combine).score(["cat", "dog"], [["dog", "ran"], ["dog"]])
     assert scores.values.tolist() == pytest.approx([expected, 1.0])
@@ -94,8 +101,12 @@ def test_every_word_embedder(word2vec_files, fasttext_files, elmo_files):
             mean = vectors[[1, 2, 5]].mean(axis=0)
         else:
             mean = emb.embed_words(words)[0].mean(axis=0)
-        ref_vectors = [emb.embed_words(["a", "brown", "dog", "running", "on", "grass"])[0][[1, 2, 3, 5]].mean(0),
-                       emb.embed_words(["the", "dog", "plays", "outside"])[0][[1, 2, 3]].mean(0)]
+        ref_vectors = [
+            emb.embed_words(["a", "brown", "dog", "running", "on", "grass"])[0][[1, 2, 3, 5]].mean(
+                0
+            ),
+            emb.embed_words(["the", "dog", "plays", "outside"])[0][[1, 2, 3]].mean(0),
+        ]
         cos = [float(mean @ r / np.linalg.norm(mean) / np.linalg.norm(r)) for r in ref_vectors]
         assert scores.values[0] == pytest.approx(np.mean(cos), abs=1e-5), name
 

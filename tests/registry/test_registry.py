@@ -43,8 +43,12 @@ class Overlap(Distance):
     def score(self, candidates, references):
         import numpy as np
 
-        vals = np.array([len(set(c.split()) & {w for r in rs for w in r.split()}) / max(len(c.split()), 1)
-                         for c, rs in zip(candidates, references)])
+        vals = np.array(
+            [
+                len(set(c.split()) & {w for r in rs for w in r.split()}) / max(len(c.split()), 1)
+                for c, rs in zip(candidates, references)
+            ]
+        )
         return Scores(vals, float(vals.mean()))
 
 
@@ -85,11 +89,17 @@ def test_bundled_plugins_load_through_entry_points():
 
 
 def test_third_party_plugin_is_listed_with_its_package(fake_dists):
-    fake_dists(FakeDistribution("capmetrics-overlap", "1.2", FakeEntryPoint("overlap", plugin_module("m", Overlap))))
+    fake_dists(
+        FakeDistribution(
+            "capmetrics-overlap", "1.2", FakeEntryPoint("overlap", plugin_module("m", Overlap))
+        )
+    )
     reg = build()
     entry = reg.lookup("overlap", ["distance"])
     assert (entry.plugin.distribution, entry.plugin.version) == ("capmetrics-overlap", "1.2")
-    stat = capmetrics.registry.compose("over-candidates(distance=overlap, reduce=max)", registry=reg)
+    stat = capmetrics.registry.compose(
+        "over-candidates(distance=overlap, reduce=max)", registry=reg
+    )
     assert stat.compare(["a b", "a z"], ["a b c"]).value == 1.0
 
 
@@ -118,7 +128,9 @@ def test_blocking_by_environment(fake_dists, monkeypatch):
 
 
 def test_autoload_switch_keeps_only_bundled_plugins(fake_dists, monkeypatch):
-    fake_dists(FakeDistribution("pkg-one", "0.1", FakeEntryPoint("one", plugin_module("m1", Overlap))))
+    fake_dists(
+        FakeDistribution("pkg-one", "0.1", FakeEntryPoint("one", plugin_module("m1", Overlap)))
+    )
     monkeypatch.setenv("CAPMETRICS_DISABLE_PLUGIN_AUTOLOAD", "1")
     reg = build()
     assert "overlap" not in reg.names("distance")
@@ -126,7 +138,13 @@ def test_autoload_switch_keeps_only_bundled_plugins(fake_dists, monkeypatch):
 
 
 def test_import_error_names_plugin_entry_point_and_package(fake_dists):
-    fake_dists(FakeDistribution("pkg-broken", "3.0", FakeEntryPoint("broken", ModuleNotFoundError("No module named 'torch'"))))
+    fake_dists(
+        FakeDistribution(
+            "pkg-broken",
+            "3.0",
+            FakeEntryPoint("broken", ModuleNotFoundError("No module named 'torch'")),
+        )
+    )
     with pytest.raises(PluginError) as info:
         build()
     assert str(info.value) == (
@@ -137,7 +155,9 @@ def test_import_error_names_plugin_entry_point_and_package(fake_dists):
 
 def test_registering_a_non_component_is_an_error(fake_dists):
     fake_dists(FakeDistribution("pkg-bad", "0.1", FakeEntryPoint("bad", plugin_module("m", dict))))
-    with pytest.raises(PluginError, match="registered <class 'dict'> as a distance, but it is not a subclass"):
+    with pytest.raises(
+        PluginError, match="registered <class 'dict'> as a distance, but it is not a subclass"
+    ):
         build()
 
 
@@ -156,7 +176,9 @@ def test_varargs_constructors_are_refused(fake_dists):
         def __init__(self, *args):
             pass
 
-    fake_dists(FakeDistribution("pkg-loose", "0.1", FakeEntryPoint("loose", plugin_module("m", Loose))))
+    fake_dists(
+        FakeDistribution("pkg-loose", "0.1", FakeEntryPoint("loose", plugin_module("m", Loose)))
+    )
     with pytest.raises(capmetrics.CapmetricsError, match="no \\*args/\\*\\*kwargs"):
         build()
 

@@ -17,8 +17,12 @@ if not INSTALLED:  # running from a source checkout: register the hooks in this 
     if "chrf" not in get_registry().names("distance"):
         register_plugin(capmetrics_chrf, "chrf")
 CHECK_NAMES = [c for c in CHECKS if INSTALLED or c != "check_signature_fresh_process"]
-SPECS = ["chrf", "chrf(word_order=2, beta=1.0)", "over-candidates(distance=chrf, reduce=max)",
-         "trm(distance=chrf, p_value=exact)"]
+SPECS = [
+    "chrf",
+    "chrf(word_order=2, beta=1.0)",
+    "over-candidates(distance=chrf, reduce=max)",
+    "trm(distance=chrf, p_value=exact)",
+]
 
 
 @parametrize_with_checks(SPECS, checks=CHECK_NAMES)

@@ -39,7 +39,9 @@ def _rank(rank: int, world: int, port: int, out: str) -> None:
         import capmetrics_chrf
 
         register_plugin(capmetrics_chrf, "chrf")
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world
+    )
     try:
         cands, refs = _pairs()
         mine = list(range(rank, len(cands), world))  # interleaved shards of unequal sizes
@@ -57,6 +59,8 @@ def test_two_ranks_give_the_corpus_chrf_of_one_process(tmp_path: Path) -> None:
     mp.spawn(_rank, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
     cands, refs = _pairs()
-    expected = {"chrf": ChrF().score(cands, refs).corpus,
-                "chrf(word_order=2)": ChrF(word_order=2).score(cands, refs).corpus}
+    expected = {
+        "chrf": ChrF().score(cands, refs).corpus,
+        "chrf(word_order=2)": ChrF(word_order=2).score(cands, refs).corpus,
+    }
     assert ranks == [expected, expected]

@@ -36,8 +36,10 @@ def test_merged_parts_equal_the_whole_corpus(settings: dict, pairs) -> None:
     cands, refs = pairs
     chrf = ChrF(**settings)
     whole = chrf.score(cands, refs)
-    parts = [pickle.loads(pickle.dumps(check_portable(chrf.score_part(cands[a:b], refs[a:b]))))
-             for a, b in SPLITS]
+    parts = [
+        pickle.loads(pickle.dumps(check_portable(chrf.score_part(cands[a:b], refs[a:b]))))
+        for a, b in SPLITS
+    ]
     merged = chrf.merge_scores(parts)
     assert np.array_equal(merged.values, whole.values)
     assert merged.corpus == whole.corpus != float(np.mean(whole.values))  # from summed statistics
@@ -50,7 +52,9 @@ def test_merged_parts_equal_the_whole_corpus(settings: dict, pairs) -> None:
 
 
 def test_merged_corpus_equals_sacrebleu(pairs) -> None:
-    sacrebleu_chrf = pytest.importorskip("sacrebleu.metrics.chrf", reason="needs the test extra (sacrebleu)")
+    sacrebleu_chrf = pytest.importorskip(
+        "sacrebleu.metrics.chrf", reason="needs the test extra (sacrebleu)"
+    )
     cands, refs = pairs
     width = max(map(len, refs))
     streams = [[r[j] if j < len(r) else None for r in refs] for j in range(width)]
@@ -65,9 +69,8 @@ def test_a_file_streams_in_chunks_on_two_worker_processes(tmp_path: Path) -> Non
     worker processes and joined; the bytes are those of scoring the file whole."""
     import capmetrics
     from capmetrics.parallel import Executor
-    from capmetrics.streaming import score_file
-
     from capmetrics.registry import get_registry, register_plugin
+    from capmetrics.streaming import score_file
 
     if "chrf" not in get_registry().names("distance"):  # a source checkout: no entry point
         import capmetrics_chrf
@@ -76,12 +79,24 @@ def test_a_file_streams_in_chunks_on_two_worker_processes(tmp_path: Path) -> Non
     path = tmp_path / "items.jsonl"
     with path.open("w", encoding="utf-8") as f:
         for item in default_dataset(20):
-            f.write(json.dumps({"id": item.id, "references": list(item.references),
-                                "candidates": list(item.candidates)}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "id": item.id,
+                        "references": list(item.references),
+                        "candidates": list(item.candidates),
+                    }
+                )
+                + "\n"
+            )
     specs = ["chrf", "chrf(word_order=2)"]
     whole = capmetrics.score(capmetrics.load_dataset(path), specs)
-    streamed = score_file(path, specs, chunk_size=7, executor=Executor("processes", jobs=2, chunk_size=1))
+    streamed = score_file(
+        path, specs, chunk_size=7, executor=Executor("processes", jobs=2, chunk_size=1)
+    )
     for spec in specs:
         assert streamed[spec].corpus == whole[spec].corpus
-        assert [list(v) for v in streamed[spec].candidate_values] == [list(v) for v in whole[spec].candidate_values]
+        assert [list(v) for v in streamed[spec].candidate_values] == [
+            list(v) for v in whole[spec].candidate_values
+        ]
     assert streamed.to_json() == whole.to_json()

@@ -44,8 +44,10 @@ def read_csv(path: Path) -> dict[str, list]:
     """Candidates and reference lists of one of aac-metrics' example CSV files."""
     with path.open(newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    return {"candidates": [row["caption_predicted"] for row in rows],
-            "references": [[row[c] for c in REFERENCE_COLUMNS] for row in rows]}
+    return {
+        "candidates": [row["caption_predicted"] for row in rows],
+        "references": [[row[c] for c in REFERENCE_COLUMNS] for row in rows],
+    }
 
 
 class _NoSpice:
@@ -64,10 +66,15 @@ def coco_eval(candidates: list[str], references: list[list[str]]) -> dict:
     from pycocotools.coco import COCO
 
     annotations = {
-        "info": {}, "licenses": [], "type": "captions",
+        "info": {},
+        "licenses": [],
+        "type": "captions",
         "images": [{"id": i} for i in range(len(candidates))],
-        "annotations": [{"image_id": i, "id": 5 * i + j, "caption": r}
-                        for i, refs in enumerate(references) for j, r in enumerate(refs)],
+        "annotations": [
+            {"image_id": i, "id": 5 * i + j, "caption": r}
+            for i, refs in enumerate(references)
+            for j, r in enumerate(refs)
+        ],
     }
     results = [{"image_id": i, "caption": c} for i, c in enumerate(candidates)]
     reference.Spice = _NoSpice
@@ -82,24 +89,35 @@ def coco_eval(candidates: list[str], references: list[list[str]]) -> dict:
         evaluator.evaluate()
     drop = lambda table: {k: float(v) for k, v in table.items() if k not in ("SPICE", "image_id")}  # noqa: E731
     per_image = list(evaluator.imgToEval.values())
-    return {"eval": drop(evaluator.eval), "image_id": [table["image_id"] for table in per_image],
-            "imgToEval": {m: [table[m] for table in per_image] for m in drop(per_image[0])}}
+    return {
+        "eval": drop(evaluator.eval),
+        "image_id": [table["image_id"] for table in per_image],
+        "imgToEval": {m: [table[m] for table in per_image] for m in drop(per_image[0])},
+    }
 
 
 def main() -> None:
     inputs_file = HERE / "inputs.json.gz"
     if len(sys.argv) > 1:
         data = Path(sys.argv[1]) / "data"
-        inputs = {"example_0": EXAMPLE_0, "example_1": read_csv(data / "example_1.csv"),
-                  "example_2": read_csv(data / "example_2.csv")}
+        inputs = {
+            "example_0": EXAMPLE_0,
+            "example_1": read_csv(data / "example_1.csv"),
+            "example_2": read_csv(data / "example_2.csv"),
+        }
         write(inputs_file, inputs)
     with gzip.open(inputs_file, "rt", encoding="utf-8") as f:
         inputs = json.load(f)
-    expected = {name: coco_eval(example["candidates"], example["references"]) for name, example in inputs.items()}
+    expected = {
+        name: coco_eval(example["candidates"], example["references"])
+        for name, example in inputs.items()
+    }
     import pycocoevalcap
 
-    expected["made_by"] = {"pycocoevalcap": getattr(pycocoevalcap, "__version__", "1.2"),
-                           "script": "tests/data/aac_compat/make_aac_compat.py"}
+    expected["made_by"] = {
+        "pycocoevalcap": getattr(pycocoevalcap, "__version__", "1.2"),
+        "script": "tests/data/aac_compat/make_aac_compat.py",
+    }
     write(HERE / "expected.json.gz", expected)
 
 

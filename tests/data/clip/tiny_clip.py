@@ -22,7 +22,7 @@ EMBED = 64
 
 
 def _block(rng: np.random.Generator, prefix: str, width: int, out: dict[str, np.ndarray]) -> None:
-    s = width ** -0.5
+    s = width**-0.5
     out[f"{prefix}.attn.in_proj_weight"] = rng.normal(0, s, (3 * width, width))
     out[f"{prefix}.attn.in_proj_bias"] = rng.normal(0, 0.02, 3 * width)
     out[f"{prefix}.attn.out_proj.weight"] = rng.normal(0, s, (width, width))
@@ -47,27 +47,30 @@ def tiny_clip_state_dict(seed: int = 0) -> dict[str, np.ndarray]:
     sd: dict[str, np.ndarray] = {}
     grid = RESOLUTION // PATCH
     sd["visual.conv1.weight"] = rng.normal(0, (3 * PATCH * PATCH) ** -0.5, (w, 3, PATCH, PATCH))
-    sd["visual.class_embedding"] = rng.normal(0, w ** -0.5, w)
-    sd["visual.positional_embedding"] = rng.normal(0, w ** -0.5, (grid * grid + 1, w))
+    sd["visual.class_embedding"] = rng.normal(0, w**-0.5, w)
+    sd["visual.positional_embedding"] = rng.normal(0, w**-0.5, (grid * grid + 1, w))
     sd["visual.ln_pre.weight"] = 1 + rng.normal(0, 0.1, w)
     sd["visual.ln_pre.bias"] = rng.normal(0, 0.1, w)
     for i in range(LAYERS):
         _block(rng, f"visual.transformer.resblocks.{i}", w, sd)
     shared_bias = rng.normal(0, 0.5, w)
-    shared_proj = rng.normal(0, w ** -0.5, (w, EMBED))
+    shared_proj = rng.normal(0, w**-0.5, (w, EMBED))
     sd["visual.ln_post.weight"] = 1 + rng.normal(0, 0.1, w)
     sd["visual.ln_post.bias"] = shared_bias + rng.normal(0, 0.9, w)
-    sd["visual.proj"] = shared_proj + rng.normal(0, 0.8 * w ** -0.5, (w, EMBED))
+    sd["visual.proj"] = shared_proj + rng.normal(0, 0.8 * w**-0.5, (w, EMBED))
     sd["token_embedding.weight"] = rng.normal(0, 0.02, (VOCAB, w))
     sd["positional_embedding"] = rng.normal(0, 0.01, (CONTEXT, w))
     for i in range(LAYERS):
         _block(rng, f"transformer.resblocks.{i}", w, sd)
     sd["ln_final.weight"] = 1 + rng.normal(0, 0.1, w)
     sd["ln_final.bias"] = shared_bias + rng.normal(0, 0.9, w)
-    sd["text_projection"] = shared_proj + rng.normal(0, 0.8 * w ** -0.5, (w, EMBED))
+    sd["text_projection"] = shared_proj + rng.normal(0, 0.8 * w**-0.5, (w, EMBED))
     sd["logit_scale"] = np.array(np.log(1 / 0.07))
     # fp16-exact values, as OpenAI's checkpoints are (clip.load rounds weights through fp16)
-    return {k: np.ascontiguousarray(np.asarray(v, dtype=np.float16), dtype=np.float32) for k, v in sd.items()}
+    return {
+        k: np.ascontiguousarray(np.asarray(v, dtype=np.float16), dtype=np.float32)
+        for k, v in sd.items()
+    }
 
 
 def weights_digest(state: dict[str, np.ndarray]) -> str:

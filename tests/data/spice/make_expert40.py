@@ -33,15 +33,26 @@ def main() -> None:
     texts = sorted({t for c, rs in items for t in (c, *rs)})
     table = PTBTokenizer().tokenize({i: [{"caption": t}] for i, t in enumerate(texts)})
     tok = {t: table[i][0] for i, t in enumerate(texts)}
-    average, scores = coco_spice([tok[c] for c, _ in items], [[tok[r] for r in rs] for _, rs in items],
-                                 find_corenlp()[0].parent, find_js_engine()[0])
+    average, scores = coco_spice(
+        [tok[c] for c, _ in items],
+        [[tok[r] for r in rs] for _, rs in items],
+        find_corenlp()[0].parent,
+        find_js_engine()[0],
+    )
     out = {
         "source": "Flickr8k-Expert items 0, 141, ..., 5499 (+2 edge cases); pycocoevalcap 1.2 Spice.compute_score, "
-                  "original spice-1.0.jar, CoreNLP 3.6.0; made by make_expert40.py",
+        "original spice-1.0.jar, CoreNLP 3.6.0; made by make_expert40.py",
         "average": average,
-        "items": [{"candidate": c, "references": rs,
-                   "scores": {k: {f: s[k][f] for f in ("pr", "re", "f", "tp", "fp", "fn")} for k in CATEGORIES}}
-                  for (c, rs), s in zip(items, scores)],
+        "items": [
+            {
+                "candidate": c,
+                "references": rs,
+                "scores": {
+                    k: {f: s[k][f] for f in ("pr", "re", "f", "tp", "fp", "fn")} for k in CATEGORIES
+                },
+            }
+            for (c, rs), s in zip(items, scores)
+        ],
     }
     path = Path(__file__).with_name("expert40.json")
     path.write_text(json.dumps(out, indent=1, allow_nan=True) + "\n", encoding="utf-8")

@@ -84,19 +84,26 @@ def test_saved_files_are_reproducible(plugins, tmp_path: Path) -> None:  # type:
     from capmetrics.plugins.nneval.model_files import model_digest
 
     for folder in ("a", "b"):
-        NNEval(features=FEATURES, hidden=[4], max_epochs=2).fit(toy_training(40)).save(tmp_path / folder, {"seed": 0})
-    assert (tmp_path / "a" / "weights.npz").read_bytes() == (tmp_path / "b" / "weights.npz").read_bytes()
+        NNEval(features=FEATURES, hidden=[4], max_epochs=2).fit(toy_training(40)).save(
+            tmp_path / folder, {"seed": 0}
+        )
+    assert (tmp_path / "a" / "weights.npz").read_bytes() == (
+        tmp_path / "b" / "weights.npz"
+    ).read_bytes()
     assert model_digest(tmp_path / "a") == model_digest(tmp_path / "b" / "nneval.json")
     assert json.loads((tmp_path / "a" / "nneval.json").read_text())["provenance"] == {"seed": 0}
-    np.testing.assert_array_equal(NNEval.load(tmp_path / "a").mlp_.weights[0],
-                                  NNEval.load(tmp_path / "b").mlp_.weights[0])
+    np.testing.assert_array_equal(
+        NNEval.load(tmp_path / "a").mlp_.weights[0], NNEval.load(tmp_path / "b").mlp_.weights[0]
+    )
 
 
 def test_rating_targets_and_image_splits() -> None:
     from capmetrics.plugins.nneval.rating_targets import of_images, rating_targets, split_images
 
     judged = toy_ratings(20)
-    expected = (judged.item_rating("mean") - judged.point_rating.min()) / np.ptp(judged.point_rating)
+    expected = (judged.item_rating("mean") - judged.point_rating.min()) / np.ptp(
+        judged.point_rating
+    )
     np.testing.assert_allclose(rating_targets(judged), expected)
     expert_like = Judgments.from_ratings(toy_ratings(3).dataset, [[1, 1, 4], [4, 4, 4], [2, 3, 1]])
     np.testing.assert_allclose(rating_targets(expert_like), [1 / 3, 1, 1 / 3])
@@ -113,10 +120,25 @@ def test_rating_targets_and_image_splits() -> None:
 def test_fit_ratings(plugins, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from capmetrics.meta import correlations
 
-    train, stop, test = toy_ratings(300, seed=0), toy_ratings(100, seed=1, source="cf.txt", scale=1.0), toy_ratings(100, seed=2)
-    learner = NNEval(features=FEATURES, hidden=[8], lr=0.01, batch_size=20, max_epochs=40, patience=10,
-                     validation_rating="all", kendall="c", seed=0)
-    learner.fit_ratings([train, stop.subset(np.arange(100) < 50)], [stop.subset(np.arange(100) >= 50)])
+    train, stop, test = (
+        toy_ratings(300, seed=0),
+        toy_ratings(100, seed=1, source="cf.txt", scale=1.0),
+        toy_ratings(100, seed=2),
+    )
+    learner = NNEval(
+        features=FEATURES,
+        hidden=[8],
+        lr=0.01,
+        batch_size=20,
+        max_epochs=40,
+        patience=10,
+        validation_rating="all",
+        kendall="c",
+        seed=0,
+    )
+    learner.fit_ratings(
+        [train, stop.subset(np.arange(100) < 50)], [stop.subset(np.arange(100) >= 50)]
+    )
     assert learner.n_train_ == {"toy.jsonl": 300, "cf.txt": 50}
     p = learner.predict(*test.dataset.flat_pairs()[:2])
     assert correlations(p[test.point_item], test.point_rating)["kendall_c"] > 0.6
@@ -124,10 +146,15 @@ def test_fit_ratings(plugins, tmp_path: Path) -> None:  # type: ignore[no-untype
     learner.save(tmp_path / "m")
     meta = json.loads((tmp_path / "m" / "nneval.json").read_text())
     assert meta["training"]["objective"] == "ratings" and meta["params"]["kendall"] == "c"
-    np.testing.assert_allclose(NNEval.load(tmp_path / "m").predict(*test.dataset.flat_pairs()[:2]), p)
+    np.testing.assert_allclose(
+        NNEval.load(tmp_path / "m").predict(*test.dataset.flat_pairs()[:2]), p
+    )
     with pytest.raises(MetricError, match="at least one set of training judgments"):
         NNEval(features=FEATURES).fit_ratings([])
-    with pytest.raises(MetricError, match=r"kendall=\['c'\] must be b, c or a list of them, one per validation set \(2\)"):
+    with pytest.raises(
+        MetricError,
+        match=r"kendall=\['c'\] must be b, c or a list of them, one per validation set \(2\)",
+    ):
         NNEval(features=FEATURES, kendall=["c"]).fit_ratings([train], [test, test])
 
 
@@ -149,9 +176,20 @@ def test_interaction_inputs_and_per_set_ensemble(plugins, tmp_path: Path) -> Non
 
     expert, cf = toy_ratings(300, seed=0), toy_ratings(300, seed=1, source="cf.txt", scale=1.0)
     stop, test = toy_ratings(100, seed=2), toy_ratings(100, seed=3)
-    learner = NNEval(features=FEATURES, hidden=[8], lr=0.01, batch_size=20, max_epochs=40, patience=10,
-                     validation_rating="all", kendall="c", interaction="test-word-counts", ensemble="per-set",
-                     seed=0, cache_dir=str(tmp_path / "cache"))
+    learner = NNEval(
+        features=FEATURES,
+        hidden=[8],
+        lr=0.01,
+        batch_size=20,
+        max_epochs=40,
+        patience=10,
+        validation_rating="all",
+        kendall="c",
+        interaction="test-word-counts",
+        ensemble="per-set",
+        seed=0,
+        cache_dir=str(tmp_path / "cache"),
+    )
     learner.fit_ratings([expert, cf], [stop])
     assert len(learner.members_) == 2 and learner.n_train_ == {"toy.jsonl": 300, "cf.txt": 300}
     cands, refs, _ = test.dataset.flat_pairs()
@@ -165,25 +203,43 @@ def test_interaction_inputs_and_per_set_ensemble(plugins, tmp_path: Path) -> Non
     p = learner.predict(cands, refs)
     np.testing.assert_allclose(p, 1 / (1 + np.exp(-mean)), rtol=1e-12)
     assert not np.allclose(p, learner.members_[0][0].predict(x))
-    assert correlations(p[test.point_item], test.point_rating)["kendall_c"] > 0.5  # 0.59 (0.6+ without the toy inputs)
+    assert (
+        correlations(p[test.point_item], test.point_rating)["kendall_c"] > 0.5
+    )  # 0.59 (0.6+ without the toy inputs)
 
     learner.save(tmp_path / "m")
     meta = json.loads((tmp_path / "m" / "nneval.json").read_text())
-    assert meta["params"]["interaction"] == "test-word-counts" and meta["params"]["ensemble"] == "per-set"
+    assert (
+        meta["params"]["interaction"] == "test-word-counts"
+        and meta["params"]["ensemble"] == "per-set"
+    )
     assert [m["examples"] for m in meta["training"]["members"]] == ["toy.jsonl", "cf.txt"]
     assert meta["interaction_signature"]["spec"] == "test-word-counts"
     with np.load(tmp_path / "m" / "weights.npz") as w:
-        assert sorted(w.files) == sorted([f"{p}{k}{i}" for p in ("", "m1_") for k in "wb" for i in range(2)])
+        assert sorted(w.files) == sorted(
+            [f"{p}{k}{i}" for p in ("", "m1_") for k in "wb" for i in range(2)]
+        )
     loaded = NNEval.load(tmp_path / "m")
     np.testing.assert_allclose(loaded.predict(cands, refs), p, rtol=1e-12)
-    np.testing.assert_allclose(compose(f"nneval(model={json.dumps(str(tmp_path / 'm'))})", "distance")
-                               .score(cands, refs).values, p, rtol=1e-12)
-    assert compose(f"nneval(model={json.dumps(str(tmp_path / 'm'))})", "distance").score([], []).values.shape == (0,)
+    np.testing.assert_allclose(
+        compose(f"nneval(model={json.dumps(str(tmp_path / 'm'))})", "distance")
+        .score(cands, refs)
+        .values,
+        p,
+        rtol=1e-12,
+    )
+    assert compose(f"nneval(model={json.dumps(str(tmp_path / 'm'))})", "distance").score(
+        [], []
+    ).values.shape == (0,)
 
     # one training set: one network, and a file without the new settings when they are the defaults
-    single = NNEval(features=FEATURES, hidden=[8], max_epochs=3, ensemble="per-set").fit_ratings([expert])
+    single = NNEval(features=FEATURES, hidden=[8], max_epochs=3, ensemble="per-set").fit_ratings(
+        [expert]
+    )
     assert len(single.members_) == 1
-    NNEval(features=FEATURES, hidden=[8], max_epochs=3).fit_ratings([expert]).save(tmp_path / "plain")
+    NNEval(features=FEATURES, hidden=[8], max_epochs=3).fit_ratings([expert]).save(
+        tmp_path / "plain"
+    )
     params = json.loads((tmp_path / "plain" / "nneval.json").read_text())["params"]
     assert "interaction" not in params and "ensemble" not in params
     with pytest.raises(MetricError, match="ensemble must be none or per-set, got 'mean'"):
@@ -195,7 +251,9 @@ def test_interaction_inputs_and_per_set_ensemble(plugins, tmp_path: Path) -> Non
 def test_a_version_1_model_keeps_the_cider_it_was_trained_with(plugins, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Before version 2, ``cider`` named the original CIDEr; such a file loads it as
     ``cider-original`` (not today's ``cider`` = CIDEr-D)."""
-    learner = NNEval(features=["cider-original", "test-overlap"], hidden=[4], max_epochs=2).fit(toy_training(40))
+    learner = NNEval(features=["cider-original", "test-overlap"], hidden=[4], max_epochs=2).fit(
+        toy_training(40)
+    )
     learner.save(tmp_path / "m")
     meta = json.loads((tmp_path / "m" / "nneval.json").read_text())
     assert meta["version"] == 2
@@ -204,7 +262,9 @@ def test_a_version_1_model_keeps_the_cider_it_was_trained_with(plugins, tmp_path
     old = NNEval.load(tmp_path / "m")
     assert old.features_ == ["cider-original", "test-overlap"]
     t = toy_training(10, seed=3)
-    assert old.predict(t.candidates, t.references) == pytest.approx(learner.predict(t.candidates, t.references))
+    assert old.predict(t.candidates, t.references) == pytest.approx(
+        learner.predict(t.candidates, t.references)
+    )
     meta["version"] = 3
     (tmp_path / "m" / "nneval.json").write_text(json.dumps(meta))
     with pytest.raises(MetricError, match="version 3 was written by a newer capmetrics"):

@@ -6,7 +6,11 @@ import numpy as np
 import pytest
 from capmetrics.data.model import Dataset, Item
 from capmetrics.errors import DataError
-from capmetrics.plugins.nneval.training_data import build_training_set, load_flickr8k_split, sample_ranks
+from capmetrics.plugins.nneval.training_data import (
+    build_training_set,
+    load_flickr8k_split,
+    sample_ranks,
+)
 
 from tests.conftest import FLICKR8K
 from tests.plugins.nneval.toys import needs_flickr8k, toy_images
@@ -50,7 +54,6 @@ def test_flickr8k_train_split_is_disjoint_from_the_judgedtoy_images() -> None:
     expert, _ = load_preset("flickr8k-expert", FLICKR8K)
     assert len(train_images) == 6000 and all(len(it.references) == 5 for it in train_images)
     assert not {str(it.id) for it in train_images} & set(expert.groups)
-
 
 
 def test_impostor_rank_sampling() -> None:

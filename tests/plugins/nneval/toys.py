@@ -70,8 +70,6 @@ class Features:
         register(WordCounts)
 
 
-
-
 FEATURES = ["test-overlap", "test-length"]
 
 
@@ -99,7 +97,6 @@ def toy_judgments(training: TrainingSet) -> Judgments:
     return Judgments.from_ratings(Dataset(items), ratings)
 
 
-
 def toy_images(n: int = 12) -> Dataset:
     topics = ["dog", "cat", "man", "girl", "car", "boat"]
     actions = ["runs fast", "sits down", "plays outside", "looks happy", "jumps high"]
@@ -111,7 +108,9 @@ def toy_images(n: int = 12) -> Dataset:
     )
 
 
-def toy_ratings(n: int = 120, seed: int = 0, source: str = "toy.jsonl", scale: float = 3.0) -> Judgments:
+def toy_ratings(
+    n: int = 120, seed: int = 0, source: str = "toy.jsonl", scale: float = 3.0
+) -> Judgments:
     """Rated candidates of n/2 images (2 each): the rating (``1 + scale * share``, 2 raters) grows
     with the share of the candidate's words found in its reference, so ``test-overlap`` predicts it."""
     rng = np.random.default_rng(seed)
@@ -120,8 +119,13 @@ def toy_ratings(n: int = 120, seed: int = 0, source: str = "toy.jsonl", scale: f
     for i in range(n):
         ref = " ".join(rng.choice(words, 6))
         share = rng.uniform()
-        cand = [rng.choice(ref.split()) if rng.uniform() < share else rng.choice(words) for _ in range(6)]
+        cand = [
+            rng.choice(ref.split()) if rng.uniform() < share else rng.choice(words)
+            for _ in range(6)
+        ]
         items.append(Item(str(i), (ref,), (" ".join(cand),)))
         ratings.append([1 + scale * share, 1 + scale * min(1.0, share + 0.1)])
     dataset = Dataset(items, source)
-    return Judgments.from_ratings(dataset, np.array(ratings), groups=[f"img{i // 2}" for i in range(n)])
+    return Judgments.from_ratings(
+        dataset, np.array(ratings), groups=[f"img{i // 2}" for i in range(n)]
+    )

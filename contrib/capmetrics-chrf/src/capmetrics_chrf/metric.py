@@ -83,8 +83,10 @@ class ChrF(Distance):
         if not parts:
             return self.score([], [])
         values = np.concatenate([scores.values for scores, _ in parts])
-        details = {key: np.concatenate([scores.details[key] for scores, _ in parts])
-                   for key in ("statistics", "best_reference")}
+        details = {
+            key: np.concatenate([scores.details[key] for scores, _ in parts])
+            for key in ("statistics", "best_reference")
+        }
         total = np.sum([sums for _, sums in parts], axis=0)
         corpus = float(self.f_score(np.asarray(total)[None])[0])
         return Scores(values, corpus, details)
