@@ -81,6 +81,7 @@ def as_dataset(
     data: Data,
     references: Sequence[Any] | Mapping[Any, Any] | None = None,
     empty_candidates: EmptyCandidates = "score",
+    require_references: bool = True,
 ) -> Dataset:
     """The :class:`Dataset` that ``data`` (and ``references``) describe.
 
@@ -111,7 +112,11 @@ def as_dataset(
                 "references cannot be given with a file (the file holds them); "
                 "for COCO results use capmetrics.load_dataset(annotations, results)"
             )
-        return load_dataset(os.fspath(data), empty_candidates=empty_candidates)
+        return load_dataset(
+            os.fspath(data),
+            empty_candidates=empty_candidates,
+            require_references=require_references,
+        )
     if not isinstance(data, (list, tuple, Mapping)):
         raise TypeError(
             f"data must be a Dataset, a path, or candidates (a list or an {{id: captions}} dict) "
@@ -397,9 +402,8 @@ def score(
             "tokenizer its own: tokenizer=jieba(normalize=nfkc)"
         )
     metrics = metric_list(metrics)
-    # both None: as_dataset's TypeError names it
-    given = cast(Data, candidates if data is None else data)
-    dataset = as_dataset(given, references, empty_candidates)
+    # every metric is built before the data loads: a typo fails fast, and a file of candidates
+    # alone loads when every metric is reference-free (clip-score on clipscore's own files)
     built = []
     for m in metrics:
         name = m if isinstance(m, str) else m.spec
@@ -411,6 +415,10 @@ def score(
             component = compose(local, METRIC_KINDS, definitions=definitions)
             check_language(component, lang, name)
             built.append((name, component))
+    needs_references = any(getattr(c, "needs_references", True) for _, c in built)
+    # both None: as_dataset's TypeError names it
+    given = cast(Data, candidates if data is None else data)
+    dataset = as_dataset(given, references, empty_candidates, require_references=needs_references)
     empties = dataset.empty_candidates()
     if empties and empty_candidates == "error":
         raise DataError(

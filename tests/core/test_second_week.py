@@ -245,6 +245,26 @@ def test_candidates_alone_score_with_reference_free_metrics_and_are_explained_ot
     )
 
 
+def test_the_python_api_scores_candidates_alone_with_reference_free_metrics(
+    clipscore_files,
+) -> None:
+    folder, model = clipscore_files["folder"], clipscore_files["model"]
+    expected = json.loads((folder / "expected.json").read_text())
+    spec = f'clip-score(model="{model}")'
+    data = capmetrics.load_dataset(
+        folder / "cands.json", images=CLIP_DATA / "images", require_references=False
+    )
+    got = capmetrics.score(data, spec)[spec]
+    want = [expected[str(i.id)]["clip-score"] for i in data]
+    assert list(got.item_values) == pytest.approx(want, abs=1e-6)
+    # a path loads without references when every metric is reference-free: what is missing
+    # then is the images (named), not the references
+    with pytest.raises(capmetrics.errors.DataError, match="image"):
+        capmetrics.score(str(folder / "cands.json"), spec)
+    with pytest.raises(capmetrics.errors.DataError, match="reference"):
+        capmetrics.score(str(folder / "cands.json"), [spec, "bleu-4"])
+
+
 # -- validation when a metric is built, not when it runs -------------------------------------------
 def test_meteor_modules_without_weights_fail_before_any_metric_runs() -> None:
     from capmetrics.errors import SpecError
