@@ -72,6 +72,17 @@ class Segmenter(Tokenizer):
     lowercase: bool
     punctuation: Punctuation
 
+    def __init__(
+        self,
+        normalize: Normalize = "none",
+        lowercase: bool = False,
+        punctuation: Punctuation = "keep",
+    ) -> None:
+        self.normalize = normalize
+        self.lowercase = lowercase
+        self.punctuation = punctuation
+        self._check_options()
+
     def _check_options(self) -> None:
         if self.normalize not in ("none", "nfkc"):
             raise ValueError(f"normalize must be 'none' or 'nfkc', got {self.normalize!r}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from capmetrics.plugins.tokenizers._segmenter import Normalize, Punctuation, Segmenter
+from capmetrics.plugins.tokenizers._segmenter import Segmenter
 
 ZWJ = "\u200d"
 
@@ -55,17 +55,6 @@ class CharTokenizer(Segmenter):
     """
 
     name = "char"
-
-    def __init__(
-        self,
-        normalize: Normalize = "none",
-        lowercase: bool = False,
-        punctuation: Punctuation = "keep",
-    ) -> None:
-        self.normalize = normalize
-        self.lowercase = lowercase
-        self.punctuation = punctuation
-        self._check_options()
 
     def _segment(self, texts: list[str]) -> list[list[str]]:
         return [characters(t) for t in texts]

@@ -207,17 +207,6 @@ class KiwiTokenizer(Segmenter):
     languages = ("ko",)
     packages = ("kiwipiepy",)
 
-    def __init__(
-        self,
-        normalize: Normalize = "none",
-        lowercase: bool = False,
-        punctuation: Punctuation = "keep",
-    ) -> None:
-        self.normalize = normalize
-        self.lowercase = lowercase
-        self.punctuation = punctuation
-        self._check_options()
-
     def _load(self) -> Any:
         kiwipiepy = require("kiwipiepy", "kiwi", "ko", "kiwipiepy")
         return kiwipiepy.Kiwi(num_workers=1)
