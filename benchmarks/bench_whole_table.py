@@ -45,6 +45,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_default_set import tree_rss_kb  # the one /proc walk of a process tree
+
 ROOT = Path(__file__).resolve().parents[1]
 FLICKR = Path(os.environ.get("CAPMETRICS_FLICKR8K", ROOT.parent / "shared" / "data" / "flickr8k"))
 #: capmetrics metric -> pycocoevalcap's name of the same number.
@@ -137,7 +139,7 @@ def run(command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     peak = 0
     while process.poll() is None:
-        peak = max(peak, _tree_rss_kb(process.pid))
+        peak = max(peak, tree_rss_kb(process.pid))
         time.sleep(0.05)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -145,29 +147,6 @@ def run(command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
     if process.returncode:
         raise SystemExit(f"{' '.join(command[:4])} ... failed:\n{err[-3000:]}")
     return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, peak / 1024
-
-
-def _tree_rss_kb(root: int) -> int:
-    children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/status") as f:
-                line = next((x for x in f if x.startswith("VmRSS:")), "VmRSS: 0 kB")
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-        rss[int(entry)] = int(line.split()[1])
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += rss.get(pid, 0)
-        todo += children.get(pid, [])
-    return total
 
 
 def reference_spice(link: bool) -> bool:
