@@ -253,6 +253,26 @@ def check_language(component: Component, lang: str, name: str) -> None:
         raise MetricError(reason)
 
 
+def compose_metric(
+    spec: str | Spec | Component,
+    lang: str | None,
+    *,
+    normalize: str | None = None,
+    definitions: Mapping[str, Spec] | None = None,
+) -> Component:
+    """``spec`` built as a metric; with ``lang``, given the language's segmenter and refused
+    by name when it cannot serve the language (the one path of score() and the CLI)."""
+    from capmetrics.registry.compose import METRIC_KINDS, compose
+
+    if lang is None:
+        return compose(spec, METRIC_KINDS, definitions=definitions)
+    name = spec if isinstance(spec, str) else str(spec) if isinstance(spec, Spec) else spec.spec
+    local = localize(spec, lang, normalize=normalize, definitions=definitions)
+    component = compose(local, METRIC_KINDS, definitions=definitions)
+    check_language(component, lang, name)
+    return component
+
+
 def default_metrics(
     defaults: Sequence[str], lang: str, *, definitions: Mapping[str, Spec] | None = None
 ) -> tuple[list[str], str | None]:

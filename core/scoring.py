@@ -10,7 +10,7 @@ from typing import Any, Union, cast
 
 import numpy as np
 from capmetrics.collector import frozen
-from capmetrics.component import METRIC_KINDS, Component, Distance, Scores, Statistic
+from capmetrics.component import Component, Distance, Scores, Statistic
 from capmetrics.data.loaders import (
     EMPTY_CANDIDATE_POLICIES,
     EmptyCandidates,
@@ -373,9 +373,6 @@ def score(
         DataError: bad data, or empty candidates with ``empty_candidates="error"``.
         MetricError: empty candidates and a metric that does not score them.
     """
-    # the registry sits above core (it loads the plugins): names are resolved per call
-    from capmetrics.registry.compose import compose
-
     if empty_candidates not in EMPTY_CANDIDATE_POLICIES:
         raise MetricError(f"empty_candidates must be 'score' or 'error', got {empty_candidates!r}")
     if candidates is not None and data is not None:
@@ -384,10 +381,8 @@ def score(
         raise TypeError("score() needs data: a Dataset, a path, or candidates= with references=")
     if lang is not None:
         from capmetrics.language import (
-            check_language,
             default_metrics,
             get_language,
-            localize,
             tokenizer_spec,
         )
 
@@ -404,17 +399,14 @@ def score(
     metrics = metric_list(metrics)
     # every metric is built before the data loads: a typo fails fast, and a file of candidates
     # alone loads when every metric is reference-free (clip-score on clipscore's own files)
+    from capmetrics.language import compose_metric  # resolves names through the registry
+
     built = []
     for m in metrics:
         name = m if isinstance(m, str) else m.spec
         with component_errors(name):
-            if lang is None:
-                built.append((name, compose(m, METRIC_KINDS, definitions=definitions)))
-                continue
-            local = localize(m, lang, normalize=normalize, definitions=definitions)
-            component = compose(local, METRIC_KINDS, definitions=definitions)
-            check_language(component, lang, name)
-            built.append((name, component))
+            component = compose_metric(m, lang, normalize=normalize, definitions=definitions)
+        built.append((name, component))
     needs_references = any(getattr(c, "needs_references", True) for _, c in built)
     # both None: as_dataset's TypeError names it
     given = cast(Data, candidates if data is None else data)

@@ -381,13 +381,7 @@ def score_cli(
         lang = lang or cfg.options.get("lang")
         normalize = normalize or cfg.options.get("normalize")
         if lang is not None:
-            from capmetrics.language import (
-                check_language,
-                default_metrics,
-                get_language,
-                localize,
-                tokenizer_spec,
-            )
+            from capmetrics.language import default_metrics, get_language, tokenizer_spec
 
             tokenizer_spec(get_language(lang), normalize)
             if not (metric or cfg.metrics):
@@ -427,19 +421,12 @@ def score_cli(
 
         check_output(out, (data, results, config))
         # Build every metric before loading data, so a typo fails fast.
-        from capmetrics.registry.compose import METRIC_KINDS, compose
+        from capmetrics.language import compose_metric
 
         needs_references = False
         for spec in specs:
             with component_errors(spec):
-                local = (
-                    spec
-                    if lang is None
-                    else localize(spec, lang, normalize=normalize, definitions=cfg.definitions)
-                )
-                built = compose(local, METRIC_KINDS, definitions=cfg.definitions)
-                if lang is not None:
-                    check_language(built, lang, spec)
+                built = compose_metric(spec, lang, normalize=normalize, definitions=cfg.definitions)
             needs_references = needs_references or getattr(built, "needs_references", True)
     except (SpecError, UnknownComponentError) as err:
         fail(err, EXIT_USAGE)
