@@ -1,5 +1,5 @@
 """pycocoevalcap's example flow (``COCOEvalCap(coco, cocoRes).evaluate()``) with pycocoevalcap and
-with ``capmetrics.compat.pycocoevalcap``, on COCO files built from Flickr8k-Expert (each image's 5
+with ``capmetrics.integrations.pycocoevalcap``, on COCO files built from Flickr8k-Expert (each image's 5
 references, its first Expert candidate); every number checked bit-identical. SPICE is left out of
 both (pycocoevalcap's own Spice downloads CoreNLP). pycocoevalcap starts its METEOR JVM inside the
 timed run; capmetrics' METEOR is the native one.
@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from capmetrics.compat import pycocoevalcap as compat
 from capmetrics.data.flickr8k import load_expert
+from capmetrics.integrations import pycocoevalcap as compat
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "flickr8k"
 

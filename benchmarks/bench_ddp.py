@@ -1,4 +1,4 @@
-"""capmetrics.torchmetrics under DDP: ``CocoCaptionMetrics.compute`` (BLEU-1..4, METEOR, ROUGE-L,
+"""capmetrics.integrations.torchmetrics under DDP: ``CocoCaptionMetrics.compute`` (BLEU-1..4, METEOR, ROUGE-L,
 CIDEr-D) on 20,000 Flickr8k items (each image's caption j as the candidate, its other four as the
 references), one rank against two (torch.distributed gloo, CPU processes, one thread each), in one
 run. Each rank holds its DistributedSampler shard; the timed ``compute`` scores the shard and
@@ -39,7 +39,7 @@ def worker(rank: int, world: int, port: int, data: str, n: int, out: str) -> Non
     import threadpoolctl
     import torch
     import torch.distributed as dist
-    from capmetrics.torchmetrics import CocoCaptionMetrics
+    from capmetrics.integrations.torchmetrics import CocoCaptionMetrics
     from torch.utils.data import DistributedSampler
 
     torch.set_num_threads(1)

@@ -87,7 +87,7 @@ TINY = {
 def pick_device(asked: str) -> str:
     """The concrete device for ``--device`` (``auto``: CUDA when torch sees one), through
     capmetrics' own resolution (a DeviceError names what torch sees when ``cuda`` is absent)."""
-    from capmetrics.device import resolve_device
+    from capmetrics.runtime.device import resolve_device
 
     return resolve_device(asked)
 
@@ -203,7 +203,7 @@ def model_folder(folder: Path) -> tuple[str, str]:
 def _bertscore_row(device: str, items: int) -> dict[str, Any]:
     import bert_score
     import capmetrics
-    from capmetrics.device import use_device
+    from capmetrics.runtime.device import use_device
 
     groups = flickr_groups(items)
     cands, refs = [g[0] for g in groups], [g[1:] for g in groups]
@@ -250,7 +250,7 @@ def clip_row(device: str, images: int, shape: dict[str, Any], folder: Path) -> d
     import capmetrics
     import torch
     from capmetrics.data.model import Dataset, Item
-    from capmetrics.device import use_device
+    from capmetrics.runtime.device import use_device
     from PIL import Image
     from transformers import CLIPConfig, CLIPModel
 
@@ -280,7 +280,7 @@ def clip_row(device: str, images: int, shape: dict[str, Any], folder: Path) -> d
 def mmd_row(device: str, items: int) -> dict[str, Any]:
     import capmetrics
     from capmetrics.data.model import Dataset, Item
-    from capmetrics.device import use_device
+    from capmetrics.runtime.device import use_device
 
     groups = flickr_groups(items + 1)
     data = Dataset([Item(f"m{k}", tuple(groups[k + 1]), tuple(groups[k])) for k in range(items)])

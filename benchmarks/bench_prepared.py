@@ -13,8 +13,8 @@ from pathlib import Path
 from unittest import mock
 
 import capmetrics
-from capmetrics import prepared
 from capmetrics.data.flickr8k import load_crowdflower
+from capmetrics.engine import prepared
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "flickr8k"
 METRICS = ["bleu-1", "bleu-2", "bleu-3", "bleu-4", "rouge-l", "cider-d"]
@@ -43,7 +43,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     dataset, _ = load_crowdflower(args.data)
-    import capmetrics.scoring as scoring
+    import capmetrics.engine.scoring as scoring
 
     best = {}
     for share in (True, False):

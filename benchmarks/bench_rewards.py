@@ -1,6 +1,6 @@
 """Training-loop rewards: CIDEr-D for a self-critical batch of 50 images x 5 sampled captions
 against 5 references each, document frequencies fixed from the Flickr8k training captions
-(6,000 images), on one core. capmetrics.rewards against pycocoevalcap's ``CiderScorer`` given the
+(6,000 images), on one core. capmetrics.integrations.rewards against pycocoevalcap's ``CiderScorer`` given the
 same fixed df (the ``ciderD`` of self-critical.pytorch-style repositories is not on PyPI; its
 algorithm is CiderScorer's with a precomputed df), values checked equal.
 
@@ -13,7 +13,7 @@ submodule pins), ``--self-critical`` (a checkout of self-critical.pytorch) and `
 with six.py), also times self-critical.pytorch's own ``get_self_critical_reward`` on its batch of
 tests/data/cider_compat (50 images x 5 samples + 50 greedy, label ids, its prepro_ngrams df;
 ``--sc-df`` a full one made by experiments/make_cider_compat_fixtures.py --full-out) three ways in
-one run: with the original ``CiderD``, with ``capmetrics.compat.cider.CiderD`` swapped in (the
+one run: with the original ``CiderD``, with ``capmetrics.integrations.cider.CiderD`` swapped in (the
 import swap: the rest of the function unchanged), and ``CiderDReward(keep_end=True).self_critical``
 on the ids. Target (issue 29): equal within 1e-12, >= 20x faster per step.
 """
@@ -29,7 +29,7 @@ import capmetrics
 import numpy as np
 import threadpoolctl
 from capmetrics.data.flickr8k import load_captions
-from capmetrics.rewards import BleuReward, CiderDReward, decode, self_critical
+from capmetrics.integrations.rewards import BleuReward, CiderDReward, decode, self_critical
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "flickr8k"
 
@@ -89,7 +89,7 @@ def self_critical_step(args: argparse.Namespace) -> None:
     import types
 
     import torch
-    from capmetrics.compat.cider import CiderD as CompatCiderD
+    from capmetrics.integrations.cider import CiderD as CompatCiderD
 
     sys.path[:0] = [str(args.six), str(args.cider), str(args.self_critical)]
     from captioning.utils import rewards  # type: ignore[import-not-found]
@@ -147,7 +147,7 @@ def self_critical_step(args: argparse.Namespace) -> None:
         f"original ruotianluo/cider CiderD      : best {orig_best * 1e3:7.2f} ms  median {orig_med * 1e3:7.2f} ms"
     )
     print(
-        f"import swap: capmetrics.compat CiderD : best {swap_best * 1e3:7.2f} ms  median {swap_med * 1e3:7.2f} ms  "
+        f"import swap: capmetrics.integrations CiderD : best {swap_best * 1e3:7.2f} ms  median {swap_med * 1e3:7.2f} ms  "
         f"({orig_best / swap_best:.0f}x, max abs difference {np.abs(np.asarray(swap) - orig).max():.2g})"
     )
     print(

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_statistics import captions, make_items  # noqa: E402
 from capmetrics import compose  # noqa: E402
 from capmetrics.cli.process import tune  # noqa: E402
-from capmetrics.parallel import Executor, compare_items  # noqa: E402
+from capmetrics.engine.parallel import Executor, compare_items  # noqa: E402
 
 tune()  # this script owns its process and times what the capmetrics command does: tune it alike
 

@@ -176,8 +176,8 @@ def compare(a: dict, b: dict) -> tuple[int, int, list[int]]:
 def tau_c(root: str, values: list[float]) -> float:
     """Kendall tau-c (x 100) of per-item values against the 3 expert judgments of each item."""
     import numpy as np
+    from capmetrics.analysis.meta import correlations
     from capmetrics.data.flickr8k import load_expert
-    from capmetrics.meta import correlations
 
     _, ratings = load_expert(root)
     return (

@@ -18,8 +18,8 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from capmetrics.parallel import Executor, compare_items, single_threaded_blas
-from capmetrics.permutation import all_splits, permutation_test
+from capmetrics.components.permutation import all_splits, permutation_test
+from capmetrics.engine.parallel import Executor, compare_items, single_threaded_blas
 from capmetrics.plugins.multicandidate.kernels import MMD, Frechet
 from capmetrics.plugins.multicandidate.trm import TRM, triangle_indicators
 from capmetrics.plugins.ngram.cider import CiderD

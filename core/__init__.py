@@ -17,12 +17,16 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
+from capmetrics import _moved
+
+_moved.install()  # former module paths (capmetrics.scoring, ...) stay importable
+
 try:
     __version__ = version("capmetrics")
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+unknown"
 
-from capmetrics.component import (
+from capmetrics.components.base import (
     KINDS,
     Aggregator,
     Component,
@@ -37,6 +41,7 @@ from capmetrics.component import (
     StatResult,
     Tokenizer,
 )
+from capmetrics.components.hookspecs import hookimpl
 from capmetrics.errors import (
     CapmetricsError,
     DataError,
@@ -48,10 +53,9 @@ from capmetrics.errors import (
     SpecSyntaxError,
     UnknownComponentError,
 )
-from capmetrics.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from capmetrics.spec import Spec
+    from capmetrics.components.spec import Spec
 
 
 def compose(
@@ -69,11 +73,11 @@ def __getattr__(name: str) -> Any:
         "Item": "capmetrics.data.model",
         "Dataset": "capmetrics.data.model",
         "load_dataset": "capmetrics.data.loaders",
-        "score": "capmetrics.scoring",
-        "compute": "capmetrics.scoring",
-        "Results": "capmetrics.results",
-        "MetricResult": "capmetrics.results",
-        "load_config": "capmetrics.config",
+        "score": "capmetrics.engine.scoring",
+        "compute": "capmetrics.engine.scoring",
+        "Results": "capmetrics.engine.results",
+        "MetricResult": "capmetrics.engine.results",
+        "load_config": "capmetrics.engine.config",
     }
     if name in lazy:
         import importlib

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
-from capmetrics.component import (
+from capmetrics.components.base import (
     METRIC_KINDS,
     Aggregator,
     Component,
@@ -42,9 +42,9 @@ from capmetrics.component import (
     union_args,
 )
 from capmetrics.data.model import Dataset, Item
+from capmetrics.engine.results import Results
 from capmetrics.errors import CapmetricsError, InternalError
-from capmetrics.results import Results
-from capmetrics.strict_json import loads_strict
+from capmetrics.io.strict_json import loads_strict
 
 SAMPLE = Path(__file__).resolve().parent / "sample" / "flickr8k_expert_sample.jsonl"
 
@@ -91,7 +91,7 @@ def default_dataset(n_items: int = 8) -> Dataset:
 
 
 def _score(component: Component, dataset: Dataset, executor: Any = None) -> Results:
-    from capmetrics.scoring import score
+    from capmetrics.engine.scoring import score
 
     return score(dataset, [component], executor=executor)
 
@@ -227,9 +227,9 @@ def check_choice_parameters(spec: str, ctx: CheckContext) -> None:
     annotation it cannot read (e.g. a forward reference that does not resolve)."""
     import typing
 
+    from capmetrics.components.spec import Spec, parse
     from capmetrics.errors import SpecError
     from capmetrics.registry.compose import compose
-    from capmetrics.spec import Spec, parse
 
     c = ctx.build(spec)
     try:
@@ -366,7 +366,7 @@ def check_determinism(spec: str, ctx: CheckContext) -> None:
 @_check("statistic")
 def check_executors(spec: str, ctx: CheckContext) -> None:
     """Serial, local processes and Dask give the same bytes."""
-    from capmetrics.parallel import Executor
+    from capmetrics.engine.parallel import Executor
 
     kinds = [k for k in ctx.executors if k != "dask" or _has_dask()]
     outputs = {
@@ -389,8 +389,8 @@ def _splits(n: int) -> list[tuple[int, int]]:
 
 def _crossed(value: Any, what: str, check: str, spec: str) -> Any:
     """``value`` as a worker or another rank receives it: checked as plain data, pickled."""
+    from capmetrics.components.protocols import check_portable
     from capmetrics.errors import MetricError
-    from capmetrics.protocols import check_portable
 
     try:
         return pickle.loads(pickle.dumps(check_portable(value, what)))
@@ -410,13 +410,13 @@ def _same_float(a: float, b: float) -> bool:
 
 @_check(*METRIC_KINDS)
 def check_merged_parts(spec: str, ctx: CheckContext) -> None:
-    """A component of the statistics protocol (:mod:`capmetrics.protocols`) gives from parts of
+    """A component of the statistics protocol (:mod:`capmetrics.components.protocols`) gives from parts of
     the corpus (of unequal sizes, one empty) exactly what it gives on the whole: ``score_part``
     and ``merge_scores`` the same values and corpus value, also from the parts' summed
     statistics (what DDP ranks exchange); ``fit_state``/``merge_fit_states``/``fit_states``
     (and ``count_state``/``fit_counts``) the same fitted state as ``fit``. Every part is plain
     data and is pickled on the way, as to a worker. Other components pass."""
-    from capmetrics.protocols import CountsInParts, FitsInParts, ScoresInParts, supports
+    from capmetrics.components.protocols import CountsInParts, FitsInParts, ScoresInParts, supports
     from capmetrics.registry.compose import compose
 
     name = "check_merged_parts"
@@ -453,7 +453,7 @@ def _check_fitted(
     counts: bool,
 ) -> None:
     """Fitting from parts (each way the component supports) fixes what ``fit`` on the whole does."""
-    from capmetrics.protocols import CountsInParts, FitsInParts
+    from capmetrics.components.protocols import CountsInParts, FitsInParts
     from capmetrics.registry.compose import compose
 
     ways: list[tuple[str, Any]] = []
@@ -586,7 +586,7 @@ def edge_datasets(dataset: Dataset) -> dict[str, Dataset]:
 def check_edge_inputs(spec: str, ctx: CheckContext) -> None:
     """Edge inputs give values or a capmetrics error naming the problem, never another exception;
     an empty candidate is scored or refused as ``accepts_empty_candidates`` declares."""
-    from capmetrics.scoring import refuses_empty_candidates
+    from capmetrics.engine.scoring import refuses_empty_candidates
 
     c = ctx.build(spec)
     accepts = refuses_empty_candidates(c) is None  # a wrapper accepts only if what it wraps does

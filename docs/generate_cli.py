@@ -24,7 +24,7 @@ through the `register_commands` hook. This page is generated from the commands t
 What a run shows:
 
 * **Progress** goes to stderr and counts work: items scored, sentences embedded (and what plugins
-  report through `capmetrics.progress.work`), with the rate and the time left; one bar per run,
+  report through `capmetrics.engine.progress.work`), with the rate and the time left; one bar per run,
   which names the running metric (k/N). Other libraries' bars (transformers' "Loading weights",
   tqdm) are silenced. When stderr is not a terminal nothing is printed, unless `--progress` asks
   for a line every 10 s; `--quiet` (or `--no-progress`) prints none anywhere.

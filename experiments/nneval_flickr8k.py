@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from capmetrics.meta import correlations, load_preset
+from capmetrics.analysis.meta import correlations, load_preset
 from capmetrics.plugins.nneval import NNEval
 from capmetrics.plugins.nneval.training_data import build_training_set, load_flickr8k_split
 

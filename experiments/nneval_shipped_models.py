@@ -19,7 +19,7 @@ model learns or early-stops on, the *unseen* half is only tested on.
 
 The table gives Kendall tau x100 on the unseen half (tau-c over the Expert rating points, tau-b
 over the CF rows, as the ``flickr8k-expert`` / ``flickr8k-cf`` presets) with 95% bootstrap
-intervals from :func:`capmetrics.meta.correlate` (what ``capmetrics meta`` reports; 1,000
+intervals from :func:`capmetrics.analysis.meta.correlate` (what ``capmetrics meta`` reports; 1,000
 resamples of items, seed 0). Every metric is scored on the full judged sets (CIDEr's document
 frequencies over all judged items, as in ``capmetrics meta``) and restricted to the unseen half.
 
@@ -41,8 +41,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
+from capmetrics.analysis.meta import correlate, correlations, load_preset
 from capmetrics.data.judgments import choose_groups
-from capmetrics.meta import correlate, correlations, load_preset
 from capmetrics.plugins.nneval import NNEval
 from capmetrics.plugins.nneval.features import (
     PAPER_FEATURES,

@@ -36,7 +36,7 @@ def main() -> None:
     print(f"{args.n} Flickr8k-Expert rows, {os.cpu_count()} cores, load {os.getloadavg()}")
     with tempfile.TemporaryDirectory() as cache:
         start = time.perf_counter()
-        from capmetrics.cache import cache_root
+        from capmetrics.io.cache import cache_root
         from capmetrics.plugins.spice._resources import find_corenlp
 
         corenlp = find_corenlp()

@@ -1,5 +1,6 @@
 """Plugin loading, the component table, and the spec language."""
 
+from capmetrics.components.spec import Spec, format_value, parse
 from capmetrics.registry.compose import METRIC_KINDS, compose, parameter_help
 from capmetrics.registry.manager import (
     ComponentEntry,
@@ -11,7 +12,6 @@ from capmetrics.registry.manager import (
     reset_registry,
     unregister_plugin,
 )
-from capmetrics.spec import Spec, format_value, parse
 
 __all__ = [
     "METRIC_KINDS",

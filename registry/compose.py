@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from capmetrics.component import KIND_BASES, METRIC_KINDS, Component, init_hints, union_args
+from capmetrics.components.base import KIND_BASES, METRIC_KINDS, Component, init_hints, union_args
+from capmetrics.components.spec import MAX_DEPTH, Spec, format_value, normalize_name, parse
 from capmetrics.errors import SpecError, UnknownComponentError, did_you_mean
 from capmetrics.registry.manager import Registry, get_registry
-from capmetrics.spec import MAX_DEPTH, Spec, format_value, normalize_name, parse
 
 __all__ = ["METRIC_KINDS", "Untrusted", "compose", "init_hints", "parameter_help", "union_args"]
 
@@ -153,7 +153,7 @@ def parameter_help(cls: type[Component]) -> str:
 def _type_name(tp: Any) -> str:
     if isinstance(tp, type):
         return tp.__name__
-    return str(tp).replace("typing.", "").replace("capmetrics.component.", "")
+    return str(tp).replace("typing.", "").replace("capmetrics.components.base.", "")
 
 
 class _Builder:

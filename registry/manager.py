@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pluggy
-from capmetrics import hookspecs
-from capmetrics.component import KIND_BASES, KINDS, Component
+from capmetrics.components import hookspecs
+from capmetrics.components.base import KIND_BASES, KINDS, Component
+from capmetrics.components.spec import normalize_name
 from capmetrics.errors import PluginError, UnknownComponentError
-from capmetrics.spec import normalize_name
 
 GROUP = hookspecs.PROJECT
 DISABLE_ENV = "CAPMETRICS_DISABLE_PLUGINS"

@@ -1,7 +1,7 @@
-"""The spec language, kept importable here: it lives in core as :mod:`capmetrics.spec` (a value
+"""The spec language, kept importable here: it lives in core as :mod:`capmetrics.components.spec` (a value
 type core uses at run time; the registry resolves its names to components)."""
 
-from capmetrics.spec import (
+from capmetrics.components.spec import (
     MAX_DEPTH,
     NAME_RE,
     Spec,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from capmetrics import Distance, Scores, compose, hookimpl
 from capmetrics.cli import EXIT_INTERNAL, app
-from capmetrics.strict_json import loads_strict
+from capmetrics.io.strict_json import loads_strict
 from capmetrics.testing import registered_specs
 from typer.testing import CliRunner
 

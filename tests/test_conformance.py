@@ -5,7 +5,7 @@ defaults are listed, with the reason, in NEEDS_USER_FILES (the one place)."""
 from __future__ import annotations
 
 import pytest
-from capmetrics.component import KINDS
+from capmetrics.components.base import KINDS
 from capmetrics.registry import get_registry
 from capmetrics.testing import parametrize_with_checks, registered_specs
 

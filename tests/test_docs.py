@@ -7,7 +7,7 @@ import inspect
 import re
 
 import pytest
-from capmetrics import hookspecs
+from capmetrics.components import hookspecs
 
 from tests.conftest import ROOT
 

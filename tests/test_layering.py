@@ -105,8 +105,8 @@ def test_core_does_not_import_the_registry_at_module_level() -> None:
     [
         "capmetrics.registry",
         "capmetrics",
-        "capmetrics.scoring",
-        "capmetrics.spec",
+        "capmetrics.engine.scoring",
+        "capmetrics.components.spec",
         "capmetrics.registry.compose",
     ],
 )
@@ -152,3 +152,49 @@ def test_families_import_only_each_others_public_names() -> None:
                 if any(p.startswith("_") for p in (*parts[3:], alias.name)):
                     found.add((family, f"{node.module}.{alias.name}"))
     assert found - PENDING == set()
+
+
+#: Core's folders, lowest first: a module imports (at module level) only from its own folder and
+#: the folders before it. ``errors`` is below all of them; the package root, ``cli`` and
+#: ``testing`` sit above all of them.
+CORE_LAYERS = (
+    "errors",
+    "runtime",
+    "io",
+    "data",
+    "components",
+    "engine",
+    "analysis",
+    "integrations",
+    "cli",
+)
+
+
+def test_core_folders_are_layered_one_way() -> None:
+    """The folder names draw the core: runtime → io → data → components → engine → analysis →
+    integrations → cli, each importing only what lies below it (imports inside functions are
+    the run-time hooks, e.g. a component asking the engine for the run's prepared tokens)."""
+    offenders = []
+    rank = {name: i for i, name in enumerate(CORE_LAYERS)}
+    for path in sorted((ROOT / "core").rglob("*.py")):
+        parts = path.relative_to(ROOT / "core").parts
+        if len(parts) == 1:  # __init__, _moved, errors, testing: the root's own modules
+            if parts[0] != "errors.py":
+                continue
+            here = "errors"
+        else:
+            here = parts[0]
+        assert here in rank, f"core/{here}/ is not in CORE_LAYERS: place it in the order"
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for line, name in module_level_imports(tree):
+            bits = name.split(".")
+            if bits[0] != "capmetrics" or len(bits) < 2 or bits[1] not in rank:
+                continue
+            if rank[bits[1]] > rank[here]:
+                offenders.append(f"{path.relative_to(ROOT)}:{line}: {name}")
+    assert offenders == []
+
+
+def test_core_root_holds_only_the_package_its_errors_and_the_kit() -> None:
+    loose = sorted(p.name for p in (ROOT / "core").glob("*.py"))
+    assert loose == ["__init__.py", "_moved.py", "errors.py", "testing.py"]

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 from capmetrics.cli.compare import SampleC, SampleR, SampleSeed
 from capmetrics.cli.untrusted import MaxImageAspect, MaxImagePixels, TrustCode, shared_file_options
-from capmetrics.component import KINDS
+from capmetrics.components.base import KINDS
+from capmetrics.engine.scoring import DEFAULT_METRICS
 from capmetrics.errors import (
     CapmetricsError,
     InternalError,
@@ -21,11 +22,10 @@ from capmetrics.errors import (
     UnknownComponentError,
     component_errors,
 )
-from capmetrics.scoring import DEFAULT_METRICS
 
 if TYPE_CHECKING:
-    from capmetrics.config import Config
-    from capmetrics.results import Results
+    from capmetrics.engine.config import Config
+    from capmetrics.engine.results import Results
 
 #: How ``--help`` names the value a parameter takes (typer would print Python types: <list[str]>).
 _VALUE_WORDS = {str: "TEXT", int: "INTEGER", float: "NUMBER", bool: "BOOLEAN", Path: "PATH"}
@@ -133,7 +133,7 @@ def _root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
 ) -> None:
     _state["debug"] = debug or os.environ.get("CAPMETRICS_DEBUG", "") not in ("", "0")
-    from capmetrics.progress import silence_third_party
+    from capmetrics.engine.progress import silence_third_party
 
     silence_third_party()
 
@@ -148,7 +148,7 @@ def _one_line_warning(
 ) -> None:
     """Warnings as ``Warning: ...`` on one line of stderr (no source path, no line of code),
     above the progress bar when one is live."""
-    from capmetrics.progress import message as say
+    from capmetrics.engine.progress import message as say
 
     say("Warning: " + " ".join(str(message).split()))
 
@@ -213,7 +213,7 @@ def plugins_cli(
             }
             for e in entries
         ]
-        from capmetrics.strict_json import dumps
+        from capmetrics.io.strict_json import dumps
 
         typer.echo(dumps(rows))
         return
@@ -371,8 +371,8 @@ def score_cli(
 ) -> None:
     """Score a dataset with one or more metrics (default: coco-caption's set: bleu-1..4, meteor,
     rouge-l, cider-d)."""
-    from capmetrics.config import Config, load_config
-    from capmetrics.results import OUTPUT_FORMATS
+    from capmetrics.engine.config import Config, load_config
+    from capmetrics.engine.results import OUTPUT_FORMATS
 
     limit = input_limit(max_input_size)
     try:
@@ -381,7 +381,7 @@ def score_cli(
         lang = lang or cfg.options.get("lang")
         normalize = normalize or cfg.options.get("normalize")
         if lang is not None:
-            from capmetrics.language import default_metrics, get_language, tokenizer_spec
+            from capmetrics.components.language import default_metrics, get_language, tokenizer_spec
 
             tokenizer_spec(get_language(lang), normalize)
             if not (metric or cfg.metrics):
@@ -417,11 +417,11 @@ def score_cli(
             sample_references=sample_references,
             sample_seed=sample_seed,
         )
-        from capmetrics.atomic import check_output
+        from capmetrics.io.atomic import check_output
 
         check_output(out, (data, results, config))
         # Build every metric before loading data, so a typo fails fast.
-        from capmetrics.language import compose_metric
+        from capmetrics.components.language import compose_metric
 
         needs_references = False
         for spec in specs:
@@ -433,13 +433,13 @@ def score_cli(
     except CapmetricsError as err:
         fail(err)
     try:
-        from capmetrics.device import check_device, resolve_device, use_device
+        from capmetrics.runtime.device import check_device, resolve_device, use_device
 
         if check_device(device).startswith("cuda"):
             resolve_device(device)  # asked for a GPU: fail now if torch cannot see it
     except CapmetricsError as err:
         fail(err, EXIT_USAGE)
-    from capmetrics.strict_json import limit_input
+    from capmetrics.io.strict_json import limit_input
 
     with (
         use_device(device),
@@ -475,9 +475,9 @@ def score_cli(
 
 
 def input_limit(size: str | None) -> int | None:
-    """``--max-input-size`` in bytes (for :func:`capmetrics.strict_json.limit_input`), or None;
+    """``--max-input-size`` in bytes (for :func:`capmetrics.io.strict_json.limit_input`), or None;
     a malformed size is a usage error."""
-    from capmetrics.strict_json import parse_size
+    from capmetrics.io.strict_json import parse_size
 
     try:
         return None if size is None else parse_size(size, "--max-input-size")
@@ -506,7 +506,7 @@ def check_run_options(
         SpecError: naming the option and why.
     """
     from capmetrics.data.loaders import FORMATS
-    from capmetrics.parallel import EXECUTORS
+    from capmetrics.engine.parallel import EXECUTORS
 
     if input_format not in FORMATS:
         raise SpecError(f"unknown --input-format {input_format!r}; use one of {', '.join(FORMATS)}")
@@ -582,15 +582,15 @@ class ScoreRun:
 def _score(run: ScoreRun) -> None:
     """Load the data (or stream it), score it with a progress display and emit the results."""
     from capmetrics.data.loaders import load_dataset
-    from capmetrics.parallel import Executor
-    from capmetrics.progress import run_progress
-    from capmetrics.sampling import sample_dataset
-    from capmetrics.scoring import score
+    from capmetrics.data.sampling import sample_dataset
+    from capmetrics.engine.parallel import Executor
+    from capmetrics.engine.progress import run_progress
+    from capmetrics.engine.scoring import score
 
     try:
         run_on = Executor.from_options(run.executor, run.jobs, run.scheduler)
         specs, cfg = run.specs, run.config
-        from capmetrics.streaming import score_file, should_stream
+        from capmetrics.engine.streaming import score_file, should_stream
 
         if run.results is None and should_stream(run.data, run.input_format, run.chunk_size):
             if run.sample_candidates is not None or run.sample_references is not None:
@@ -599,7 +599,7 @@ def _score(run: ScoreRun) -> None:
                     "they cannot be combined with streaming (--chunk-size or a JSONL over 256 MiB)"
                 )
             if run.lang is not None:  # streamed chunks take the specs with the language's tokenizer
-                from capmetrics.language import localize
+                from capmetrics.components.language import localize
 
                 specs = [
                     str(localize(s, run.lang, normalize=run.normalize, definitions=cfg.definitions))
@@ -699,11 +699,11 @@ def get_app() -> typer.Typer:
 def main() -> None:
     """Entry point of the ``capmetrics`` script: no raw traceback reaches the user unless
     ``--debug`` or ``CAPMETRICS_DEBUG`` asks for it. SIGTERM and SIGHUP clean up as Ctrl-C
-    does (child processes, workers, temporary files; :mod:`capmetrics.interrupts`) and exit
+    does (child processes, workers, temporary files; :mod:`capmetrics.runtime.interrupts`) and exit
     with 128 + the signal's number. The process is the command's: :mod:`capmetrics.cli.process`
     tunes it (collector, allocator, signals, warnings)."""
     from capmetrics.cli.process import tune
-    from capmetrics.interrupts import received
+    from capmetrics.runtime.interrupts import received
 
     tune(showwarning=_one_line_warning)
     try:

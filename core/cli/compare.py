@@ -56,7 +56,7 @@ def load_system(
     """Load one system's dataset (results file with ``references``, else a full dataset) and
     apply the ``--sample`` options."""
     from capmetrics.data.loaders import load_dataset
-    from capmetrics.sampling import sample_dataset
+    from capmetrics.data.sampling import sample_dataset
 
     dataset = (
         load_dataset(references, path, input_format)
@@ -115,16 +115,16 @@ def compare_cli(
     """Compare two systems on the same items: difference, paired approximate-randomisation
     p-value and paired bootstrap confidence interval, for each metric; a system is named
     better only when p < alpha."""
-    from capmetrics.atomic import atomic_write
-    from capmetrics.compare import compare_systems
-    from capmetrics.config import Config, load_config
-    from capmetrics.parallel import Executor
+    from capmetrics.analysis.compare import compare_systems
+    from capmetrics.engine.config import Config, load_config
+    from capmetrics.engine.parallel import Executor
+    from capmetrics.io.atomic import atomic_write
+    from capmetrics.io.strict_json import dumps
     from capmetrics.registry.compose import METRIC_KINDS, compose
-    from capmetrics.strict_json import dumps
 
     try:
-        from capmetrics.atomic import check_output
         from capmetrics.cli import check_run_options
+        from capmetrics.io.atomic import check_output
 
         check_run_options(
             input_format=input_format,
@@ -145,14 +145,15 @@ def compare_cli(
         cfg = load_config(config) if config else Config()
         lang = lang or cfg.options.get("lang")
         named = list(metric)
-        if lang is not None:  # the language's segmenter in every spec (capmetrics.language)
-            from capmetrics.language import localize
+        if lang is not None:
+            # the language's segmenter in every spec (capmetrics.components.language)
+            from capmetrics.components.language import localize
 
             metric = [str(localize(spec, lang, definitions=cfg.definitions)) for spec in metric]
         for name, spec in zip(named, metric):
             built = compose(spec, METRIC_KINDS, definitions=cfg.definitions)
             if lang is not None:
-                from capmetrics.language import check_language
+                from capmetrics.components.language import check_language
 
                 check_language(built, lang, name)
         run_on = Executor.from_options(executor, jobs, scheduler)
@@ -216,8 +217,8 @@ def plot_null_cli(
     sample_seed: SampleSeed = 0,
 ) -> None:
     """Plot one item's permutation null distribution with its observed statistic."""
-    from capmetrics.permutation import PermutationStatistic, Undefined
-    from capmetrics.plots import plot_null_distribution
+    from capmetrics.analysis.plots import plot_null_distribution
+    from capmetrics.components.permutation import PermutationStatistic, Undefined
     from capmetrics.registry.compose import compose
 
     try:
@@ -268,12 +269,12 @@ def plot_p_values_cli(
     alpha: Annotated[float, typer.Option(help="Significance level drawn as a line.")] = 0.05,
 ) -> None:
     """Plot the per-item p-values of a multi-candidate statistic, with their harmonic mean p-value."""
-    from capmetrics.plots import plot_p_values
-    from capmetrics.pvalues import harmonic_mean_p
+    from capmetrics.analysis.plots import plot_p_values
+    from capmetrics.components.pvalues import harmonic_mean_p
 
     try:
         try:
-            from capmetrics.strict_json import read_json
+            from capmetrics.io.strict_json import read_json
 
             data = read_json(results, "a results file")
             metrics = data["metrics"]

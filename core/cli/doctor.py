@@ -58,11 +58,11 @@ def version_rows() -> list[Row]:
 
 def device_row() -> Row:
     """Where embedders run by default (``--device auto``)."""
-    from capmetrics.device import cuda_report
+    from capmetrics.runtime.device import cuda_report
 
     if _version("torch") is None:
         return ("torch device", "info", "torch is not installed (pip install 'capmetrics[torch]')")
-    from capmetrics.device import resolve_device
+    from capmetrics.runtime.device import resolve_device
 
     try:
         device = resolve_device("auto")
@@ -99,7 +99,7 @@ def _size(folder: Any) -> int:
 
 def cache_rows() -> list[Row]:
     """The cache root (``$CAPMETRICS_CACHE_DIR``, else the XDG cache folder) and its parts."""
-    from capmetrics.cache import CACHE_ENV, cache_root
+    from capmetrics.io.cache import CACHE_ENV, cache_root
 
     root = cache_root()
     how = (
@@ -208,7 +208,7 @@ def doctor_cli(
 
     rows = doctor_rows(setup_commands(get_app()))
     if as_json:
-        from capmetrics.strict_json import dumps
+        from capmetrics.io.strict_json import dumps
 
         typer.echo(dumps([{"what": w, "status": s, "details": d} for w, s, d in rows]))
     else:

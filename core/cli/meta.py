@@ -1,4 +1,4 @@
-"""``capmetrics meta``: agreement of metrics with human judgments (see :mod:`capmetrics.meta`)."""
+"""``capmetrics meta``: agreement of metrics with human judgments (see :mod:`capmetrics.analysis.meta`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import typer
 from capmetrics.errors import CapmetricsError, SpecError, UnknownComponentError
 
 if TYPE_CHECKING:
+    from capmetrics.analysis.meta import Agreement, PairwiseAccuracy
     from capmetrics.data.judgments import Judgments, PairJudgments
-    from capmetrics.meta import Agreement, PairwiseAccuracy
 
 DEFAULT_META_METRICS = ("bleu-1", "bleu-4", "meteor", "rouge-l", "cider-d")
 COLUMNS = ("pearson", "spearman", "kendall_b", "kendall_c")
@@ -27,8 +27,8 @@ def load_judgments_arg(
     images: Path | None = None,
 ) -> tuple[Judgments | PairJudgments, str]:
     """Judgments from a preset name or a JSONL file; returns (judgments, primary statistic)."""
+    from capmetrics.analysis.meta import PRESETS, load_preset
     from capmetrics.data.judgments import load_judgments
-    from capmetrics.meta import PRESETS, load_preset
 
     if (judgments is None) == (preset is None):
         raise SpecError(
@@ -96,7 +96,7 @@ def _table(rows: list[dict[str, object]], primary: str, pairwise: bool) -> str:
 def render(rows: list[dict[str, object]], fmt: str, primary: str, pairwise: bool) -> str:
     """Rows as json, csv or a table."""
     if fmt == "json":
-        from capmetrics.strict_json import dumps
+        from capmetrics.io.strict_json import dumps
 
         return dumps(rows) + "\n"
     if fmt == "csv":
@@ -110,7 +110,7 @@ def render(rows: list[dict[str, object]], fmt: str, primary: str, pairwise: bool
 
 def write_output(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically and say so on stderr."""
-    from capmetrics.atomic import atomic_write
+    from capmetrics.io.atomic import atomic_write
 
     with atomic_write(path) as handle:
         handle.write(text)
@@ -173,14 +173,14 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Agreement of metrics with human judgments: Pearson, Spearman, Kendall tau-b/tau-c
         with bootstrap intervals, or pairwise accuracy per category for pairwise judgments."""
+        from capmetrics.analysis.meta import agreement, build_metric, pairwise_accuracy
         from capmetrics.cli import EXIT_USAGE, fail
         from capmetrics.data.judgments import PairJudgments
-        from capmetrics.meta import agreement, build_metric, pairwise_accuracy
 
         try:
             if fmt not in ("table", "json", "csv"):
                 raise SpecError(f"unknown format {fmt!r}; use table, json or csv")
-            from capmetrics.atomic import check_output
+            from capmetrics.io.atomic import check_output
 
             check_output(out, (judgments, references))
             if bootstrap < 0:
@@ -190,8 +190,8 @@ def register(app: typer.Typer) -> None:
             specs = list(metric or DEFAULT_META_METRICS)
             if lang is None:
                 built = [build_metric(s) for s in specs]
-            else:  # the language's segmenter in every spec (capmetrics.language)
-                from capmetrics.language import (
+            else:  # the language's segmenter in every spec (capmetrics.components.language)
+                from capmetrics.components.language import (
                     check_language,
                     default_metrics,
                     get_language,

@@ -177,7 +177,7 @@ def run_components(root: Any) -> tuple[list[Any], str]:
     included) and those it composes itself (its ``run_components()``, e.g. a statistic's default
     embedder, an NNEval model's features); and the first line of the error a
     ``run_components()`` raised (the run would raise it too), or ``""``."""
-    from capmetrics.component import Component
+    from capmetrics.components.base import Component
 
     found: list[Any] = []
     seen: set[int] = set()

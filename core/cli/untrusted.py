@@ -48,7 +48,7 @@ def shared_file_options(
 ) -> Iterator[None]:
     """The run's trust and image limits, as the options set them."""
     from capmetrics.data.images import use_image_limits
-    from capmetrics.trust import use_trust_code
+    from capmetrics.io.trust import use_trust_code
 
     if (
         max_image_pixels is not None

@@ -65,7 +65,7 @@ def sample_digest() -> str:
 
 def _values(spec: str, dataset: Any) -> tuple[float, list[float]]:
     """The corpus value and every candidate's value of ``spec`` on the sample."""
-    from capmetrics.scoring import score
+    from capmetrics.engine.scoring import score
 
     result = score(dataset, [spec])[spec]
     return float(result.corpus), [float(v) for values in result.candidate_values for v in values]
@@ -230,7 +230,7 @@ def verify_cli(
         return
     checks = verify(metric)
     if as_json:
-        from capmetrics.strict_json import dumps
+        from capmetrics.io.strict_json import dumps
 
         typer.echo(dumps([check.__dict__ for check in checks]))
     else:

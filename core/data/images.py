@@ -33,7 +33,7 @@ from typing import Any
 
 from capmetrics.data.model import Dataset, Item, Problem
 from capmetrics.errors import DataError, MetricError
-from capmetrics.identity import Identity
+from capmetrics.io.identity import Identity
 
 #: Suffixes tried for ``<images>/<id>.<suffix>`` (clipscore.py's convention).
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".JPG", ".JPEG", ".PNG", ".tiff", ".bmp", ".webp")

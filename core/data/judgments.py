@@ -240,7 +240,7 @@ class _Reader:
 
 
 def _records(path: Path) -> list[tuple[int, Any]]:
-    from capmetrics.strict_json import parse_json, read_bytes
+    from capmetrics.io.strict_json import parse_json, read_bytes
 
     out, problems = [], []
     try:

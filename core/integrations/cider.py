@@ -25,7 +25,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from capmetrics.component import Distance
+from capmetrics.components.base import Distance
 from capmetrics.errors import MetricError
 from capmetrics.integrations.dffiles import df_kind, df_path, read_df_pickle
 

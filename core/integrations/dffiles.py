@@ -184,7 +184,7 @@ def convert_df(source: str | os.PathLike[str], target: str | os.PathLike[str]) -
     """Write the prepro_ngrams pickle ``source`` (a path or a ``data/<name>.p`` name) as a
     capmetrics df file (JSON; ``.gz``: gzipped), which ``CiderD(df=target)``,
     ``CiderDReward(target)`` and ``cider-d(df=target)`` read; returns ``target``."""
-    from capmetrics.component import Distance
+    from capmetrics.components.base import Distance
     from capmetrics.registry.compose import compose
 
     table, images = read_df_pickle(df_path(source))

@@ -55,7 +55,7 @@ def compute_metrics(
     refs_given = None if references is None else [list(r) for r in references]
 
     def compute(eval_pred: Any) -> dict[str, float]:
-        from capmetrics.scoring import score
+        from capmetrics.engine.scoring import score
 
         predictions, labels = (
             (eval_pred.predictions, eval_pred.label_ids)

@@ -23,7 +23,7 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-from capmetrics.component import Component, Distance, Scores, Tokenizer
+from capmetrics.components.base import Component, Distance, Scores, Tokenizer
 from capmetrics.errors import CapmetricsError, MetricError
 
 __all__ = [

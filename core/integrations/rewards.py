@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from capmetrics.component import Distance, Tokenizer
+from capmetrics.components.base import Distance, Tokenizer
 from capmetrics.errors import MetricError
 from capmetrics.integrations.dffiles import df_kind, read_df_pickle
 

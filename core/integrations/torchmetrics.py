@@ -10,7 +10,7 @@
 
 Each rank keeps the text of **its own** items (no torchmetrics list states: nothing is gathered as
 strings) and, at :meth:`CaptionMetric.compute`, the ranks exchange only what the components'
-statistics protocol (:mod:`capmetrics.protocols`) says crosses a rank boundary, with
+statistics protocol (:mod:`capmetrics.components.protocols`) says crosses a rank boundary, with
 ``torch.distributed`` collectives:
 
 - the item ids (8 bytes each), so that an item seen by several ranks (DistributedSampler pads the
@@ -18,8 +18,8 @@ statistics protocol (:mod:`capmetrics.protocols`) says crosses a rank boundary, 
   has it;
 - corpus statistics (CIDEr-D's document frequencies): each rank's part (``count_state``, else
   ``fit_state``), summed by the component (``fit_counts``/``fit_states``);
-- the corpus value's statistics: a :class:`~capmetrics.protocols.ShardStatistics` component's
-  summed ``score_shard`` sums (METEOR), a :class:`~capmetrics.protocols.ScoresInParts`
+- the corpus value's statistics: a :class:`~capmetrics.components.protocols.ShardStatistics` component's
+  summed ``score_shard`` sums (METEOR), a :class:`~capmetrics.components.protocols.ScoresInParts`
   component's summed ``score_part`` statistics (BLEU) or, where those are None (the corpus value
   is the mean of the item values: ROUGE-L, CIDEr-D), the per-item values with their ids, whose
   mean is taken in item-id order, as one process takes it;
@@ -54,10 +54,8 @@ except ImportError as err:  # pragma: no cover - the extra is not installed
         "pip install 'capmetrics[torchmetrics]'"
     ) from err
 
-from capmetrics.component import Component, Scores
-from capmetrics.errors import MetricError
-from capmetrics.integrations.rewards import check_end_word, decode, vocab_array
-from capmetrics.protocols import (
+from capmetrics.components.base import Component, Scores
+from capmetrics.components.protocols import (
     CountsInParts,
     FitsInParts,
     ScoresInParts,
@@ -65,6 +63,8 @@ from capmetrics.protocols import (
     check_portable,
     supports,
 )
+from capmetrics.errors import MetricError
+from capmetrics.integrations.rewards import check_end_word, decode, vocab_array
 
 __all__ = [
     "COCO_METRICS",
@@ -78,7 +78,7 @@ __all__ = [
 COCO_METRICS = ("bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "rouge-l", "cider-d")
 #: Registered names of components whose corpus value is the mean of their item values and whose
 #: item values do not depend on the other items of a call (given fixed corpus statistics), but
-#: which do not declare :class:`~capmetrics.protocols.ScoresInParts` (their parts need a model).
+#: which do not declare :class:`~capmetrics.components.protocols.ScoresInParts` (their parts need a model).
 MEAN_CORPUS = frozenset({"bertscore"})
 
 
@@ -127,7 +127,7 @@ class _Collectives:
         return [g.cpu().numpy()[:n] for g, n in zip(gathered, lengths)]
 
     def objects(self, obj: Any, what: str = "a part") -> list[Any]:
-        """Every rank's object (plain data, :func:`~capmetrics.protocols.check_portable`), in
+        """Every rank's object (plain data, :func:`~capmetrics.components.protocols.check_portable`), in
         rank order: pickled and compressed here, gathered as bytes."""
         if not self.active:
             return [obj]
@@ -160,7 +160,7 @@ class CaptionMetric(Metric):
 
     Args:
         metrics: a spec (``"cider-d"``, ``"bleu-4"``, ``"meteor"``…) or a list of them; each must
-            combine across ranks (a :mod:`capmetrics.protocols` statistics protocol; others are
+            combine across ranks (a :mod:`capmetrics.components.protocols` statistics protocol; others are
             refused here).
         vocab: id -> word (a list or dict) for token-id input; ``end_id``, ``keep_end``: where
             sequences end (as :mod:`capmetrics.integrations.rewards` cuts them).
@@ -199,7 +199,7 @@ class CaptionMetric(Metric):
             if not _combines(c):
                 raise MetricError(
                     f"CaptionMetric: {spec} cannot be combined across ranks (it implements "
-                    "neither ScoresInParts nor ShardStatistics of capmetrics.protocols)"
+                    "neither ScoresInParts nor ShardStatistics of capmetrics.components.protocols)"
                 )
             if (
                 getattr(c, "name", None) == "bertscore"
@@ -334,8 +334,8 @@ class CaptionMetric(Metric):
     @staticmethod
     def _fit(component: Component, comm: _Collectives, refs: list[tuple[str, ...]]) -> None:
         """Fix corpus statistics (CIDEr-D's df) to the sum of every rank's part (protocol:
-        :class:`~capmetrics.protocols.CountsInParts`, else
-        :class:`~capmetrics.protocols.FitsInParts`)."""
+        :class:`~capmetrics.components.protocols.CountsInParts`, else
+        :class:`~capmetrics.components.protocols.FitsInParts`)."""
         if supports(component, CountsInParts):
             counted = cast(CountsInParts, component)
             counted.fit_counts(comm.objects(counted.count_state(refs), "count_state"))
@@ -396,7 +396,7 @@ class CaptionMetric(Metric):
     def _values(
         self, comm: _Collectives, order: np.ndarray, cands: list[str], refs: list[tuple[str, ...]]
     ) -> torch.Tensor | dict[str, torch.Tensor]:
-        from capmetrics.prepared import run_scope
+        from capmetrics.engine.prepared import run_scope
 
         with (
             run_scope()

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import numpy as np
 from capmetrics import Aggregator, hookimpl
-from capmetrics.pvalues import harmonic_mean_p
+from capmetrics.components.pvalues import harmonic_mean_p
 
 
 class _Ufunc(Aggregator):

@@ -21,11 +21,11 @@ from typing import Literal
 
 import numpy as np
 from capmetrics import Distance, MetricError, Scores, hookimpl
-from capmetrics.device import device_signature, resolve_device
 from capmetrics.plugins.bertscore._encoder import TokenEncoder, register_in_run, shared_encoder
 from capmetrics.plugins.bertscore._greedy import TokenTable, pair_scores, pool_precisions
 from capmetrics.plugins.bertscore._weights import Idf, file_digest, plain_weights, read_baseline
 from capmetrics.plugins.embeddings.text import flatten
+from capmetrics.runtime.device import device_signature, resolve_device
 
 PARTS = {"p": 0, "r": 1, "f": 2}
 #: Pairs per batch in ``bert_score.BERTScorer.score`` (its default), for ``floor="bert-score"``.
@@ -98,7 +98,7 @@ class BERTScore(Distance):
         return enc
 
     def torch_device(self) -> str:
-        """The concrete device (``cpu``, ``cuda:N``) of ``device`` (capmetrics.device)."""
+        """The concrete device (``cpu``, ``cuda:N``) of ``device`` (capmetrics.runtime.device)."""
         return resolve_device(self.device)
 
     def rescale_values(self) -> np.ndarray | None:

@@ -16,7 +16,7 @@ supported. Nothing is downloaded.
 Reading a checkpoint runs none of its code: state dicts go through
 ``torch.load(weights_only=True)`` or safetensors, and a TorchScript archive (whose scripted
 methods run while it loads) is recognised from its zip entries before torch opens it and
-refused unless the user passes ``trust_code`` (:mod:`capmetrics.trust`). Paths must be regular
+refused unless the user passes ``trust_code`` (:mod:`capmetrics.io.trust`). Paths must be regular
 files (or folders of them): a FIFO or a device is refused before it is read.
 """
 
@@ -418,8 +418,8 @@ def _hf_folder(p: Path, path: str) -> Loaded:
 
 def _config(path: Path) -> dict:
     """A model folder's JSON config, read bounded (a regular file of at most 16 MiB, nested at
-    most 64 deep: :func:`capmetrics.strict_json.read_json`); not an object is a named error."""
-    from capmetrics.strict_json import MAX_DEPTH, read_json
+    most 64 deep: :func:`capmetrics.io.strict_json.read_json`); not an object is a named error."""
+    from capmetrics.io.strict_json import MAX_DEPTH, read_json
 
     cfg = read_json(
         path, "a model config", 16 << 20, MAX_DEPTH, header=f"cannot load the model config {path}"

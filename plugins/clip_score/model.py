@@ -21,9 +21,9 @@ from typing import Any, Literal
 import numpy as np
 from capmetrics import ImageTextModel, MetricError
 from capmetrics.data.images import ImageLimits, ImageProblems, image_key, image_limits, open_image
-from capmetrics.device import device_signature, in_halving_batches, resolve_device
+from capmetrics.engine.prepared import shared
 from capmetrics.plugins.clip_score._checkpoints import Loaded, load_checkpoint
-from capmetrics.prepared import shared
+from capmetrics.runtime.device import device_signature, in_halving_batches, resolve_device
 
 Precision = Literal["fp32", "fp16", "bf16"]
 _DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
@@ -107,7 +107,7 @@ class ClipModel(ImageTextModel):
             stamp: tuple[Any, ...] = (str(p.resolve()), st.st_size, st.st_mtime_ns)
         except OSError:
             stamp = (str(p),)
-        from capmetrics.trust import trust_code
+        from capmetrics.io.trust import trust_code
 
         trusted = trust_code(self.trust_code)
         key = (*stamp, self.activation, self.precision, self._device, trusted)

@@ -110,7 +110,7 @@ class Vocabulary:
 def read_vocabulary(path: str, size: int = -1, mtime: int = -1) -> Vocabulary:
     """The synonym table of ``path`` (``size`` and ``mtime`` key the cache to its version)."""
     from capmetrics.errors import DataError
-    from capmetrics.strict_json import read_bytes
+    from capmetrics.io.strict_json import read_bytes
 
     try:
         text = read_bytes(Path(path).expanduser(), "a synonyms file").decode("utf-8")

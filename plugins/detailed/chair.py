@@ -55,7 +55,7 @@ def _version(path: str) -> tuple[int, int]:
 def _read_instances(
     path: str, size: int, mtime: int
 ) -> tuple[dict[str, str], dict[Any, list[str]], frozenset[Any] | None]:
-    from capmetrics.strict_json import read_json
+    from capmetrics.io.strict_json import read_json
 
     # bounded as every JSON a user gives: regular file, size limit, nesting (one-line DataError)
     data = read_json(Path(path).expanduser(), "a COCO instances file")

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 from capmetrics import Embedder, MetricError
-from capmetrics.device import device_signature, in_halving_batches, resolve_device
 from capmetrics.plugins.embeddings.sentence import _model_identity, unique_texts
 from capmetrics.plugins.embeddings.vectors import require
+from capmetrics.runtime.device import device_signature, in_halving_batches, resolve_device
 
 TEXT_TOWERS = ("clip", "clip_text_model")
 

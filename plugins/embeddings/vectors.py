@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 import numpy as np
-from capmetrics.atomic import atomic_folder
-from capmetrics.cache import (  # noqa: F401  (CACHE_ENV: re-exported for older imports)
+from capmetrics.data.model import Problem
+from capmetrics.errors import DataError, MetricError
+from capmetrics.io.atomic import atomic_folder
+from capmetrics.io.cache import (  # noqa: F401  (CACHE_ENV: re-exported for older imports)
     CACHE_ENV,
     cache_root,
 )
-from capmetrics.data.model import Problem
-from capmetrics.errors import DataError, MetricError
 
 CACHE_VERSION = 1
 CHUNK_ROWS = 20_000
@@ -34,7 +34,7 @@ VectorFormat = Literal["text", "binary"]
 
 
 def default_cache_dir() -> Path:
-    """The cache root of every component: :func:`capmetrics.cache.cache_root`."""
+    """The cache root of every component: :func:`capmetrics.io.cache.cache_root`."""
     return cache_root()
 
 

@@ -19,7 +19,7 @@ from typing import ClassVar, Literal
 
 import numpy as np
 from capmetrics import Embedder, MetricError, hookimpl
-from capmetrics.permutation import (
+from capmetrics.components.permutation import (
     NullDistribution,
     PValueMethod,
     SplitStatistic,

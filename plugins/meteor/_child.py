@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from capmetrics.allocator import return_freed_memory
+from capmetrics.runtime.allocator import return_freed_memory
 
 STEPS = ("tables", "aligner")
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from capmetrics.notices import one_time_step
+from capmetrics.engine.notices import one_time_step
 from capmetrics.plugins.meteor._child import finish, run_child, start_child
 
 MODULE = "capmetrics_meteor_aligner"

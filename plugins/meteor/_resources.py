@@ -26,9 +26,9 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from capmetrics.cache import cache_root as default_cache_dir
+from capmetrics.engine.notices import one_time_step
 from capmetrics.errors import MetricError
-from capmetrics.notices import one_time_step
+from capmetrics.io.cache import cache_root as default_cache_dir
 from capmetrics.plugins.meteor._child import run_child
 from capmetrics.plugins.meteor._paraphrase_build import build_paraphrase_arrays
 from capmetrics.plugins.meteor._tables import (
@@ -235,7 +235,7 @@ def _known_digest(path: Path) -> str:
 
 
 def cache_root(cache_dir: str | None = None) -> Path:
-    """The cache folder: ``cache_dir`` or every component's (:func:`capmetrics.cache.cache_root`)."""
+    """The cache folder: ``cache_dir`` or every component's (:func:`capmetrics.io.cache.cache_root`)."""
     return Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
 
 

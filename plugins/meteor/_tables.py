@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
-from capmetrics.atomic import atomic_folder
+from capmetrics.io.atomic import atomic_folder
 
 MANIFEST = "manifest.json"
 
@@ -184,11 +184,11 @@ MAX_MANIFEST_BYTES = 1 << 20
 
 
 def read_manifest(path: Path) -> object:
-    """The parsed JSON of a cache manifest, read bounded (:mod:`capmetrics.strict_json`: a
+    """The parsed JSON of a cache manifest, read bounded (:mod:`capmetrics.io.strict_json`: a
     regular file of at most 1 MiB, nested at most 64 deep, no 5000-digit numbers); raises
     :class:`CorruptFolder` naming what is wrong, never a ``RecursionError``."""
     from capmetrics.errors import DataError
-    from capmetrics.strict_json import MAX_DEPTH, read_json
+    from capmetrics.io.strict_json import MAX_DEPTH, read_json
 
     if not path.exists() and not path.is_symlink():
         raise CorruptFolder(f"no {path.name}")

@@ -144,7 +144,7 @@ class Meteor(Distance):
     ) -> None:
         """Load METEOR's resources and compiled aligner now (on first use: build the tables and
         compile the aligner, in child processes), in the background of a run
-        (``capmetrics.prestart``); ``score`` then finds them loaded. The texts are not needed."""
+        (``capmetrics.engine.prestart``); ``score`` then finds them loaded. The texts are not needed."""
         self._checked()
         if not stop.is_set():
             lexicon(self.cache_dir)
@@ -156,7 +156,7 @@ class Meteor(Distance):
     ) -> tuple[Scores, np.ndarray]:
         """:meth:`score` of one shard of a corpus and its corpus statistics (the jar's aggregate
         row, sums of counts): summed over shards, :meth:`corpus_from_sums` gives the corpus value
-        of the whole (capmetrics.torchmetrics combines DDP ranks so)."""
+        of the whole (capmetrics.integrations.torchmetrics combines DDP ranks so)."""
         check_items(candidates, references, "meteor")
         _, weights = self._checked()
         segment = self._segmenter([*candidates, *(r for refs in references for r in refs)])

@@ -2,7 +2,7 @@
 
 Modules: ``trm`` (triangle-rank metrics over any distance), ``kernels`` (MMD and Fréchet over
 any embedder), ``over_candidates`` (a classic metric reduced over the candidates, the naive
-baseline). Their permutation p-values come from :mod:`capmetrics.permutation`.
+baseline). Their permutation p-values come from :mod:`capmetrics.components.permutation`.
 
 Public for other families: :class:`EmbeddingStatistic`, the base of statistics over an
 item's pooled embeddings (MAUVE builds on it).

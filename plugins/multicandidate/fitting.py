@@ -6,15 +6,15 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from capmetrics import Distance
-from capmetrics.protocols import CountsInParts, FitsInParts, supports
+from capmetrics.components.protocols import CountsInParts, FitsInParts, supports
 
 
 class FitsDistance:
     """For statistics over a ``distance``: :meth:`fit` fits it on every item's references.
 
-    The statistic takes part in the statistics protocol (:mod:`capmetrics.protocols`) through
-    its distance: it has the methods of :class:`~capmetrics.protocols.FitsInParts` and
-    :class:`~capmetrics.protocols.CountsInParts`, and :meth:`supports_protocol` says whether
+    The statistic takes part in the statistics protocol (:mod:`capmetrics.components.protocols`) through
+    its distance: it has the methods of :class:`~capmetrics.components.protocols.FitsInParts` and
+    :class:`~capmetrics.components.protocols.CountsInParts`, and :meth:`supports_protocol` says whether
     its distance supports them (CIDEr-D's document frequencies are sums over items), so the
     executor computes the parts on its workers and :meth:`fit_states` joins them.
     """
@@ -27,7 +27,7 @@ class FitsDistance:
         return self
 
     def supports_protocol(self, protocol: type) -> bool:
-        """:class:`~capmetrics.protocols.Delegates`: fitting in parts, in either form, is
+        """:class:`~capmetrics.components.protocols.Delegates`: fitting in parts, in either form, is
         supported as far as the distance supports it."""
         if protocol is FitsInParts:
             return self.fits_in_parts
@@ -37,7 +37,7 @@ class FitsDistance:
 
     @property
     def fits_in_parts(self) -> bool:
-        """Whether the distance fits in parts (:class:`~capmetrics.protocols.FitsInParts`)."""
+        """Whether the distance fits in parts (:class:`~capmetrics.components.protocols.FitsInParts`)."""
         return supports(self.distance, FitsInParts)
 
     def fit_state(self, references: Sequence[Sequence[str]]) -> Any:
@@ -56,7 +56,7 @@ class FitsDistance:
     @property
     def counts_in_parts(self) -> bool:
         """Whether the distance has the compact form of fitting in parts
-        (:class:`~capmetrics.protocols.CountsInParts`: CIDEr-D's frequencies as integer arrays,
+        (:class:`~capmetrics.components.protocols.CountsInParts`: CIDEr-D's frequencies as integer arrays,
         cheap to send between processes)."""
         return supports(self.distance, CountsInParts)
 

@@ -12,7 +12,7 @@ from typing import Literal
 
 import numpy as np
 from capmetrics import Embedder, MetricError
-from capmetrics.permutation import (
+from capmetrics.components.permutation import (
     PermutationStatistic,
     PValueMethod,
     SplitStatistic,
@@ -177,7 +177,7 @@ class EmbeddingStatistic(PermutationStatistic):
 
     def kernel_device(self) -> str:
         """The device of the torch kernels: the embedder's (the run's when it has none)."""
-        from capmetrics.device import resolve_device
+        from capmetrics.runtime.device import resolve_device
 
         embedder = self.resolved_embedder()
         return getattr(embedder, "_device", None) or resolve_device(

@@ -10,7 +10,7 @@ singular values directly). Used with ``kernels=torch``; these run in the main pr
 from __future__ import annotations
 
 import numpy as np
-from capmetrics.permutation import SplitStatistic, cross_index
+from capmetrics.components.permutation import SplitStatistic, cross_index
 
 
 def _torch():  # type: ignore[no-untyped-def]

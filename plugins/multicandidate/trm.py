@@ -24,7 +24,7 @@ from functools import lru_cache
 
 import numpy as np
 from capmetrics import Distance, MetricError
-from capmetrics.permutation import (
+from capmetrics.components.permutation import (
     PermutationStatistic,
     PValueMethod,
     SplitStatistic,

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 from capmetrics import Scores, Tokenizer
 from capmetrics.errors import MetricError
-from capmetrics.identity import Identity
+from capmetrics.io.identity import Identity
 from capmetrics.plugins.ngram.counts import (
     PTB,
     Batch,
@@ -247,7 +247,7 @@ class CiderD(BatchDistance):
         self.tokenizer = tokenizer
         self.df = df
 
-    # -- document frequencies (capmetrics.protocols: FitsInParts and CountsInParts) ----------
+    # -- document frequencies (capmetrics.components.protocols: FitsInParts and CountsInParts) ----------
     def fit(self, references: Sequence[Sequence[str]]) -> CiderD:
         """Fix the document frequencies from ``references`` (one reference list per image).
 

@@ -17,10 +17,10 @@ from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
-from capmetrics.component import Distance, Scores, Tokenizer
+from capmetrics.components.base import Distance, Scores, Tokenizer
+from capmetrics.engine.prepared import shared_for
 from capmetrics.errors import MetricError
 from capmetrics.plugins.tokenizers import PTBTokenizer, WhitespaceTokenizer
-from capmetrics.prepared import shared_for
 
 Split = Callable[[str], list[str]]
 
@@ -543,7 +543,7 @@ class BatchDistance(Distance):
             return None
         return self.score_batch(make_id_batch(ids, lengths, words, references, refset, self.name))
 
-    # -- a corpus scored in parts (capmetrics.protocols.ScoresInParts) ---------------------------
+    # -- a corpus scored in parts (capmetrics.components.protocols.ScoresInParts) ---------------------------
     def score_part(
         self, candidates: Sequence[str], references: Sequence[Sequence[str]]
     ) -> tuple[Scores, Any]:

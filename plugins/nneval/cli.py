@@ -14,7 +14,7 @@ def default_cache() -> Path:
     """The feature cache of ``nneval train``: ``nneval/`` under the one cache root
     (``$CAPMETRICS_CACHE_DIR``, else ``$XDG_CACHE_HOME/capmetrics``, else ``~/.cache/capmetrics``),
     read when the command runs."""
-    from capmetrics.cache import component_cache
+    from capmetrics.io.cache import component_cache
 
     return component_cache("nneval")
 
@@ -25,8 +25,8 @@ def _training_images(
     root: Path | None,  # type: ignore[no-untyped-def]
     images: Path | None = None,
 ):
+    from capmetrics.analysis.meta import flickr8k_root
     from capmetrics.data.loaders import load_dataset
-    from capmetrics.meta import flickr8k_root
     from capmetrics.plugins.nneval.training_data import load_flickr8k_split
 
     if (train is None) == (flickr8k_split is None):
@@ -44,9 +44,9 @@ def _validation(
     images: Path | None = None,
 ):
     """Validation judgments: a preset name or a JSONL file, optionally one seeded half of its images."""
+    from capmetrics.analysis.meta import PRESETS
     from capmetrics.cli.meta import load_judgments_arg
     from capmetrics.data.judgments import Judgments
-    from capmetrics.meta import PRESETS
 
     if spec is None:
         return None
@@ -327,10 +327,10 @@ def build_cli() -> typer.Typer:
 
         from capmetrics.cli import EXIT_USAGE, fail
         from capmetrics.data.loaders import load_dataset
-        from capmetrics.scoring import score
+        from capmetrics.engine.scoring import score
 
         try:
-            from capmetrics.atomic import check_output
+            from capmetrics.io.atomic import check_output
 
             check_output(
                 out, (data, model, Path(model) / "nneval.json", Path(model) / "weights.npz")

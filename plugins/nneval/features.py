@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from capmetrics.component import Distance, Embedder
+from capmetrics.components.base import Distance, Embedder
 from capmetrics.errors import MetricError, UnknownComponentError
 
 #: The paper's feature set without SPICE: the default does not change with what is installed
@@ -279,7 +279,7 @@ def feature_matrix(
 ) -> np.ndarray:
     """One column per metric (see :func:`feature_column`; ``images`` and ``ids`` for the metrics
     that need images), then ``interaction``'s :func:`interaction_inputs` when given (cached likewise)."""
-    from capmetrics.progress import work
+    from capmetrics.engine.progress import work
 
     digest = data_hash(candidates, references) if cache_dir is not None else None
     columns = []

@@ -352,7 +352,7 @@ class NNEval(Learner):
     def _validator(self, sets: list[tuple[np.ndarray, Any]]) -> Callable[[Any], float]:
         """The early-stopping criterion: Kendall τ (``kendall``: the variant, or one per set) of
         P(human) against each validation set's ratings (``validation_rating``), averaged over the sets."""
-        from capmetrics.meta import correlations
+        from capmetrics.analysis.meta import correlations
 
         variants = self.kendall if isinstance(self.kendall, list) else [self.kendall] * len(sets)
         if len(variants) != len(sets) or not set(variants) <= {"b", "c"}:

@@ -48,7 +48,7 @@ class NNEvalMetric(Distance):
     def languages(self) -> tuple[str, ...] | None:  # type: ignore[override]
         """The languages every feature metric of the model serves (None: any); loads the model.
         The shipped models' features tokenize with PTB and parse English: English only."""
-        from capmetrics.language import LANGUAGES, refusing
+        from capmetrics.components.language import LANGUAGES, refusing
 
         features = self.run_components()
         served = tuple(

@@ -68,7 +68,7 @@ def read_model_json(path: Path) -> dict[str, Any]:
     """A model file's JSON object, or one MetricError naming the file: too large, not UTF-8
     JSON, nested too deeply for the parser, or not an object."""
     from capmetrics.errors import DataError
-    from capmetrics.strict_json import check_regular_file, parse_json
+    from capmetrics.io.strict_json import check_regular_file, parse_json
 
     size = check_regular_file(path, "an NNEval model file")  # a FIFO would hang the read
     if size > MAX_MODEL_JSON_BYTES:
@@ -197,7 +197,7 @@ def without_programs(spec: str, kind: str = "distance") -> str:
     ``corenlp``, ``trust_code``) back at its default, for writing into a model file: a loaded
     model may not name programs (:func:`confine_model_specs`), so the loading user's own ones
     are used. A spec that sets none is returned unchanged."""
-    from capmetrics.component import Component
+    from capmetrics.components.base import Component
     from capmetrics.registry.compose import compose
 
     built = compose(spec, kind)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from capmetrics.data.model import Dataset, Item, Problem
 from capmetrics.errors import DataError
-from capmetrics.strict_json import parse_json, read_bytes, read_json
+from capmetrics.io.strict_json import parse_json, read_bytes, read_json
 from scipy import sparse
 
 HUMAN, MACHINE = 1, 0

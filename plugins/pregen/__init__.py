@@ -135,7 +135,7 @@ def build_cli() -> Any:
         from capmetrics.plugins.pregen.sources import write_probs
 
         try:
-            from capmetrics.atomic import check_output
+            from capmetrics.io.atomic import check_output
 
             check_output(out, (probs_file, data))
             comps = _compositions(metric, every)

@@ -43,7 +43,7 @@ def read_rows(path: str | Path) -> dict[str, list[Any]]:
 
 def write_rows(rows: Sequence[Mapping[str, Any]], path: str | Path) -> None:
     """Write rows as ``.jsonl``, ``.tsv`` or ``.csv`` (by suffix)."""
-    from capmetrics.atomic import atomic_write
+    from capmetrics.io.atomic import atomic_write
 
     path = Path(path)
     if path.suffix == ".jsonl":

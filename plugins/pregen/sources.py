@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 from capmetrics import DataError, ProbabilitySource
+from capmetrics.io.strict_json import parse_json
 from capmetrics.plugins.pregen.compute import RaggedProbs
-from capmetrics.strict_json import parse_json
 
 FORMAT = "capmetrics-pregen-probs"
 
@@ -46,7 +46,7 @@ def read_probs(path: str | Path) -> RaggedProbs:
     path = Path(path)
     if not path.exists():
         raise DataError([f"{path}: no such file"], "cannot read probabilities")
-    from capmetrics.strict_json import check_regular_file, read_json
+    from capmetrics.io.strict_json import check_regular_file, read_json
 
     check_regular_file(path, "a probabilities file")  # a FIFO or a device would hang or never end
     if path.suffix == ".npz":

@@ -169,7 +169,7 @@ class Spice(Distance):
             return Scores(np.zeros(0), float("nan"), {})
         tests, refs, texts = self._tokenized(candidates, references)
         store = parse_cache() if self.cache else None
-        prepared = self.__dict__.pop("_prepared", {})  # from prepare(): capmetrics.prestart
+        prepared = self.__dict__.pop("_prepared", {})  # from prepare(): capmetrics.engine.prestart
         cached = {t: prepared[t] for t in texts if t in prepared}
         if store is not None and len(cached) < len(texts):
             cached.update(store.get_many([t for t in texts if t not in cached]))
@@ -215,7 +215,7 @@ class Spice(Distance):
         self, candidates: Sequence[str], references: Sequence[Sequence[str]], stop: threading.Event
     ) -> None:
         """Parse (or read from the parse cache) every caption ``score`` of these texts needs, in
-        the background of a run (``capmetrics.prestart``); the next ``score`` takes them. Once
+        the background of a run (``capmetrics.engine.prestart``); the next ``score`` takes them. Once
         ``stop`` is set the parse ends and its JVMs are killed."""
         check_items(candidates, references, "spice")
         tests, refs, texts = self._tokenized(candidates, references)

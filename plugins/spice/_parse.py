@@ -26,12 +26,12 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
+from capmetrics.engine.progress import work
 from capmetrics.errors import MetricError
 from capmetrics.plugins.java import LOCALE_OPTIONS, java_env
 from capmetrics.plugins.spice._jar import classpath
 from capmetrics.plugins.spice._parse_cache import Parse, valid_parse
 from capmetrics.plugins.spice._resources import java_options
-from capmetrics.progress import work
 
 HELPER_CLASS = "CapmetricsSpiceParse"
 #: Makes the helper start the parser as the jar does (its constructor, CoreNLP with ``ner``), for comparisons.

@@ -17,8 +17,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from capmetrics.cache import component_cache
 from capmetrics.errors import MetricError
+from capmetrics.io.cache import component_cache
 from capmetrics.plugins.java import find_java, java_version, pycocoevalcap_folder
 
 SETUP_COMMAND = "capmetrics setup spice"

@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from capmetrics.cache import component_cache
 from capmetrics.errors import MetricError
+from capmetrics.io.cache import component_cache
 from capmetrics.plugins.tokenizers._segmenter import (
     Normalize,
     Punctuation,

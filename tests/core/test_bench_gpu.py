@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from capmetrics.device import DeviceError
+from capmetrics.runtime.device import DeviceError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 torch = pytest.importorskip("torch")

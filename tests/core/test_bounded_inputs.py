@@ -24,9 +24,9 @@ import numpy as np
 import pytest
 from capmetrics.data.loaders import load_dataset
 from capmetrics.data.model import Dataset, Item
+from capmetrics.data.sampling import sample_dataset
 from capmetrics.errors import DataError
-from capmetrics.sampling import sample_dataset
-from capmetrics.strict_json import parse_json, parse_size, read_bytes, read_json
+from capmetrics.io.strict_json import parse_json, parse_size, read_bytes, read_json
 
 from tests.conftest import SAMPLE
 

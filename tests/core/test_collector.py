@@ -1,4 +1,4 @@
-"""capmetrics.collector: in the command's process, the dataset frozen for a run and parsing with
+"""capmetrics.runtime.collector: in the command's process, the dataset frozen for a run and parsing with
 the collector paused; in any other process, nothing."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import gc
 
 import pytest
-from capmetrics import collector
-from capmetrics.collector import frozen, paused
+from capmetrics.runtime import collector
+from capmetrics.runtime.collector import frozen, paused
 
 
 @pytest.fixture

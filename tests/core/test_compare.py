@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import typer
 from capmetrics import hookimpl
+from capmetrics.analysis.compare import align, compare_systems, paired_test
 from capmetrics.cli.compare import register
-from capmetrics.compare import align, compare_systems, paired_test
 from capmetrics.data.model import Dataset, Item
+from capmetrics.data.sampling import sample_dataset
+from capmetrics.engine.parallel import Executor
 from capmetrics.errors import DataError, MetricError
-from capmetrics.parallel import Executor
-from capmetrics.sampling import sample_dataset
 from typer.testing import CliRunner
 
 from tests.plugins.test_trm import LineDistance

@@ -1,4 +1,4 @@
-"""capmetrics.prestart: slow first steps run beside the other metrics of a run, values unchanged
+"""capmetrics.engine.prestart: slow first steps run beside the other metrics of a run, values unchanged
 to the bit, no thread or process left behind, preparations stopped when the run fails."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import capmetrics
 import numpy as np
 import pytest
 from capmetrics import Distance, MetricError, Scores
-from capmetrics.prestart import Prepares, Prestart, preparing
+from capmetrics.engine.prestart import Prepares, Prestart, preparing
 
 CANDS = [
     "a dog runs on the grass",

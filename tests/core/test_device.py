@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from capmetrics.cli import app
-from capmetrics.device import (
+from capmetrics.runtime.device import (
     DeviceError,
     check_device,
     device_signature,

@@ -1,4 +1,4 @@
-"""capmetrics.embedding_cache: round trips bit for bit, heals damaged segments, evicts the least
+"""capmetrics.io.embedding_cache: round trips bit for bit, heals damaged segments, evicts the least
 recently used, survives two processes writing at once; and the embedding metrics give the same
 bits with it, without it, cold and warm."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from capmetrics import embedding_cache
-from capmetrics.embedding_cache import EmbeddingStore, evict, usage
 from capmetrics.errors import SpecError
+from capmetrics.io import embedding_cache
+from capmetrics.io.embedding_cache import EmbeddingStore, evict, usage
 
 NAMESPACE = {"kind": "test-tokens", "model": "sha256:abc", "layer": "6"}
 DTYPES = ("<f4", "<i8", "<f4")

@@ -15,9 +15,9 @@ import pytest
 from capmetrics import Distance, Scores
 from capmetrics.cli import app
 from capmetrics.data import from_gts_res
+from capmetrics.engine.scoring import refuses_empty_candidates
 from capmetrics.errors import DataError, MetricError
 from capmetrics.registry import get_registry
-from capmetrics.scoring import refuses_empty_candidates
 from typer.testing import CliRunner
 
 from tests.plugins.coco_reference import coco, needs_coco, needs_flickr8k, raw, tokenized

@@ -27,11 +27,11 @@ import capmetrics
 import capmetrics.cli
 import pytest
 from capmetrics import hookimpl
-from capmetrics.atomic import atomic_write, check_output, remove_stale_temporaries
 from capmetrics.cli import app
-from capmetrics.component import Distance, Scores
+from capmetrics.components.base import Distance, Scores
 from capmetrics.data import Dataset, Item, load_dataset
 from capmetrics.errors import DataError, MetricError, OutputError, SpecError, SpecSyntaxError
+from capmetrics.io.atomic import atomic_write, check_output, remove_stale_temporaries
 from capmetrics.registry.compose import compose
 from typer.testing import CliRunner
 
@@ -135,7 +135,7 @@ def test_out_onto_a_link_to_a_file_replaces_the_file_and_keeps_the_link(data, tm
     link.symlink_to(target.name)
     assert invoke("score", str(data), "-m", "bleu-4", "--out", str(link), "-q").exit_code == 0
     assert link.is_symlink()
-    assert json.loads(target.read_text())["schema"] == "capmetrics.results/1"
+    assert json.loads(target.read_text())["schema"] == "capmetrics.engine.results/1"
 
 
 def test_out_dash_and_dev_stdout_are_stdout(data):
@@ -341,7 +341,7 @@ def test_a_read_only_folder_for_real(data, tmp_path):
 # ------------------------------------------------------------------------------------------
 SLOW_COMMAND = textwrap.dedent("""
     import subprocess, sys, tempfile, time
-    from capmetrics.atomic import atomic_write
+    from capmetrics.io.atomic import atomic_write
     from capmetrics.cli import app, main
 
     @app.command("slow-write")
@@ -463,7 +463,7 @@ def test_a_signal_while_spice_parses_kills_the_jvm_and_removes_its_folder(tmp_pa
 def test_a_forked_worker_still_dies_of_sigterm(tmp_path):
     script = textwrap.dedent("""
         import multiprocessing, os, signal, time
-        from capmetrics.interrupts import interrupt_on_signals
+        from capmetrics.runtime.interrupts import interrupt_on_signals
         interrupt_on_signals()
         worker = multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,))
         worker.start()

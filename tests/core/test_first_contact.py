@@ -441,9 +441,9 @@ def test_one_time_steps_and_embedding_report_on_the_runs_bar(monkeypatch) -> Non
     import io
 
     import numpy as np
-    from capmetrics import device
-    from capmetrics.notices import one_time_step
-    from capmetrics.progress import RunProgress, reporting
+    from capmetrics.engine.notices import one_time_step
+    from capmetrics.engine.progress import RunProgress, reporting
+    from capmetrics.runtime import device
 
     monkeypatch.delenv("CAPMETRICS_QUIET", raising=False)
     monkeypatch.setattr(device, "PROGRESS_BLOCK", 4)

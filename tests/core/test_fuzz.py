@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 from capmetrics.data import load_dataset
 from capmetrics.data.loaders import from_coco, from_gts_res, iter_jsonl
+from capmetrics.engine.results import MetricResult, Results
 from capmetrics.errors import CapmetricsError, DataError, SpecSyntaxError
 from capmetrics.registry.compose import compose
 from capmetrics.registry.spec import Spec, parse
-from capmetrics.results import MetricResult, Results
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -1,4 +1,4 @@
-"""capmetrics.hf.compute_metrics with a tokenizer built here (tokenizers' WordLevel over the
+"""capmetrics.integrations.hf.compute_metrics with a tokenizer built here (tokenizers' WordLevel over the
 Flickr8k words, wrapped in PreTrainedTokenizerFast) and a tiny GPT-2 in a real Trainer."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ pytest.importorskip("transformers")
 
 import capmetrics  # noqa: E402
 from capmetrics.errors import MetricError  # noqa: E402
-from capmetrics.hf import compute_metrics  # noqa: E402
+from capmetrics.integrations.hf import compute_metrics  # noqa: E402
 
 from tests.core.test_torchmetrics_ddp import flickr8k_items  # noqa: E402
 from tests.plugins.coco_reference import needs_flickr8k  # noqa: E402

@@ -17,7 +17,7 @@ HOST = textwrap.dedent("""
     import gc, json, signal, sys, warnings
     import capmetrics
     from capmetrics import allocator, parallel
-    from capmetrics.parallel import Executor
+    from capmetrics.engine.parallel import Executor
 
     dataset = capmetrics.load_dataset(sys.argv[1])
     metrics = ["bleu-4", "cider-d", "trm(cider-d)"]
@@ -71,7 +71,7 @@ COMMAND = textwrap.dedent("""
     import gc, json, signal, sys
     from capmetrics import allocator, collector, compose
     from capmetrics.cli import app, main
-    from capmetrics.parallel import compare_items
+    from capmetrics.engine.parallel import compare_items
 
     @app.command("probe")
     def probe() -> None:
@@ -108,7 +108,7 @@ def _freeze_count(shared: object, items: list[int]) -> list[int]:
 def test_worker_processes_freeze_what_they_inherit_and_the_caller_stays_unfrozen():
     import gc
 
-    from capmetrics.parallel import Executor, iter_stream
+    from capmetrics.engine.parallel import Executor, iter_stream
 
     chunks = [(range(i, i + 1), [i]) for i in range(4)]
     counts = [
@@ -124,7 +124,7 @@ def test_tasks_run_in_the_callers_own_process_do_not_tune_it(monkeypatch):
     import os
     import pickle
 
-    from capmetrics import parallel
+    from capmetrics.engine import parallel
 
     calls: list[int] = []
     monkeypatch.setattr(parallel, "keep_freed_memory", lambda: calls.append(1) or True)

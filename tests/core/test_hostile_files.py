@@ -443,7 +443,7 @@ def test_the_clip_text_embedder_refuses_torchscript_too(evil_torchscript):
     with pytest.raises(MetricError, match="is a TorchScript archive"):
         embedder.embed_texts(["a cat"])
     assert victim.read_bytes() == b"precious data\n"
-    from capmetrics.trust import use_trust_code
+    from capmetrics.io.trust import use_trust_code
 
     with use_trust_code(True), pytest.raises(MetricError, match="not a CLIP checkpoint"):
         capmetrics.compose(f'clip(model="{path}")', "embedder").embed_texts(["a cat"])

@@ -12,8 +12,13 @@ import capmetrics
 import numpy as np
 import pytest
 from capmetrics.cli import app
+from capmetrics.components.language import (
+    cjk_language,
+    get_language,
+    localize,
+    segmentation_problem,
+)
 from capmetrics.errors import DataError, MetricError, SpecError
-from capmetrics.language import cjk_language, get_language, localize, segmentation_problem
 from typer.testing import CliRunner
 
 pytest.importorskip("jieba")
@@ -133,7 +138,7 @@ def test_english_only_components_are_refused_by_name(metric: str, culprit: str) 
 def test_bundled_english_models_are_refused_and_a_model_of_yours_is_not(
     metric, culprit, key
 ) -> None:
-    from capmetrics.language import refusal
+    from capmetrics.components.language import refusal
 
     built = capmetrics.compose(localize(metric, "zh"), ("distance", "statistic"))
     assert (
@@ -390,8 +395,8 @@ def chinese_judgments(tmp_path: Path) -> tuple[Path, list[dict]]:
 
 
 def test_meta_on_chinese_judgments(tmp_path: Path) -> None:
+    from capmetrics.analysis.meta import agreement
     from capmetrics.data.judgments import load_judgments
-    from capmetrics.meta import agreement
 
     ds = zh_dataset()
     path, lines = chinese_judgments(tmp_path)

@@ -10,6 +10,14 @@ import numpy as np
 import pytest
 import typer
 from capmetrics import Distance, Scores
+from capmetrics.analysis.meta import (
+    agreement,
+    correlate,
+    correlations,
+    leave_one_out,
+    load_preset,
+    pairwise_accuracy,
+)
 from capmetrics.data.judgments import (
     Judgments,
     JudgmentsError,
@@ -21,14 +29,6 @@ from capmetrics.data.judgments import (
 )
 from capmetrics.data.model import Dataset, Item
 from capmetrics.errors import DataError
-from capmetrics.meta import (
-    agreement,
-    correlate,
-    correlations,
-    leave_one_out,
-    load_preset,
-    pairwise_accuracy,
-)
 from scipy import stats
 from typer.testing import CliRunner
 
@@ -273,7 +273,7 @@ def flickr8k_presets() -> dict[str, tuple[Judgments, str]]:
 @pytest.mark.parametrize("metric", ["bleu-1", "bleu-4", "rouge-l", "cider-d"])
 def test_reproduces_published_correlations(metric: str, flickr8k_presets) -> None:  # type: ignore[no-untyped-def]
     """METEOR (41.822 / 22.265) is left to docs/usage/meta.md: its JVM needs minutes here."""
-    from capmetrics.meta import metric_scores
+    from capmetrics.analysis.meta import metric_scores
 
     for k, preset in enumerate(("flickr8k-expert", "flickr8k-cf")):
         judged, primary = flickr8k_presets[preset]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 
 import numpy as np
-from capmetrics.identity import Identity
+from capmetrics.io.identity import Identity
 
 ROUNDS = 40
 
@@ -20,7 +20,7 @@ def test_identity_keys_are_the_object_itself() -> None:
 
 
 def test_shared_for_never_hands_a_new_list_the_value_of_a_collected_one() -> None:
-    from capmetrics.prepared import run_scope, shared_for
+    from capmetrics.engine.prepared import run_scope, shared_for
 
     with run_scope():
         for i in range(ROUNDS):
@@ -31,7 +31,7 @@ def test_shared_for_never_hands_a_new_list_the_value_of_a_collected_one() -> Non
 
 
 def test_cross_index_of_a_new_array_at_a_collected_ones_address() -> None:
-    from capmetrics.permutation import cross_index
+    from capmetrics.components.permutation import cross_index
 
     rng = np.random.default_rng(0)
     addresses: set[int] = set()

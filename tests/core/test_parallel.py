@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from capmetrics.engine.parallel import Executor, ExecutorError, compare_items, map_chunks
 from capmetrics.errors import CapmetricsError
-from capmetrics.parallel import Executor, ExecutorError, compare_items, map_chunks
 from capmetrics.plugins.multicandidate.trm import TRM
 
 from tests.plugins.test_trm import LineDistance
@@ -93,7 +93,7 @@ def test_cider_trm_on_the_sample_is_the_same_on_processes():
 def test_fitting_in_parts_on_the_workers_gives_the_same_state_and_bytes(monkeypatch):
     from capmetrics import compose
     from capmetrics.data.loaders import load_dataset
-    from capmetrics.parallel import fit_statistic
+    from capmetrics.engine.parallel import fit_statistic
 
     from tests.conftest import SAMPLE
 
@@ -101,8 +101,8 @@ def test_fitting_in_parts_on_the_workers_gives_the_same_state_and_bytes(monkeypa
     refs = [list(r) for _, r in items]
     whole, parts = compose("trm(cider-d)"), compose("trm(cider-d)")
     whole.fit(refs)
-    monkeypatch.setattr("capmetrics.parallel.FIT_IN_PARTS_MIN", 1)
-    monkeypatch.setattr("capmetrics.parallel.FIT_IN_PARTS_MIN_JOBS", 2)
+    monkeypatch.setattr("capmetrics.engine.parallel.FIT_IN_PARTS_MIN", 1)
+    monkeypatch.setattr("capmetrics.engine.parallel.FIT_IN_PARTS_MIN_JOBS", 2)
     calls = []
     monkeypatch.setattr(
         type(parts.distance), "fit", lambda self, r: calls.append(r)
@@ -115,8 +115,8 @@ def test_fitting_in_parts_on_the_workers_gives_the_same_state_and_bytes(monkeypa
     )
     assert parts.signature() == whole.signature()
     monkeypatch.undo()
-    monkeypatch.setattr("capmetrics.parallel.FIT_IN_PARTS_MIN", 1)
-    monkeypatch.setattr("capmetrics.parallel.FIT_IN_PARTS_MIN_JOBS", 2)
+    monkeypatch.setattr("capmetrics.engine.parallel.FIT_IN_PARTS_MIN", 1)
+    monkeypatch.setattr("capmetrics.engine.parallel.FIT_IN_PARTS_MIN_JOBS", 2)
     serial = compare_items(compose("trm(cider-d)"), items)
     assert as_bytes(
         compare_items(compose("trm(cider-d)"), items, Executor("processes", jobs=2))
@@ -125,7 +125,7 @@ def test_fitting_in_parts_on_the_workers_gives_the_same_state_and_bytes(monkeypa
 
 def test_evaluate_statistic_reports_undefined_items_and_the_hmp(items):
     from capmetrics.data.model import Dataset, Item
-    from capmetrics.parallel import evaluate_statistic
+    from capmetrics.engine.parallel import evaluate_statistic
     from capmetrics.plugins.aggregators import HarmonicMeanP
 
     dataset = Dataset([Item(k, tuple(r), tuple(c)) for k, (c, r) in enumerate(items)], "mem")
@@ -210,7 +210,7 @@ def test_statistics_are_fitted_once_on_all_references():
 
 
 def test_dask_tasks_join_consecutive_chunks_without_moving_their_boundaries(monkeypatch):
-    from capmetrics.parallel import _grouped
+    from capmetrics.engine.parallel import _grouped
 
     chunks = [(r, list(r)) for r in Executor(chunk_size=4).chunks(23)]
     groups = list(_grouped(iter(chunks), 9))
@@ -219,7 +219,7 @@ def test_dask_tasks_join_consecutive_chunks_without_moving_their_boundaries(monk
     assert [g[0] for g in _grouped(iter(chunks), 2)] == [
         r for r, _ in chunks
     ]  # a chunk is never cut
-    monkeypatch.setattr("capmetrics.parallel.DASK_TASK_ITEMS", 5)
+    monkeypatch.setattr("capmetrics.engine.parallel.DASK_TASK_ITEMS", 5)
     data = list(range(23))
     assert map_chunks(
         _double, None, data, Executor("dask", jobs=2, chunk_size=2, dask_processes=False)
@@ -295,7 +295,7 @@ def test_two_jobs_fit_in_parts_only_when_the_parts_are_integer_arrays(monkeypatc
 def test_freed_memory_is_kept_on_glibc():
     import platform
 
-    from capmetrics.allocator import keep_freed_memory
+    from capmetrics.runtime.allocator import keep_freed_memory
 
     expected = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
     assert keep_freed_memory() is expected and keep_freed_memory() is expected
@@ -304,7 +304,7 @@ def test_freed_memory_is_kept_on_glibc():
 def test_a_local_cluster_starts_while_this_process_works_and_closes_after():
     from dataclasses import replace
 
-    from capmetrics.parallel import started
+    from capmetrics.engine.parallel import started
 
     plain = Executor("processes", jobs=2)
     with started(plain) as ready:
@@ -323,7 +323,7 @@ def test_a_local_cluster_starts_while_this_process_works_and_closes_after():
 
 
 def test_local_clusters_run_dasks_periodic_checks_rarely():
-    from capmetrics.parallel import _local_cluster
+    from capmetrics.engine.parallel import _local_cluster
 
     cluster = _local_cluster(Executor("dask", jobs=1, dask_processes=False))
     try:
@@ -339,7 +339,7 @@ def test_local_clusters_run_dasks_periodic_checks_rarely():
 # ------------------------------------------------------------------ --jobs sized to the work
 @pytest.fixture
 def notes(monkeypatch, capsys):
-    from capmetrics import parallel
+    from capmetrics.engine import parallel
 
     monkeypatch.delenv("CAPMETRICS_QUIET", raising=False)
     parallel._NOTED.clear()
@@ -353,7 +353,7 @@ def notes(monkeypatch, capsys):
 
 
 def test_jobs_are_capped_at_the_cores_and_the_chunks_with_a_note(monkeypatch, notes):
-    from capmetrics import parallel
+    from capmetrics.engine import parallel
 
     monkeypatch.setattr(parallel, "available_cores", lambda: 2)
     # the start method follows whether torch is imported (an earlier test may have): pin it
@@ -380,7 +380,7 @@ def test_jobs_are_capped_at_the_cores_and_the_chunks_with_a_note(monkeypatch, no
 
 def test_a_dask_local_cluster_is_capped_at_the_cores_like_the_process_pool(monkeypatch, notes):
     """``--executor dask --jobs 12`` on 2 cores starts a LocalCluster of 2 workers, not 12."""
-    from capmetrics import parallel
+    from capmetrics.engine import parallel
 
     monkeypatch.setattr(parallel, "available_cores", lambda: 2)
     capped = parallel.sized(Executor.from_options("dask", jobs=12), 10_000)
@@ -404,7 +404,7 @@ def test_a_dask_local_cluster_is_capped_at_the_cores_like_the_process_pool(monke
 
 
 def test_too_few_items_run_in_this_process_with_a_note(monkeypatch, notes):
-    from capmetrics import parallel
+    from capmetrics.engine import parallel
 
     monkeypatch.setattr(parallel, "available_cores", lambda: 2)
     few = parallel.sized(Executor.from_options(jobs=2), 200)
@@ -428,7 +428,7 @@ def test_too_few_items_run_in_this_process_with_a_note(monkeypatch, notes):
 def test_sized_runs_give_the_same_bytes_and_this_process_works_meanwhile(
     monkeypatch, items, serial_bytes, notes
 ):
-    from capmetrics import parallel
+    from capmetrics.engine import parallel
 
     monkeypatch.setattr(parallel, "available_cores", lambda: 2)
     for min_items, kind in ((1, "worker processes"), (10_000, "running in this process")):
@@ -447,13 +447,17 @@ def test_sized_runs_give_the_same_bytes_and_this_process_works_meanwhile(
 def test_forkserver_workers_are_started_with_capmetrics_imported(monkeypatch):
     from multiprocessing import forkserver
 
-    from capmetrics import parallel
+    from capmetrics.engine import parallel
 
     monkeypatch.setattr(parallel, "_start_method", lambda: "forkserver")
     context = parallel._process_context(_double)
     assert context.get_start_method() == "forkserver"
     preload = forkserver._forkserver._preload_modules
-    assert {"capmetrics.parallel", "capmetrics.permutation", _double.__module__} <= set(preload)
+    assert {
+        "capmetrics.engine.parallel",
+        "capmetrics.components.permutation",
+        _double.__module__,
+    } <= set(preload)
     data = list(range(9))
     assert map_chunks(_double, None, data, Executor("processes", jobs=2, chunk_size=2)) == [
         2 * x for x in data
@@ -521,7 +525,7 @@ def test_this_process_work_runs_beside_the_feeding_and_its_error_is_raised(
     works): results still arrive complete and in order, and its failure is not swallowed."""
     import threading
 
-    from capmetrics import parallel
+    from capmetrics.engine import parallel
 
     monkeypatch.setattr(parallel, "available_cores", lambda: 2)
     monkeypatch.setattr(parallel, "PROCESS_MIN_ITEMS", 1)
@@ -554,7 +558,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from capmetrics import compose, parallel
 from capmetrics.data.loaders import load_dataset
-from capmetrics.parallel import Executor, compare_items
+from capmetrics.engine.parallel import Executor, compare_items
 sent = []
 submit = ProcessPoolExecutor.submit
 ProcessPoolExecutor.submit = lambda self, fn, *args: sent.extend(args) or submit(self, fn, *args)

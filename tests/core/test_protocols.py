@@ -1,4 +1,4 @@
-"""capmetrics.protocols: which components take part in which protocol, delegation, and what may
+"""capmetrics.components.protocols: which components take part in which protocol, delegation, and what may
 cross a process or rank boundary."""
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 from capmetrics import Distance, Scores, compose
-from capmetrics.errors import MetricError
-from capmetrics.protocols import (
+from capmetrics.components.protocols import (
     CountsInParts,
     Delegates,
     FitsInParts,
@@ -23,6 +22,7 @@ from capmetrics.protocols import (
     supports,
     supports_parts,
 )
+from capmetrics.errors import MetricError
 
 #: spec -> (scores in parts, fits in parts, counts in parts, shard statistics)
 BUNDLED = {

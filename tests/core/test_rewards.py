@@ -1,4 +1,4 @@
-"""capmetrics.rewards against pycocoevalcap's CiderScorer with the same fixed document
+"""capmetrics.integrations.rewards against pycocoevalcap's CiderScorer with the same fixed document
 frequencies (Flickr8k: df from training images, rewards for test images), token ids with a
 vocabulary, torch in/torch out, the self-critical advantage, BLEU rewards and bad input."""
 
@@ -12,7 +12,7 @@ import capmetrics
 import numpy as np
 import pytest
 from capmetrics.errors import MetricError
-from capmetrics.rewards import BleuReward, CiderDReward, decode, self_critical
+from capmetrics.integrations.rewards import BleuReward, CiderDReward, decode, self_critical
 
 from tests.plugins.coco_reference import FLICKR8K, coco, needs_flickr8k
 

@@ -8,7 +8,7 @@ import re
 import signal
 
 import pytest
-from capmetrics.parallel import Executor, ExecutorError, compare_items, map_chunks
+from capmetrics.engine.parallel import Executor, ExecutorError, compare_items, map_chunks
 from capmetrics.plugins.multicandidate.kernels import MMD, Frechet
 from capmetrics.plugins.multicandidate.trm import TRM
 

@@ -11,7 +11,7 @@ import pytest
 from capmetrics import hookimpl
 from capmetrics.cli import app
 from capmetrics.data import load_dataset
-from capmetrics.results import Results
+from capmetrics.engine.results import Results
 from typer.testing import CliRunner
 
 from tests.conftest import DATA, SAMPLE
@@ -59,7 +59,7 @@ def test_json_output_of_array_details(overlap):
 def test_json_and_csv_output(overlap, tmp_path):
     res = capmetrics.score(load_dataset(SAMPLE), ["overlap"])
     data = json.loads(res.to_json())
-    assert data["schema"] == "capmetrics.results/1"
+    assert data["schema"] == "capmetrics.engine.results/1"
     assert data["data"] == {
         "source": str(SAMPLE),
         "items": 20,
@@ -238,7 +238,7 @@ def test_table_shows_the_combined_p_value_of_statistics():
 
 
 def test_item_means_equal_numpy_means_bit_for_bit():
-    from capmetrics.scoring import item_means
+    from capmetrics.engine.scoring import item_means
 
     rng = np.random.default_rng(0)
     for _ in range(100):
@@ -253,7 +253,7 @@ def test_item_means_equal_numpy_means_bit_for_bit():
 def test_streamed_json_is_byte_identical_to_the_json_encoder():
     import io
 
-    from capmetrics.results import MetricResult, Results
+    from capmetrics.engine.results import MetricResult, Results
 
     ids = ["a", 'quote " and \\ back', "caf\u00e9 \u6f22\u5b57 \U0001f600", 7, "line\nbreak"]
     with_p = MetricResult(

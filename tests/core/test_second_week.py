@@ -20,7 +20,7 @@ from pathlib import Path
 import capmetrics
 import numpy as np
 import pytest
-from capmetrics.strict_json import dumps, loads_strict
+from capmetrics.io.strict_json import dumps, loads_strict
 
 from tests.conftest import SAMPLE
 from tests.core.test_first_contact import CLI, run_cli

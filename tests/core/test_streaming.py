@@ -10,9 +10,9 @@ import pytest
 from capmetrics import Distance, Scores, hookimpl, score
 from capmetrics.cli import app
 from capmetrics.data.loaders import load_dataset
+from capmetrics.engine.parallel import Executor
+from capmetrics.engine.streaming import score_file, should_stream
 from capmetrics.errors import DataError, MetricError
-from capmetrics.parallel import Executor
-from capmetrics.streaming import score_file, should_stream
 from typer.testing import CliRunner
 
 from tests.conftest import SAMPLE

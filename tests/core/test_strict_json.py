@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 from capmetrics.errors import CapmetricsError
-from capmetrics.strict_json import dumps, jsonable
+from capmetrics.io.strict_json import dumps, jsonable
 
 
 def _one_by_one(value: object) -> object:

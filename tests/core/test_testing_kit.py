@@ -94,7 +94,7 @@ class Unpicklable(Overlap):
 
 class PooledOverlap(Overlap):
     """Takes part in the statistics protocol: the corpus value is matched words over all words,
-    from per-part sums (capmetrics.protocols.ScoresInParts)."""
+    from per-part sums (capmetrics.components.protocols.ScoresInParts)."""
 
     name = "kit-pooled"
 
@@ -158,7 +158,7 @@ class LockedParts(PooledOverlap):
 
 
 class WordDf(Overlap):
-    """Fits document frequencies of words in parts (capmetrics.protocols.FitsInParts); its
+    """Fits document frequencies of words in parts (capmetrics.components.protocols.FitsInParts); its
     fitted table is in the signature."""
 
     name = "kit-word-df"
@@ -257,7 +257,7 @@ def test_a_well_behaved_component_passes(kit_plugin):
 )
 def test_components_of_the_statistics_protocol_merge_parts_to_the_whole(kit_plugin, spec):
     """The bundled n-gram metrics (and the well-behaved toys) give from parts what they give whole."""
-    from capmetrics.protocols import PROTOCOLS, supports
+    from capmetrics.components.protocols import PROTOCOLS, supports
     from capmetrics.registry.compose import compose
 
     assert any(supports(compose(spec), p) for p in PROTOCOLS.values())

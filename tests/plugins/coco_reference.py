@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from capmetrics.component import Distance, Scores
+from capmetrics.components.base import Distance, Scores
 from capmetrics.data.flickr8k import load_crowdflower, load_expert
 
 FLICKR8K = Path(

@@ -212,7 +212,7 @@ def test_trm_over_bertscore_uses_one_pass_and_exact_p_values(expert):
     for (c, r), result in zip(items, batched):
         pool = c + r
         stat = trm.split_statistic(trm.distance.pairwise(pool, pool), len(c))
-        from capmetrics.permutation import permutation_test
+        from capmetrics.components.permutation import permutation_test
 
         expected = permutation_test(stat, 3, 3, "exact", 1000, 0, 0.0)
         assert result.value == pytest.approx(expected.observed, abs=1e-12)
@@ -269,7 +269,7 @@ def test_bert_embedder_pools_bertscore_token_embeddings_as_sentence_transformers
     """With bertscore's encoder of the same model loaded, ``bert`` mean-pools its cached token
     embeddings (+ the model's Normalize module): equal to sentence-transformers' encode."""
     pytest.importorskip("sentence_transformers")
-    from capmetrics.prepared import run_scope
+    from capmetrics.engine.prepared import run_scope
 
     cands, refs = expert
     long_text = (

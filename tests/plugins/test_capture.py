@@ -268,8 +268,8 @@ def test_corenlp_graphs_sentence_by_sentence() -> None:
 def test_meta_reads_the_detailcaps_layout_and_reports_length_bias(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """DetailCaps records (caption, GT_Caption_* references, a human score) load as judgments;
     meta reports Kendall tau-b of each metric with caption length, and of the ratings."""
+    from capmetrics.analysis.meta import agreement, candidate_lengths, metric_scores
     from capmetrics.data.judgments import load_judgments
-    from capmetrics.meta import agreement, candidate_lengths, metric_scores
     from scipy.stats import kendalltau
 
     refs = {

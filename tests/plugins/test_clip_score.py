@@ -550,8 +550,8 @@ def test_open_clip_folder_embeddings_equal_open_clip_forward(tmp_path):
 # meta-evaluation on CLIPScore-format benchmark files
 # ------------------------------------------------------------------------------------------
 def test_flickr8k_json_loads_as_the_expert_benchmark_and_bleu_agrees_with_the_clipscore_flow():
+    from capmetrics.analysis.meta import agreement
     from capmetrics.data.judgments import load_judgments
-    from capmetrics.meta import agreement
 
     from tests.conftest import FLICKR8K
 

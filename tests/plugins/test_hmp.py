@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from capmetrics import compose
+from capmetrics.components.pvalues import asymptotic_hmp, harmonic_mean, hmp_threshold
 from capmetrics.plugins.aggregators import HarmonicMeanP
-from capmetrics.pvalues import asymptotic_hmp, harmonic_mean, hmp_threshold
 
 P = [0.01, 0.2, 0.5, 0.9]
 
@@ -29,7 +29,7 @@ def test_subset_with_weight():
 def test_vignette_vectors():
     assert hmp_threshold(0.05, 6_524_432) == pytest.approx(0.025930834719294898, rel=1e-10)
     w_r, raw = 0.0478903, 0.0008734522
-    from capmetrics.pvalues import landau_sf
+    from capmetrics.components.pvalues import landau_sf
 
     assert w_r * float(landau_sf(w_r / raw, 6_524_432)) == pytest.approx(
         0.0013438973290569873, rel=1e-12
@@ -73,7 +73,7 @@ def test_groups_and_spec():
 def test_landau_tail_is_scipy_stats_landau_to_the_bit():
     """landau_sf calls the kernel behind scipy.stats.landau.sf (without importing scipy.stats):
     the same bytes for arrays and scalars, over the body, both tails, 0, ±inf and NaN."""
-    from capmetrics.pvalues import landau_sf
+    from capmetrics.components.pvalues import landau_sf
     from scipy.special import digamma
     from scipy.stats import landau
 

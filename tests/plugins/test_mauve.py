@@ -90,7 +90,7 @@ def test_mauve_equals_mauve_text_on_the_same_features(items, one_faiss_thread):
 
 
 def test_permutation_p_value_counts_splits_with_lower_mauve():
-    from capmetrics.permutation import all_splits
+    from capmetrics.components.permutation import all_splits
     from capmetrics.plugins.mauve import MAUVE
 
     rng = np.random.default_rng(3)
@@ -126,7 +126,7 @@ def _mauve_text_on(z, rows_q, rows_p):
 def test_every_permuted_split_equals_mauve_text_called_on_it(five_by_five, one_faiss_thread):
     """row_order=pooled: a split's MAUVE is compute_mauve on its candidates then references,
     each side in the item's order; faiss seeds each call from rows at fixed positions."""
-    from capmetrics.permutation import all_splits
+    from capmetrics.components.permutation import all_splits
     from capmetrics.plugins.mauve import MAUVE
     from capmetrics.plugins.mauve._quantise import SplitQuantiser
 
@@ -165,7 +165,7 @@ def test_any_row_order_equals_mauve_text(five_by_five, one_faiss_thread):
 def test_batched_lloyd_equals_faiss_from_the_same_start(one_faiss_thread, monkeypatch):
     """Every seeding of every split, against faiss per split (duplicate points: a cluster
     empties and faiss splits another one, which the quantiser leaves to faiss)."""
-    from capmetrics.permutation import all_splits
+    from capmetrics.components.permutation import all_splits
     from capmetrics.plugins.mauve import _quantise
     from capmetrics.plugins.mauve._quantise import SplitQuantiser
 

@@ -105,7 +105,7 @@ def test_metrics_of_a_run_share_one_batch_and_its_tables(monkeypatch):  # type: 
 
 
 def test_shared_for_is_keyed_by_identity_within_a_run() -> None:
-    from capmetrics.prepared import run_scope, shared_for
+    from capmetrics.engine.prepared import run_scope, shared_for
 
     a, b = ["x"], ["x"]
     calls: list[int] = []

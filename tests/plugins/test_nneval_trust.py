@@ -158,7 +158,7 @@ PROGRAM_WORDS = ("java", "corenlp", "trust_code", "executable", "program", "comm
 
 def test_every_bundled_parameter_that_names_a_program_is_declared():
     registry = get_registry()
-    from capmetrics.component import KINDS
+    from capmetrics.components.base import KINDS
 
     undeclared = []
     for kind in KINDS:

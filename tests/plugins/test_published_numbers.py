@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from capmetrics.component import Distance
+from capmetrics.components.base import Distance
 from capmetrics.plugins.ngram.bleu import Bleu1, Bleu4
 from capmetrics.plugins.ngram.cider import CiderD
 from capmetrics.plugins.ngram.rouge import RougeL

@@ -498,7 +498,7 @@ def test_check_names_each_missing_resource(tmp_path, monkeypatch) -> None:  # ty
 
 
 def test_drop_in_sees_spice_without_a_javascript_engine(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from capmetrics.compat import pycocoevalcap as compat
+    from capmetrics.integrations import pycocoevalcap as compat
 
     monkeypatch.setattr(_resources, "find_js_engine", list)
     monkeypatch.setattr(spice, "spice_dir", lambda: tmp_path)
@@ -645,7 +645,7 @@ def test_parsing_reports_captions_parsed_as_they_come(tmp_path) -> None:  # type
     """Progress counts captions parsed (issue 27), read from the parsers' output as it grows."""
     import sys
 
-    from capmetrics.progress import reporting
+    from capmetrics.engine.progress import reporting
 
     helper = _fake_helper(
         tmp_path,

@@ -32,7 +32,7 @@ def test_ptb_tokenizer_gives_the_jars_tokens_on_escaped_text() -> None:
 
 @needs_spice
 def test_spice_on_escaped_text_equals_the_jar(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from capmetrics.cache import cache_root
+    from capmetrics.io.cache import cache_root
 
     corenlp = str(_resources.find_corenlp()[0].parent)
     (tmp_path / "cache").mkdir()

@@ -36,7 +36,7 @@ def cache_dir(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
         monkeypatch.setenv("CAPMETRICS_CORENLP_DIR", str(_resources.find_corenlp()[0].parent))
     except Exception:
         pass
-    from capmetrics.cache import cache_root
+    from capmetrics.io.cache import cache_root
 
     meteor = cache_root() / "meteor"
     (tmp_path / "cache").mkdir()
@@ -351,7 +351,7 @@ def test_a_terminated_or_killed_run_leaves_no_jvm(tmp_path, cache_dir, how) -> N
     tmp.mkdir()
     # the CLI turns SIGTERM into the same exception as Ctrl-C
     handler = (
-        "from capmetrics.interrupts import interrupt_on_signals; interrupt_on_signals()"
+        "from capmetrics.runtime.interrupts import interrupt_on_signals; interrupt_on_signals()"
         if how == "SIGTERM"
         else ""
     )
@@ -400,7 +400,7 @@ def test_spice_synsets_build_only_meteors_synonym_tables(cache_dir, monkeypatch)
     of METEOR's first use), and they give the full lexicon's synsets."""
     import re
 
-    from capmetrics.cache import cache_root
+    from capmetrics.io.cache import cache_root
     from capmetrics.plugins.meteor import wordnet
     from capmetrics.plugins.meteor._lexicon import Lexicon
     from capmetrics.plugins.meteor._resources import load_resources

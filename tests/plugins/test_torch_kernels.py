@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from capmetrics.permutation import all_splits, monte_carlo_splits
+from capmetrics.components.permutation import all_splits, monte_carlo_splits
 from capmetrics.plugins.multicandidate.kernels import (
     MMD,
     Frechet,
@@ -51,7 +51,7 @@ def test_frechet_torch_equals_numpy():
 
 
 def test_torch_kernels_run_in_the_parent_with_the_same_results(monkeypatch):
-    from capmetrics.parallel import Executor, compare_items
+    from capmetrics.engine.parallel import Executor, compare_items
 
     from tests.core.parent_only import PARENT_ENV, ParentOnlyEmbedder
     from tests.core.test_scale import items

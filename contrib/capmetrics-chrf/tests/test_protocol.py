@@ -10,7 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from capmetrics.protocols import ScoresInParts, check_portable, fits_in_parts, supports_parts
+from capmetrics.components.protocols import (
+    ScoresInParts,
+    check_portable,
+    fits_in_parts,
+    supports_parts,
+)
 from capmetrics.testing import default_dataset
 from capmetrics_chrf import ChrF
 
@@ -68,9 +73,9 @@ def test_a_file_streams_in_chunks_on_two_worker_processes(tmp_path: Path) -> Non
     """``capmetrics score --chunk-size 7 --jobs 2`` in Python: the chunks are scored on two
     worker processes and joined; the bytes are those of scoring the file whole."""
     import capmetrics
-    from capmetrics.parallel import Executor
+    from capmetrics.engine.parallel import Executor
+    from capmetrics.engine.streaming import score_file
     from capmetrics.registry import get_registry, register_plugin
-    from capmetrics.streaming import score_file
 
     if "chrf" not in get_registry().names("distance"):  # a source checkout: no entry point
         import capmetrics_chrf

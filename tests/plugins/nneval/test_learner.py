@@ -118,7 +118,7 @@ def test_rating_targets_and_image_splits() -> None:
 
 
 def test_fit_ratings(plugins, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from capmetrics.meta import correlations
+    from capmetrics.analysis.meta import correlations
 
     train, stop, test = (
         toy_ratings(300, seed=0),
@@ -159,7 +159,7 @@ def test_fit_ratings(plugins, tmp_path: Path) -> None:  # type: ignore[no-untype
 
 
 def test_interaction_inputs_and_per_set_ensemble(plugins, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from capmetrics.meta import correlations
+    from capmetrics.analysis.meta import correlations
     from capmetrics.plugins.nneval.features import interaction_inputs
 
     from tests.plugins.nneval.toys import WordCounts

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from capmetrics import compose
 from capmetrics.data.loaders import load_dataset
+from capmetrics.engine.scoring import score
 from capmetrics.errors import MetricError
 from capmetrics.plugins.nneval import NNEval, learner, network
 from capmetrics.plugins.nneval.model_files import (
@@ -20,7 +21,6 @@ from capmetrics.plugins.nneval.model_files import (
     SHIPPED_MODELS,
     model_digest,
 )
-from capmetrics.scoring import score
 
 from tests.conftest import FLICKR8K, ROOT, SAMPLE
 from tests.plugins.nneval.toys import needs_flickr8k
@@ -272,7 +272,7 @@ def documented_taus() -> dict[tuple[str, str], float]:
 @needs_flickr8k
 @needs_java
 def test_shipped_models_reach_the_documented_tau_on_the_unseen_halves() -> None:
-    from capmetrics.meta import correlate, load_preset, metric_scores
+    from capmetrics.analysis.meta import correlate, load_preset, metric_scores
 
     documented = documented_taus()
     expert, _ = load_preset("flickr8k-expert", FLICKR8K)

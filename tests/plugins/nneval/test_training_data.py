@@ -48,7 +48,7 @@ def test_training_set_from_system_output_and_bad_input() -> None:
 
 @needs_flickr8k
 def test_flickr8k_train_split_is_disjoint_from_the_judgedtoy_images() -> None:
-    from capmetrics.meta import load_preset
+    from capmetrics.analysis.meta import load_preset
 
     train_images = load_flickr8k_split(FLICKR8K, "train")
     expert, _ = load_preset("flickr8k-expert", FLICKR8K)

@@ -19,7 +19,7 @@ class ChrF(Distance):
     of its best-scoring reference; the corpus value comes from the summed statistics. Both follow
     sacrebleu's ``CHRF`` with its defaults (no lowercasing, effective-order averaging).
 
-    It takes part in capmetrics' statistics protocol (``capmetrics.protocols.ScoresInParts``):
+    It takes part in capmetrics' statistics protocol (``capmetrics.components.protocols.ScoresInParts``):
     :meth:`score_part` gives a part's summed statistics and :meth:`merge_scores` the corpus
     value from their sum, so a file streams (``--chunk-size``), items fan out to workers and
     DDP ranks combine sums, with the values of one process over everything.
@@ -67,7 +67,7 @@ class ChrF(Distance):
         details = {"statistics": chosen, "best_reference": best - first_pair[:-1]}
         return Scores(f[best], corpus, details)
 
-    # -- the statistics protocol (capmetrics.protocols.ScoresInParts) -------------------------
+    # -- the statistics protocol (capmetrics.components.protocols.ScoresInParts) -------------------------
     def score_part(
         self, candidates: Sequence[str], references: Sequence[Sequence[str]]
     ) -> tuple[Scores, np.ndarray]:

@@ -10,8 +10,8 @@ chunks in flight and the per-candidate values are in memory, and the values are 
 scoring the file whole gives.
 
 Metrics that can stream are the distances that take part in the statistics protocol
-(:mod:`capmetrics.protocols`): :class:`~capmetrics.protocols.ScoresInParts`, and
-:class:`~capmetrics.protocols.FitsInParts` as well when they have corpus statistics (the n-gram
+(:mod:`capmetrics.components.protocols`): :class:`~capmetrics.components.protocols.ScoresInParts`, and
+:class:`~capmetrics.components.protocols.FitsInParts` as well when they have corpus statistics (the n-gram
 family: BLEU, ROUGE-L, CIDEr-D, CIDEr; chrF from its contrib package); any other metric is
 refused with the reason.
 """
@@ -22,15 +22,20 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from capmetrics.component import METRIC_KINDS, Component, Distance, Scores
+from capmetrics.components.base import METRIC_KINDS, Component, Distance, Scores
+from capmetrics.components.protocols import (
+    FitsInParts,
+    ScoresInParts,
+    fits_in_parts,
+    supports_parts,
+)
+from capmetrics.components.spec import Spec
 from capmetrics.data.loaders import EMPTY_CANDIDATE_POLICIES, EmptyCandidates, OnError, iter_jsonl
 from capmetrics.data.model import Dataset, ItemId, Problem
+from capmetrics.engine.parallel import Executor, iter_stream, sized
+from capmetrics.engine.prepared import run_scope
+from capmetrics.engine.results import Results
 from capmetrics.errors import DataError, MetricError, component_errors
-from capmetrics.parallel import Executor, iter_stream, sized
-from capmetrics.prepared import run_scope
-from capmetrics.protocols import FitsInParts, ScoresInParts, fits_in_parts, supports_parts
-from capmetrics.results import Results
-from capmetrics.spec import Spec
 
 #: JSONL inputs larger than this are streamed even without ``--chunk-size``.
 AUTO_STREAM_BYTES = 256 * 2**20
@@ -142,13 +147,13 @@ def score_file(
         MetricError: a metric that cannot stream, or empty candidates it does not score.
     """
     # the registry sits above core (it loads the plugins): names are resolved per call
-    from capmetrics.registry.compose import compose
-    from capmetrics.scoring import (
+    from capmetrics.engine.scoring import (
         _version,
         check_empty_candidates,
         signature_with,
         warn_empty_candidates,
     )
+    from capmetrics.registry.compose import compose
 
     if empty_candidates not in EMPTY_CANDIDATE_POLICIES:
         raise MetricError(f"empty_candidates must be 'score' or 'error', got {empty_candidates!r}")
@@ -226,7 +231,7 @@ def score_file(
     if not ids:
         raise MetricError("the dataset has no items to score")
     results = []
-    from capmetrics.scoring import distance_result
+    from capmetrics.engine.scoring import distance_result
 
     for k, (name, component) in enumerate(built):
         with component_errors(name):

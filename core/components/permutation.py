@@ -23,9 +23,9 @@ from itertools import combinations
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from capmetrics.component import Statistic, StatResult
+from capmetrics.components.base import Statistic, StatResult
 from capmetrics.errors import MetricError
-from capmetrics.identity import Identity
+from capmetrics.io.identity import Identity
 
 #: How p-values are computed; ``none`` (written ``none`` in specs, read as None) skips them.
 PValueMethod = Literal["auto", "exact", "monte-carlo", "none"] | None
@@ -197,7 +197,7 @@ class PermutationStatistic(Statistic):
     may override :meth:`pooled_many` to compute many items' matrices in one batched call.
     Lower values mean closer sets (these are divergences).
 
-    How executors run it (:func:`capmetrics.parallel.compare_items`): with
+    How executors run it (:func:`capmetrics.engine.parallel.compare_items`): with
     :attr:`pooled_in_parent` (the default, for anything that needs a model or a GPU) the pooled
     matrices are built in the calling process in large batches and the workers get only
     :meth:`for_workers` (a copy without the model) and small numpy arrays; otherwise each

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from capmetrics.component import Component, Distance
+from capmetrics.components.base import Component, Distance
 from capmetrics.data.judgments import Judgments, PairJudgments
 from capmetrics.data.model import Dataset, Item
+from capmetrics.engine.scoring import evaluate
 from capmetrics.errors import DataError, MetricError, SpecError, component_errors
-from capmetrics.scoring import evaluate
 from scipy import stats
 
 #: The correlation statistics, in report order.

@@ -24,8 +24,8 @@ from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Protocol, runtime_checkable
 
-from capmetrics.component import Component, Distance
-from capmetrics.progress import reporting
+from capmetrics.components.base import Component, Distance
+from capmetrics.engine.progress import reporting
 
 
 @runtime_checkable

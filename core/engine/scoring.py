@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Union, cast
 
 import numpy as np
-from capmetrics.collector import frozen
-from capmetrics.component import Component, Distance, Scores, Statistic
+from capmetrics.components.base import Component, Distance, Scores, Statistic
+from capmetrics.components.spec import Spec
 from capmetrics.data.loaders import (
     EMPTY_CANDIDATE_POLICIES,
     EmptyCandidates,
@@ -18,12 +18,12 @@ from capmetrics.data.loaders import (
     load_dataset,
 )
 from capmetrics.data.model import Dataset, ItemId, Problem
+from capmetrics.engine.parallel import Executor, evaluate_statistic
+from capmetrics.engine.prepared import run_scope, shared_for
+from capmetrics.engine.prestart import Prestart
+from capmetrics.engine.results import MetricResult, Results
 from capmetrics.errors import DataError, MetricError, component_errors
-from capmetrics.parallel import Executor, evaluate_statistic
-from capmetrics.prepared import run_scope, shared_for
-from capmetrics.prestart import Prestart
-from capmetrics.results import MetricResult, Results
-from capmetrics.spec import Spec
+from capmetrics.runtime.collector import frozen
 
 #: coco-caption's metric set (SPICE needs user-supplied CoreNLP jars, so it is left out).
 DEFAULT_METRICS = ("bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "rouge-l", "cider-d")
@@ -380,7 +380,7 @@ def score(
     if candidates is None and data is None:
         raise TypeError("score() needs data: a Dataset, a path, or candidates= with references=")
     if lang is not None:
-        from capmetrics.language import (
+        from capmetrics.components.language import (
             default_metrics,
             get_language,
             tokenizer_spec,
@@ -399,7 +399,7 @@ def score(
     metrics = metric_list(metrics)
     # every metric is built before the data loads: a typo fails fast, and a file of candidates
     # alone loads when every metric is reference-free (clip-score on clipscore's own files)
-    from capmetrics.language import compose_metric  # resolves names through the registry
+    from capmetrics.components.language import compose_metric  # resolves names through the registry
 
     built = []
     for m in metrics:
@@ -426,7 +426,7 @@ def score(
     warn_empty_candidates(empties)
     results: list[MetricResult] = [None] * len(built)  # type: ignore[list-item]
     # the dataset lives for the whole run: in the capmetrics command no full collection walks it
-    # (capmetrics.collector; a host's collector is left alone)
+    # (capmetrics.runtime.collector; a host's collector is left alone)
     with frozen(), run_scope():  # tokens and other prepared data are computed once for all metrics
         # slow first steps (SPICE's parse, METEOR's first-use build) start now, beside the rest
         with _prestarted([c for _, c in built], dataset) as early:
@@ -450,7 +450,7 @@ def score(
 
 
 def _prestarted(components: list[Component], dataset: Dataset) -> Prestart:
-    """The run's background preparations (capmetrics.prestart) over its flat candidate and
+    """The run's background preparations (capmetrics.engine.prestart) over its flat candidate and
     reference lists (the very lists every metric gets)."""
     early = Prestart(components, [], [])
     if early.worthwhile():

@@ -26,16 +26,16 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import numpy as np
-from capmetrics.allocator import keep_freed_memory, keep_freed_memory_if_owned
-from capmetrics.collector import frozen
-from capmetrics.component import Statistic, StatResult
+from capmetrics.components.base import Statistic, StatResult
+from capmetrics.components.permutation import PermutationStatistic, PooledItem, with_pooled
+from capmetrics.components.protocols import CountsInParts, FitsInParts, supports
 from capmetrics.errors import CapmetricsError
-from capmetrics.permutation import PermutationStatistic, PooledItem, with_pooled
-from capmetrics.protocols import CountsInParts, FitsInParts, supports
+from capmetrics.runtime.allocator import keep_freed_memory, keep_freed_memory_if_owned
+from capmetrics.runtime.collector import frozen
 
 if TYPE_CHECKING:
     from capmetrics.data.model import Dataset
-    from capmetrics.results import MetricResult
+    from capmetrics.engine.results import MetricResult
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -109,7 +109,7 @@ def available_cores() -> int:
 
 def _note(message: str) -> None:
     """One line on stderr, once per process (``CAPMETRICS_QUIET=1`` silences it)."""
-    from capmetrics.notices import QUIET_ENV
+    from capmetrics.engine.notices import QUIET_ENV
 
     if message not in _NOTED and os.environ.get(QUIET_ENV, "") in ("", "0"):
         _NOTED.add(message)
@@ -355,7 +355,12 @@ def _start_method() -> str:
 
 
 #: Modules the forkserver imports once, before it forks any worker.
-FORKSERVER_PRELOAD = ["capmetrics", "capmetrics.parallel", "capmetrics.permutation", "numpy"]
+FORKSERVER_PRELOAD = [
+    "capmetrics",
+    "capmetrics.engine.parallel",
+    "capmetrics.components.permutation",
+    "numpy",
+]
 
 
 def _process_context(
@@ -392,7 +397,7 @@ def _map_processes(
 
     context = _process_context(function)
     # Forked workers freeze what they inherit (_set_process_shared). The capmetrics command also
-    # keeps this process's own collector off it while the pool runs (capmetrics.collector:
+    # keeps this process's own collector off it while the pool runs (capmetrics.runtime.collector:
     # frozen() acts only in the command's process; a library call leaves gc as it found it).
     forked = context.get_start_method() == "fork"
     inherited = (
@@ -456,7 +461,7 @@ def _local_cluster(executor: Executor) -> Any:
             threads_per_worker=1,
             processes=executor.dask_processes,
             dashboard_address=None,
-            preload=["capmetrics.parallel"],
+            preload=["capmetrics.engine.parallel"],
             **nanny,
         )
 
@@ -611,7 +616,7 @@ def pooled_chunks(
     executor: Executor,
 ) -> Iterator[Chunk]:
     """The items with their pooled matrices, built here block by block (:data:`POOLED_BLOCK`
-    items per :meth:`~capmetrics.permutation.PermutationStatistic.pooled_many` call), cut into
+    items per :meth:`~capmetrics.components.permutation.PermutationStatistic.pooled_many` call), cut into
     the executor's chunks."""
     for start in range(0, len(items), POOLED_BLOCK):
         block = with_pooled(statistic, items[start : start + POOLED_BLOCK])
@@ -640,9 +645,9 @@ def _fit_part(shared: tuple[Any, list[list[str]], bool], indices: list[int]) -> 
 
 def fit_statistic(statistic: Statistic, references: list[list[str]], executor: Executor) -> None:
     """Fit ``statistic`` on every item's references: in parts on the workers (one part per job)
-    when it fits in parts (:class:`~capmetrics.protocols.FitsInParts`), the executor is a local
+    when it fits in parts (:class:`~capmetrics.components.protocols.FitsInParts`), the executor is a local
     pool or a running Dask cluster of enough jobs (2 for parts in integer form,
-    :class:`~capmetrics.protocols.CountsInParts`, else :data:`FIT_IN_PARTS_MIN_JOBS`) and there
+    :class:`~capmetrics.components.protocols.CountsInParts`, else :data:`FIT_IN_PARTS_MIN_JOBS`) and there
     are at least :data:`FIT_IN_PARTS_MIN` distinct reference sets (the same fitted state as
     fitting whole), else here. Equal reference sets go to the same part, so no part tokenises
     what another part does. The workers get the references with the statistic (forked workers
@@ -748,9 +753,9 @@ def _compare_items(
 
 
 def _counted(parts: Iterator[list[R]], total: int) -> list[R]:
-    """The parts' results joined in order, each part reported to :func:`capmetrics.progress.work`
+    """The parts' results joined in order, each part reported to :func:`capmetrics.engine.progress.work`
     as ``total`` items (from the first part on: the work before it, embedding, reports itself)."""
-    from capmetrics.progress import work
+    from capmetrics.engine.progress import work
 
     out: list[R] = []
     first = next(parts, None)  # embeddings and fits report their own work before the items'
@@ -777,9 +782,9 @@ def evaluate_statistic(
     lists the undefined items with the reason, counts the p-value methods, and holds the
     asymptotically exact harmonic mean p-value of the per-item p-values (``hmp``).
     """
-    from capmetrics.pvalues import harmonic_mean_p, prepare
-    from capmetrics.results import MetricResult
-    from capmetrics.scoring import run_signature
+    from capmetrics.components.pvalues import harmonic_mean_p, prepare
+    from capmetrics.engine.results import MetricResult
+    from capmetrics.engine.scoring import run_signature
 
     def while_running() -> None:  # this process's own work while the workers run the items
         signature.append(run_signature(component, dataset))  # it needs the fitted state

@@ -1,6 +1,6 @@
 """The statistics protocol: how a component is computed in parts and the parts are joined.
 
-Executors (:mod:`capmetrics.parallel`), streaming (:mod:`capmetrics.streaming`) and the
+Executors (:mod:`capmetrics.engine.parallel`), streaming (:mod:`capmetrics.engine.streaming`) and the
 integrations (torchmetrics under DDP, training rewards) split a corpus into **parts** (chunks
 of a file, chunks on worker processes, the shards of DDP ranks), compute each part's
 **sufficient statistics** where the part is, and join them where the result is needed. A
@@ -19,7 +19,7 @@ The contract every protocol shares:
   The kit checks this (:func:`capmetrics.testing.check_merged_parts`).
 - **What crosses a process or rank boundary** is plain data (:func:`check_portable`): None,
   booleans, numbers, strings, numpy arrays of numbers or strings, and lists, tuples, dicts
-  and dataclasses of those (:class:`~capmetrics.component.Scores`). No open files, models,
+  and dataclasses of those (:class:`~capmetrics.components.base.Scores`). No open files, models,
   locks, lambdas or components: a part is pickled to and from worker processes and Dask
   workers, and gathered across DDP ranks.
 - **Order**: parts are merged in corpus order (the first part first).
@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
-from capmetrics.component import Scores
+from capmetrics.components.base import Scores
 from capmetrics.errors import MetricError
 
 __all__ = [
@@ -70,7 +70,7 @@ class ScoresInParts(Protocol):
     """
 
     def score_part(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Part:
-        """:meth:`~capmetrics.component.Distance.score` of one part of a corpus, with the part's
+        """:meth:`~capmetrics.components.base.Distance.score` of one part of a corpus, with the part's
         statistics that the corpus value comes from: ``None`` when the corpus value is the mean
         of the item values, else a numpy array of numbers that **adds** over parts (summed
         n-gram counts, lengths). Both cross process boundaries (:func:`check_portable`)."""

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Union
 from capmetrics.errors import SpecSyntaxError
 
 if TYPE_CHECKING:
-    from capmetrics.component import Component
+    from capmetrics.components.base import Component
 
 Value = Union[int, float, str, bool, None, list["Value"], "Spec"]
 
@@ -222,7 +222,7 @@ def parse(text: str) -> Spec:
 def format_value(value: Any, portable: bool = False) -> str:
     """Print one value in spec syntax; an object that specs cannot express (a model or a
     vocabulary passed in Python) prints as ``<TypeName>``."""
-    from capmetrics.component import Component
+    from capmetrics.components.base import Component
 
     if isinstance(value, Component):
         return value.portable_spec() if portable else value.spec

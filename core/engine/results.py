@@ -1,9 +1,9 @@
 """Results of a scoring run: per-candidate, per-item and corpus values with a signature.
 
-JSON layout (``schema`` = ``capmetrics.results/1``; documented in docs/usage/results.md), objects
+JSON layout (``schema`` = ``capmetrics.engine.results/1``; documented in docs/usage/results.md), objects
 indented by 2 and each item on one line::
 
-    {"schema": "capmetrics.results/1", "capmetrics": "0.1.0",
+    {"schema": "capmetrics.engine.results/1", "capmetrics": "0.1.0",
      "data": {"source": ..., "items": N, "candidates": M, "skipped": [{"item": id, "problem": ...}],
               "empty_candidates": [{"item": id, "candidate": j}]},
      "metrics": [{"name": ..., "spec": ..., "kind": ..., "higher_is_better": ...,
@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
-from capmetrics.atomic import atomic_write
 from capmetrics.data.model import ItemId, Problem
 from capmetrics.errors import OutputError
-from capmetrics.strict_json import jsonable
+from capmetrics.io.atomic import atomic_write
+from capmetrics.io.strict_json import jsonable
 
-SCHEMA = "capmetrics.results/1"
+SCHEMA = "capmetrics.engine.results/1"
 OUTPUT_FORMATS = ("json", "csv", "table")
 
 
@@ -576,7 +576,7 @@ class Results(Mapping[str, MetricResult]):
         return {"json": self.to_json, "csv": self.to_csv, "table": self.to_table}[fmt]()
 
     def write(self, path: str | Path, fmt: str | None = None) -> None:
-        """Write to ``path`` as :func:`capmetrics.atomic.atomic_write` does (a regular file is
+        """Write to ``path`` as :func:`capmetrics.io.atomic.atomic_write` does (a regular file is
         replaced atomically, a FIFO or device written into, ``-`` is stdout); the format
         defaults to the file's suffix (json, csv, else table).
 
@@ -643,7 +643,7 @@ def find_metric(metrics: list[MetricResult], key: str) -> MetricResult | None:
     """The metric that ``key`` names: its name or spec, case-insensitively and with ``_`` as
     ``-`` (``Bleu_4``), else a spec that builds the same component (an alias: ``CIDEr`` for
     ``cider-d``, ``trm(distance=cider)``); None if none does."""
-    from capmetrics.spec import normalize_name
+    from capmetrics.components.spec import normalize_name
 
     wanted = normalize_name(key.strip())
     for m in metrics:

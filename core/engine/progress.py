@@ -4,7 +4,7 @@ rather than in metrics.
 Components report work through :func:`work`, which does nothing unless a front end (the CLI)
 listens with :func:`reporting`::
 
-    from capmetrics.progress import work
+    from capmetrics.engine.progress import work
 
     with work(len(texts), "sentences") as advance:
         for block in blocks:

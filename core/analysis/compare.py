@@ -16,11 +16,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, cast
 
 import numpy as np
-from capmetrics.component import METRIC_KINDS, Component, Distance, Statistic
+from capmetrics.components.base import METRIC_KINDS, Component, Distance, Statistic
+from capmetrics.components.spec import Spec
 from capmetrics.data.model import Dataset, ItemId
+from capmetrics.engine.parallel import Executor, evaluate_statistic
 from capmetrics.errors import DataError, MetricError, component_errors
-from capmetrics.parallel import Executor, evaluate_statistic
-from capmetrics.spec import Spec
 
 #: Elements (trials × items) drawn per vectorised batch of the tests.
 BATCH_ELEMENTS = 4_000_000
@@ -182,7 +182,7 @@ def item_values(
     component: Component, dataset: Dataset, executor: Executor | None = None
 ) -> tuple[np.ndarray, dict[str, str], list[str | None]]:
     """Per-item values of a metric, its run signature and each item's undefined-reason (or None)."""
-    from capmetrics.scoring import check_empty_candidates, evaluate
+    from capmetrics.engine.scoring import check_empty_candidates, evaluate
 
     check_empty_candidates(component, dataset)
     if isinstance(component, Statistic):

@@ -7,7 +7,7 @@ so that a first run says what it is doing instead of sitting silent.
 
 On stderr it prints ``capmetrics: building the METEOR resource cache (once; usually about 20 s)...``
 and, when done, ``capmetrics: ... done in 12.3 s``, above a run's progress bar when one is live
-(:func:`capmetrics.progress.message`). On a terminal, and when ``total`` is given, a progress bar
+(:func:`capmetrics.engine.progress.message`). On a terminal, and when ``total`` is given, a progress bar
 shows the advance: the run's own bar when one is up (never a second one beside it).
 ``CAPMETRICS_QUIET=1`` silences it.
 """
@@ -46,7 +46,7 @@ def one_time_step(
     if _quiet():
         yield _no_progress
         return
-    from capmetrics.progress import bar_is_live, listening, message, work
+    from capmetrics.engine.progress import bar_is_live, listening, message, work
 
     stream = sys.stderr
     message(f"capmetrics: {what} (once; usually {usual})...")  # above a run's bar, if one is up

@@ -73,7 +73,7 @@ class Component:
     #: The languages (ISO 639-1 codes) whose text the component serves, e.g. ``("en",)`` for
     #: one that parses English; ``None`` (the default) for one that serves any language.
     #: ``score(..., lang=...)`` and ``--lang`` refuse, by name, a component (or one it wraps)
-    #: whose ``languages`` leave the language out (:mod:`capmetrics.language`).
+    #: whose ``languages`` leave the language out (:mod:`capmetrics.components.language`).
     languages: ClassVar[tuple[str, ...] | None] = None
 
     @classmethod
@@ -112,14 +112,14 @@ class Component:
     @property
     def spec(self) -> str:
         """The canonical spec: ``name(key=value, ...)`` with parameters at their default left out."""
-        from capmetrics.spec import format_component
+        from capmetrics.components.spec import format_component
 
         return format_component(self)
 
     def portable_spec(self) -> str:
         """The spec with local file parameters (``path_params``) as ``<local>``: the same on
         every machine that has the same files."""
-        from capmetrics.spec import format_component
+        from capmetrics.components.spec import format_component
 
         return format_component(self, portable=True)
 
@@ -194,9 +194,11 @@ class Tokenizer(Component):
 
     def tokenize_shared(self, texts: Sequence[str]) -> list[list[str]]:
         """:meth:`tokenize`, computed once per batch of texts within a run
-        (:mod:`capmetrics.prepared`): the metrics of one ``score`` call share the tokens."""
-        from capmetrics.language import check_segmentation  # warns when CJK text stays unsegmented
-        from capmetrics.prepared import STATS, in_run, shared, texts_key
+        (:mod:`capmetrics.engine.prepared`): the metrics of one ``score`` call share the tokens."""
+        from capmetrics.components.language import (
+            check_segmentation,  # warns when CJK text stays unsegmented
+        )
+        from capmetrics.engine.prepared import STATS, in_run, shared, texts_key
 
         if not in_run():  # a lone call (a training-loop reward): no digest of the texts to pay for
             STATS["computed"] += 1

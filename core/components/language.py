@@ -5,7 +5,7 @@ tokenizer that leaves it unsegmented (every caption one "word").
 
 A component declares the languages it serves with its ``languages`` class attribute
 (``("en",)`` for one that parses English; ``None``, the default, for any). A parameter
-annotated with :class:`~capmetrics.component.Tokenizer` is where the language's tokenizer goes.
+annotated with :class:`~capmetrics.components.base.Tokenizer` is where the language's tokenizer goes.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
-from capmetrics.component import KIND_BASES, Component, init_hints, union_args
+from capmetrics.components.base import KIND_BASES, Component, init_hints, union_args
+from capmetrics.components.spec import Spec, normalize_name, parse
 from capmetrics.errors import MetricError, SpecError, UnknownComponentError, did_you_mean
-from capmetrics.spec import Spec, normalize_name, parse
 
 
 @dataclass(frozen=True)
@@ -371,14 +371,16 @@ def check_segmentation(
 ) -> list[list[str]]:
     """Warn (once per run) when ``tokens`` show CJK ``texts`` left unsegmented; returns
     ``tokens``."""
-    from capmetrics.prepared import in_run, shared
+    from capmetrics.engine.prepared import in_run, shared
 
     problem = segmentation_problem(tokenizer, texts, tokens)
     if problem is None:
         return tokens
     if in_run():
         first: list[bool] = []
-        shared(("capmetrics.language", "segmentation-warned"), lambda: first.append(True))
+        shared(
+            ("capmetrics.components.language", "segmentation-warned"), lambda: first.append(True)
+        )
         if not first:
             return tokens
     warnings.warn(problem, UserWarning, stacklevel=4)

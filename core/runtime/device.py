@@ -4,7 +4,7 @@ halve when the GPU runs out of memory.
 Components with a ``device`` parameter take ``None`` to mean the run's device (set by the CLI's
 ``--device``, or :func:`use_device`; ``auto`` when nothing set it). ``auto`` is CUDA when torch
 sees a GPU, else the CPU. Only model work (embedding) runs on the device, always in the calling
-process; executor workers never touch it (see :mod:`capmetrics.parallel`).
+process; executor workers never touch it (see :mod:`capmetrics.engine.parallel`).
 """
 
 from __future__ import annotations
@@ -114,9 +114,9 @@ def in_halving_batches(
 
     ``run`` must give the same rows whatever the batch size it is called with (batching
     changes padding only). Long inputs run in blocks of ``PROGRESS_BLOCK`` items, each
-    reported to :func:`capmetrics.progress.work` as sentences embedded; while a progress bar
+    reported to :func:`capmetrics.engine.progress.work` as sentences embedded; while a progress bar
     listens, blocks of a few batches (:data:`LISTENED_BLOCK`), so that it moves."""
-    from capmetrics.progress import listening, work
+    from capmetrics.engine.progress import listening, work
 
     size = max(1, batch_size)
     block_size = min(PROGRESS_BLOCK, max(size, LISTENED_BLOCK)) if listening() else PROGRESS_BLOCK
@@ -136,7 +136,7 @@ def in_halving_batches(
 
 #: Items per block of :func:`in_halving_batches` (one progress report per block).
 PROGRESS_BLOCK = 4096
-#: Items per block while a progress bar listens (:func:`capmetrics.progress.listening`).
+#: Items per block while a progress bar listens (:func:`capmetrics.engine.progress.listening`).
 LISTENED_BLOCK = 256
 
 

@@ -23,7 +23,7 @@ def _pyplot() -> Any:
 
 
 def _save(fig: Any, path: str | Path) -> Path:
-    from capmetrics.atomic import atomic_write
+    from capmetrics.io.atomic import atomic_write
 
     path = Path(path)
     fig.tight_layout()

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capmetrics.components.spec import NAME_RE, Spec
 from capmetrics.data.model import Problem
 from capmetrics.errors import DataError
-from capmetrics.spec import NAME_RE, Spec
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -99,9 +99,9 @@ MAX_CONFIG_BYTES = 1 << 20
 
 def load_config(path: str | Path) -> Config:
     """Read and parse a TOML config file: a regular file of at most 1 MiB, its tables and
-    arrays nested at most 64 deep (:mod:`capmetrics.strict_json`'s bounds); each problem a
+    arrays nested at most 64 deep (:mod:`capmetrics.io.strict_json`'s bounds); each problem a
     :class:`DataError`."""
-    from capmetrics.strict_json import MAX_DEPTH, depth_over, read_bytes
+    from capmetrics.io.strict_json import MAX_DEPTH, depth_over, read_bytes
 
     path = Path(path)
     header = "invalid config"

@@ -9,7 +9,7 @@ names what decides the numbers (model checksum, layer, device kind, library vers
 different namespace is a different folder, so nothing computed one way is read another.
 
 Layout: ``<cache root>/embeddings/<kind>-<digest of the namespace>/seg-*.emb``. Each segment
-file is written once, under a temporary name, and renamed into place (``capmetrics.atomic``),
+file is written once, under a temporary name, and renamed into place (``capmetrics.io.atomic``),
 so two runs writing at once never see each other's half-written files; it holds a checksummed
 JSON index (the blake2b digest of each text, the offset and shapes of its arrays, a CRC-32 of
 their bytes) followed by the arrays, and is read memory-mapped: a run reads only the entries it
@@ -42,9 +42,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from capmetrics.atomic import atomic_write, remove_stale_temporaries
-from capmetrics.cache import component_cache
 from capmetrics.errors import CapmetricsError, SpecError
+from capmetrics.io.atomic import atomic_write, remove_stale_temporaries
+from capmetrics.io.cache import component_cache
 
 #: ``0``, ``off``, ``false`` or ``no`` turns the cache off.
 ENABLE_ENV = "CAPMETRICS_EMBEDDING_CACHE"
@@ -88,7 +88,7 @@ def max_bytes() -> int:
 
 
 def cache_folder() -> Path:
-    """The folder of the embedding cache under the cache root (``capmetrics.cache``)."""
+    """The folder of the embedding cache under the cache root (``capmetrics.io.cache``)."""
     return component_cache("embeddings")
 
 

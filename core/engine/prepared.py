@@ -20,7 +20,7 @@ import hashlib
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from capmetrics.identity import Identity
+from capmetrics.io.identity import Identity
 
 T = TypeVar("T")
 
