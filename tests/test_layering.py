@@ -198,3 +198,12 @@ def test_core_folders_are_layered_one_way() -> None:
 def test_core_root_holds_only_the_package_its_errors_and_the_kit() -> None:
     loose = sorted(p.name for p in (ROOT / "core").glob("*.py"))
     assert loose == ["__init__.py", "_moved.py", "errors.py", "testing.py"]
+
+
+def test_architecture_page_describes_every_core_folder_in_layer_order() -> None:
+    page = (ROOT / "docs" / "plugins" / "architecture.md").read_text(encoding="utf-8")
+    section = page.split("## Core, by concern", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(\w+)(?:/|\.py)` \|", section, re.MULTILINE)
+    folders = sorted(p.name for p in (ROOT / "core").iterdir() if (p / "__init__.py").is_file())
+    assert tuple(rows) == CORE_LAYERS
+    assert sorted(rows[1:]) == [f for f in folders if f != "sample"]
