@@ -103,7 +103,8 @@ RATING_MODELS = {
 }
 #: Share of the seen images whose judgments early-stop a ratings model (the rest train it).
 EARLY_STOPPING_SHARE = 0.25
-#: Every single (non-learned) metric of capmetrics that runs offline (SPICE after ``capmetrics setup spice``).
+# : Every single (non-learned) metric of capmetrics that runs offline (SPICE after ``capmetrics
+# setup spice``).
 SINGLE_METRICS = [
     "bertscore(floor=zero)",
     "bertscore(part=p, floor=zero)",
@@ -288,7 +289,8 @@ def main() -> None:
                 for part, images in (("fit", fit_images), ("stop", stop_images))
             }
             sets = {key: (inputs[key[0]][m], judged.subset(m)) for key, (judged, m) in rows.items()}
-            # fitted to the ratings of `fitted_to` (one network each with ensemble=per-set), early-stopped on Expert and CF
+            # fitted to the ratings of `fitted_to` (one network each with ensemble=per-set),
+            # early-stopped on Expert and CF
             learner.fit_rating_features(
                 [sets[name, "fit"] for name in fitted_to],
                 [sets["expert", "stop"], sets["cf", "stop"]],

@@ -67,7 +67,8 @@ class ChrF(Distance):
         details = {"statistics": chosen, "best_reference": best - first_pair[:-1]}
         return Scores(f[best], corpus, details)
 
-    # -- the statistics protocol (capmetrics.components.protocols.ScoresInParts) -------------------------
+    # -- the statistics protocol (capmetrics.components.protocols.ScoresInParts)
+    # -------------------------
     def score_part(
         self, candidates: Sequence[str], references: Sequence[Sequence[str]]
     ) -> tuple[Scores, np.ndarray]:
