@@ -6,7 +6,7 @@ process-wide cache keyed by model identity, layer and text, so a text seen by on
 embedded again by another. Texts are tokenized as bert-score 0.3.13 does (stripped, special
 tokens added, truncated to the tokenizer's maximum length). On the CPU they are embedded in
 batches of one token length each (no padding), which makes a text's vectors independent of the
-other texts of a run, bit for bit, and they are also kept on disk (``capmetrics.embedding_cache``,
+other texts of a run, bit for bit, and they are also kept on disk (``capmetrics.io.embedding_cache``,
 keyed by the model's checksum, layer, tokenizer and library versions): a later run embeds only new
 texts. On another device (a GPU) they are embedded in large length-sorted padded batches (a
 token budget per pass), as bert-score does with bigger batches: few passes, not bit invariant,
@@ -15,15 +15,19 @@ never on disk.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
 import warnings
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from capmetrics import MetricError, embedding_cache
-from capmetrics.embedding_cache import EmbeddingStore
+from capmetrics.io.embedding_cache import EmbeddingStore
 from capmetrics.plugins.embeddings.vectors import require
 
 #: Texts per forward pass (of one token length each).
@@ -58,7 +62,7 @@ def shared_encoder(model: str | None, layer: int | None, device: str = "cpu") ->
 def _run_encoders() -> dict[tuple[str, str], TokenEncoder]:
     """The last-layer encoders used so far by the current ``capmetrics.score`` run, by (model
     directory, device); a fresh empty dict outside a run (nothing is shared then)."""
-    from capmetrics.prepared import shared
+    from capmetrics.engine.prepared import shared
 
     return shared("bertscore-last-layer-encoders", dict)
 
@@ -87,52 +91,150 @@ class TokenEncoder:
     """
 
     def __init__(self, model: str | None, layer: int | None, device: str = "cpu") -> None:
-        require("transformers", "torch")
-        import torch
         from capmetrics.plugins.embeddings.sentence import _model_identity
-        from transformers import AutoModel, AutoTokenizer
 
         self.path = default_model_path() if model is None else str(Path(model).expanduser())
         self.device = device
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(
-                self.path, use_fast=False, local_files_only=True
-            )
-            encoder = AutoModel.from_pretrained(self.path, local_files_only=True)
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise MetricError(
-                f"model={model!r} is not a Hugging Face encoder directory or cached "
-                f"model name ({first})"
-            ) from None
-        if hasattr(encoder, "encoder") and hasattr(encoder, "decoder"):
-            encoder = encoder.encoder
-        layers_owner, attr = _layer_list(encoder, model)
-        depth = self.depth = len(getattr(layers_owner, attr))
-        self.layer = depth if layer is None else int(layer)
-        if not 0 <= self.layer <= depth:
-            raise MetricError(
-                f"layer={layer} is beyond the depth of model {model or 'all-MiniLM-L6-v2'!r} "
-                f"({depth} layers); use 0 to {depth}"
-            )
-        setattr(
-            layers_owner, attr, torch.nn.ModuleList(list(getattr(layers_owner, attr))[: self.layer])
-        )
-        self.encoder = encoder.eval().to(device)
-        self.max_length = int(self.tokenizer.model_max_length)
-        self.identity = f"{_model_identity(model, self.path, None)}|layer={self.layer}"
-        self.special = {
-            i for i in (self.tokenizer.cls_token_id, self.tokenizer.sep_token_id) if i is not None
-        }
-        self.empty_ids = list(self.tokenizer.encode("", add_special_tokens=True))
+        self._model_name = model
+        self._tokenizer: Any = None
+        self._encoder: Any = None
+        self._uncut: Any = None
         self._cache: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._cached_bytes = 0
         self.forward_passes = 0
         self.texts_embedded = 0
         self.padded = device != "cpu"
+        base = _model_identity(model, self.path, None)
+        # where the disk cache may serve every text, the model's facts come from its manifest
+        # (written at its first load): the tokenizer and the model load only when needed
+        facts = None
+        if embedding_cache.enabled() and not self.padded and "@" not in base:
+            facts = read_manifest(self.path, base)
+        self._from_manifest = facts is not None
+        if facts is None:
+            self._load_tokenizer()
+            facts = {"identity": base, "depth": self._load_uncut(), **self._tokenizer_facts()}
+        self.depth = int(facts["depth"])
+        self.layer = self.depth if layer is None else int(layer)
+        if not 0 <= self.layer <= self.depth:
+            raise MetricError(
+                f"layer={layer} is beyond the depth of model {model or 'all-MiniLM-L6-v2'!r} "
+                f"({self.depth} layers); use 0 to {self.depth}"
+            )
+        self.facts = facts
+        self.max_length = int(facts["max_length"])
+        self.identity = f"{base}|layer={self.layer}"
+        self.special = set(facts["special"])
+        self.empty_ids = list(facts["empty_ids"])
+        if not self._from_manifest:
+            self._load_model()
+            if embedding_cache.enabled() and "@" not in base:
+                write_manifest(self.path, base, facts)
+
+    # -- loading (lazy where the manifest stood in) ------------------------------------------
+    @property
+    def tokenizer(self) -> Any:
+        """The tokenizer (bert-score's: the slow one; loaded on first use)."""
+        if self._tokenizer is None:
+            self._load_tokenizer()
+            mine = self._tokenizer_facts()
+            if any(self.facts.get(k) != v for k, v in mine.items()):
+                self._stale("its tokenizer")
+        return self._tokenizer
+
+    @property
+    def encoder(self) -> Any:
+        """The model cut at ``layer`` (loaded on first use)."""
+        if self._encoder is None:
+            if self._load_uncut() != self.depth:
+                self._stale("its depth")
+            self._load_model()
+        return self._encoder
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model has been loaded (not, while every text came from the caches)."""
+        return self._encoder is not None
+
+    def _failed(self, err: Exception) -> MetricError:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return MetricError(
+            f"model={self._model_name!r} is not a Hugging Face encoder directory or cached "
+            f"model name ({first})"
+        )
+
+    def _load_tokenizer(self) -> None:
+        require("transformers", "torch")
+        from transformers import AutoTokenizer
+
+        try:
+            self._tokenizer = AutoTokenizer.from_pretrained(
+                self.path, use_fast=False, local_files_only=True
+            )
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise self._failed(err) from None
+
+    def _tokenizer_facts(self) -> dict[str, Any]:
+        """What the loaded tokenizer says of itself (part of the manifest)."""
+        import transformers
+
+        tok = self._tokenizer
+        names = sorted(set(getattr(tok, "vocab_files_names", {}).values()))
+        return {
+            "max_length": int(tok.model_max_length),
+            "special": sorted(i for i in (tok.cls_token_id, tok.sep_token_id) if i is not None),
+            "empty_ids": list(tok.encode("", add_special_tokens=True)),
+            "vocab_files": names,
+            "tokenizer": vocab_digest(self.path, names),
+            "transformers": transformers.__version__,
+        }
+
+    def _load_uncut(self) -> int:
+        """Load the encoder with all its layers (kept until ``_load_model``); its depth."""
+        require("transformers", "torch")
+        from transformers import AutoModel
+
+        try:
+            encoder = AutoModel.from_pretrained(self.path, local_files_only=True)
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise self._failed(err) from None
+        if hasattr(encoder, "encoder") and hasattr(encoder, "decoder"):
+            encoder = encoder.encoder
+        owner, attr = _layer_list(encoder, self._model_name)
+        self._uncut = encoder
+        return len(getattr(owner, attr))
+
+    def _load_model(self) -> None:
+        """Cut the loaded encoder at ``layer`` and move it onto the device."""
+        import torch
+
+        encoder, self._uncut = self._uncut, None
+        owner, attr = _layer_list(encoder, self._model_name)
+        setattr(owner, attr, torch.nn.ModuleList(list(getattr(owner, attr))[: self.layer]))
+        self._encoder = encoder.eval().to(self.device)
+
+    def _stale(self, what: str) -> None:
+        """The manifest disagrees with the model it describes: delete it and stop the run."""
+        path = manifest_path(self.path, self.facts["identity"])
+        with contextlib.suppress(OSError):
+            path.unlink()
+        raise MetricError(
+            f"the embedding cache's manifest of model {self._model_name or 'all-MiniLM-L6-v2'!r} "
+            f"disagrees with {what}; deleted it ({path}): run again"
+        )
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
-        """Token ids as bert-score encodes them; warns once with the count of truncated texts."""
+        """Token ids as bert-score encodes them; warns once with the count of truncated texts.
+        While the tokenizer is not loaded, the ids kept with the texts' cached embeddings when
+        every text has them (and none is as long as the maximum: it may have been cut)."""
+        if self._tokenizer is None:
+            known = self._cached_ids(texts)
+            if known is not None:
+                return known
+        return self._tokenize(texts)
+
+    def _tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        """``token_ids`` by the tokenizer (loaded if need be)."""
         ids, cut = [], 0
         for text in texts:
             text = text.strip()
@@ -150,9 +252,22 @@ class TokenEncoder:
             warnings.warn(
                 f"{cut} text(s) are longer than the encoder's maximum of {self.max_length} "
                 "tokens and were truncated (as bert-score does)",
-                stacklevel=3,
+                stacklevel=4,
             )
         return ids
+
+    def _cached_ids(self, texts: Sequence[str]) -> list[list[int]] | None:
+        """The token ids of ``texts`` from the memory or disk cache, or None if one lacks them
+        or has as many as the maximum length."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        disk = self.disk_store() if missing else None
+        if disk is not None:
+            for text, (emb, ids, mean) in disk.get(missing).items():
+                self._store(text, emb, ids, mean, copy=False)
+        if any(t not in self._cache for t in missing):
+            return None
+        out = [self._cache[t][1].tolist() for t in texts]
+        return None if any(len(row) >= self.max_length for row in out) else out
 
     def _backend_token_ids(self, texts: Sequence[str]) -> list[list[int]] | None:
         """``token_ids`` straight from a fast tokenizer's Rust backend (what ``encode`` calls,
@@ -208,7 +323,7 @@ class TokenEncoder:
         return [self._cache[t] for t in texts]
 
     def disk_store(self) -> EmbeddingStore | None:
-        """The disk cache of this encoder's token embeddings (``capmetrics.embedding_cache``), or
+        """The disk cache of this encoder's token embeddings (``capmetrics.io.embedding_cache``), or
         None: turned off, a device other than the CPU (its kernels are not known to be batch
         invariant), or a model known only by name (no checksum to key it by)."""
         if (
@@ -220,31 +335,20 @@ class TokenEncoder:
             return None
         if getattr(self, "_disk", None) is None:
             import torch
-            import transformers
 
             namespace = {
                 "kind": "bert-tokens",
                 "model": self.identity,
-                "tokenizer": self._tokenizer_digest(),
+                "tokenizer": self.facts["tokenizer"],
                 "device": "cpu",
                 "cpu": torch.backends.cpu.get_cpu_capability(),
                 "torch": torch.__version__,
-                "transformers": transformers.__version__,
+                "transformers": self.facts["transformers"],
                 "passes": f"one-length,min-tokens={MIN_TOKENS}",
                 "max_length": str(self.max_length),
             }
             self._disk = EmbeddingStore(namespace, ("<f4", "<i8", "<f4"))
         return self._disk
-
-    def _tokenizer_digest(self) -> str:
-        """sha256 of the tokenizer's vocabulary files in the model folder (their names, bytes)."""
-        digest = hashlib.sha256()
-        names = sorted(set(getattr(self.tokenizer, "vocab_files_names", {}).values()))
-        for name in names:
-            path = Path(self.path) / name
-            if path.is_file():
-                digest.update(name.encode() + b"\0" + path.read_bytes())
-        return digest.hexdigest()[:32]
 
     def _embed_missing(
         self, texts: list[str]
@@ -257,9 +361,9 @@ class TokenEncoder:
         if self.padded:
             return self._embed_padded(texts)
         import torch
-        from capmetrics.progress import work
+        from capmetrics.engine.progress import work
 
-        ids = self.token_ids(texts)
+        ids = self._tokenize(texts)
         fresh: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         by_length: dict[int, list[int]] = {}
         for k, row in enumerate(ids):
@@ -302,9 +406,9 @@ class TokenEncoder:
         attention mask (as bert-score, with larger batches); one copy to the host per pass, its
         rows kept as the texts' cached arrays (no copy per text)."""
         import torch
-        from capmetrics.progress import work
+        from capmetrics.engine.progress import work
 
-        ids = self._backend_token_ids(texts) or self.token_ids(texts)
+        ids = self._backend_token_ids(texts) or self._tokenize(texts)
         order = sorted(range(len(ids)), key=lambda k: -len(ids[k]))
         pad = self.tokenizer.pad_token_id or 0
         fresh: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
@@ -354,6 +458,96 @@ class TokenEncoder:
         self._cache[text] = entry
         self._cached_bytes += size
         return entry
+
+
+def vocab_digest(path: str, names: Sequence[str]) -> str:
+    """sha256 of the tokenizer's vocabulary files ``names`` in the model folder (names, bytes)."""
+    digest = hashlib.sha256()
+    for name in names:
+        file = Path(path) / name
+        if file.is_file():
+            digest.update(name.encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()[:32]
+
+
+#: The version of the manifest format (see :func:`read_manifest`).
+MANIFEST_VERSION = 1
+
+
+def _version(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "none"
+
+
+def manifest_path(path: str, identity: str) -> Path:
+    """Where the manifest of the model in folder ``path`` (checksum ``identity``) lives: keyed
+    by the identity, the folder, the size and time of each of its files, and the torch and
+    transformers versions (anything that could change what loading it would say)."""
+    files = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(path):
+            with contextlib.suppress(OSError):
+                if entry.is_file():
+                    st = entry.stat()
+                    files.append([entry.name, st.st_size, st.st_mtime_ns])
+    key = json.dumps(
+        [
+            MANIFEST_VERSION,
+            identity,
+            os.path.realpath(path),
+            _version("torch"),
+            _version("transformers"),
+            sorted(files),
+        ]
+    )
+    digest = hashlib.sha256(key.encode()).hexdigest()[:32]
+    return embedding_cache.cache_folder() / "encoders" / f"{digest}.json"
+
+
+def _ints(value: object) -> bool:
+    return isinstance(value, list) and all(type(v) is int for v in value)
+
+
+def read_manifest(path: str, identity: str) -> dict[str, Any] | None:
+    """The facts of a model that its first load wrote down (depth, maximum length, special and
+    empty token ids, vocabulary digest, transformers version), so that a run whose texts are all
+    in the disk cache needs neither the tokenizer nor the model (nor transformers' import); None
+    when there is none, or it is damaged or does not match the vocabulary files."""
+    file = manifest_path(path, identity)
+    try:
+        facts = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    ok = (
+        isinstance(facts, dict)
+        and facts.get("format") == MANIFEST_VERSION
+        and facts.get("identity") == identity
+        and type(facts.get("depth")) is int
+        and facts["depth"] >= 0
+        and type(facts.get("max_length")) is int
+        and facts["max_length"] > 0
+        and _ints(facts.get("special"))
+        and _ints(facts.get("empty_ids"))
+        and isinstance(facts.get("vocab_files"), list)
+        and all(isinstance(n, str) and "/" not in n for n in facts["vocab_files"])
+        and isinstance(facts.get("transformers"), str)
+        and facts.get("tokenizer") == vocab_digest(path, facts["vocab_files"])
+    )
+    return facts if ok else None
+
+
+def write_manifest(path: str, identity: str, facts: dict[str, Any]) -> None:
+    """Write the model's manifest (see :func:`read_manifest`); skipped if it cannot be."""
+    from capmetrics.errors import CapmetricsError
+    from capmetrics.io.atomic import atomic_write
+
+    file = manifest_path(path, identity)
+    with contextlib.suppress(OSError, CapmetricsError):
+        file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with atomic_write(file) as out:
+            json.dump({"format": MANIFEST_VERSION, **facts}, out)
 
 
 def _layer_list(encoder: object, model: str | None) -> tuple[object, str]:
