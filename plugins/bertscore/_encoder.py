@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from capmetrics import MetricError, embedding_cache
 from capmetrics.io.embedding_cache import EmbeddingStore
+from capmetrics.io.model_folder import check_model_path
 from capmetrics.plugins.embeddings.vectors import require
 
 #: Texts per forward pass (of one token length each).
@@ -93,7 +94,9 @@ class TokenEncoder:
     def __init__(self, model: str | None, layer: int | None, device: str = "cpu") -> None:
         from capmetrics.plugins.embeddings.sentence import _model_identity
 
-        self.path = default_model_path() if model is None else str(Path(model).expanduser())
+        self.path = (  # a folder of yours: no FIFO or device inside (capmetrics.io.model_folder)
+            default_model_path() if model is None else check_model_path(Path(model).expanduser())
+        )
         self.device = device
         self._model_name = model
         self._tokenizer: Any = None

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 from capmetrics.errors import MetricError
+from capmetrics.io.model_folder import check_model_path
 from capmetrics.plugins.clip_score._preprocess import OPENAI_MEAN, OPENAI_STD, Preprocess
 
 OPENAI_EOT = 49407
@@ -86,6 +87,7 @@ def load_checkpoint(path: str, activation: str = "auto", trust_code: bool = Fals
             "an open_clip checkpoint)"
         )
     if p.is_dir():
+        check_model_path(p, f"model={path!r}")  # no FIFO or device inside (before any library)
         if (p / "open_clip_config.json").is_file():
             return _open_clip_folder(p, path, activation, trust_code)
         if (p / "config.json").is_file():

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 from capmetrics import Embedder
+from capmetrics.io.model_folder import check_model_path
 from capmetrics.plugins.embeddings.vectors import require
 from capmetrics.runtime.device import device_signature, in_halving_batches, resolve_device
 
@@ -117,7 +118,7 @@ class SentenceTransformerEmbedder(Embedder):
         """The model directory or name that is loaded."""
         if self.model is not None:
             return (
-                str(Path(self.model).expanduser())
+                check_model_path(Path(self.model).expanduser())  # no FIFO or device inside
                 if Path(self.model).expanduser().exists()
                 else self.model
             )

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import numpy as np
 from capmetrics import DataError, MetricError, ProbabilitySource, Tokenizer
+from capmetrics.io.model_folder import check_model_path
 from capmetrics.plugins.pregen.compute import RaggedProbs
 from capmetrics.plugins.tokenizers import WhitespaceTokenizer
 
@@ -322,6 +323,7 @@ class HFCausalLM(ProbabilitySource):
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
             path = smollm2_path() if self.model == "smollm2" else Path(self.model)
+            check_model_path(path, f"model={self.model!r}")  # no FIFO or device in the folder
             kwargs: dict[str, Any] = {}
             if path.suffix == ".gguf":
                 kwargs["gguf_file"] = path.name
