@@ -27,7 +27,8 @@ class Untrusted:
     ``nneval.json``): composed with ``untrusted=``, it may not set a component's
     ``program_params`` (``java``, ``corenlp``, ``trust_code``, ...), its ``path_params`` must
     name files inside ``folder`` (relative, no ``..``, no link leading out), and no other text
-    argument may be an absolute, ``~`` or ``..`` path. ``declared``: file names the model
+    argument may be an absolute, ``~`` or ``..`` path, nor a relative one that names an existing
+    file or folder outside ``folder`` (it would be opened from the current folder). ``declared``: file names the model
     declares (they may be passed by the user in place of the folder's copy)."""
 
     folder: Path
@@ -50,8 +51,8 @@ class Untrusted:
                     if text in self.declared
                     else inside_folder(self.folder, text)
                 )
-            else:
-                inside = not _looks_like_path(text)
+            else:  # undeclared: no path syntax, and no existing file outside the folder
+                inside = not _looks_like_path(text) and not existing_outside(self.folder, text)
             if not inside:
                 raise UntrustedSpecError(
                     f"{at} names {text!r}, outside the model's folder; a model file may name only files "
@@ -79,6 +80,19 @@ def _texts(value: Any, bare: bool) -> Iterator[str]:
 def _looks_like_path(text: str) -> bool:
     path = Path(text)
     return path.is_absolute() or text.startswith("~") or ".." in path.parts or os.path.isabs(text)
+
+
+def existing_outside(folder: str | Path, value: str) -> bool:
+    """Whether ``value``, read as a path from the current folder (as a component would open
+    it), names an existing file, folder or link that lies outside ``folder``."""
+    try:
+        if not value or not os.path.lexists(value):
+            return False
+        resolved = os.path.realpath(value)
+    except (OSError, ValueError):  # too long, an embedded NUL: no file
+        return False
+    root = os.path.realpath(folder)
+    return os.path.commonpath([root, resolved]) != root
 
 
 def within(folder: str | Path, value: str) -> bool:
