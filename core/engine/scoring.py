@@ -18,10 +18,11 @@ from capmetrics.data.loaders import (
     load_dataset,
 )
 from capmetrics.data.model import Dataset, ItemId, Problem
-from capmetrics.engine.parallel import Executor, evaluate_statistic
+from capmetrics.engine.executors import Executor
 from capmetrics.engine.prepared import run_scope, shared_for
 from capmetrics.engine.prestart import Prestart
 from capmetrics.engine.results import MetricResult, Results
+from capmetrics.engine.statistics import evaluate_statistic
 from capmetrics.errors import DataError, MetricError, component_errors
 from capmetrics.runtime.collector import frozen
 

@@ -32,7 +32,7 @@ from capmetrics.components.protocols import (
 from capmetrics.components.spec import Spec
 from capmetrics.data.loaders import EMPTY_CANDIDATE_POLICIES, EmptyCandidates, OnError, iter_jsonl
 from capmetrics.data.model import Dataset, ItemId, Problem
-from capmetrics.engine.parallel import Executor, iter_stream, sized
+from capmetrics.engine.executors import Executor, iter_stream, sized
 from capmetrics.engine.prepared import run_scope
 from capmetrics.engine.results import Results
 from capmetrics.errors import DataError, MetricError, component_errors

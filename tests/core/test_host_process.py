@@ -124,12 +124,12 @@ def test_tasks_run_in_the_callers_own_process_do_not_tune_it(monkeypatch):
     import os
     import pickle
 
-    from capmetrics.engine import parallel
+    from capmetrics.engine import workers
 
     calls: list[int] = []
-    monkeypatch.setattr(parallel, "keep_freed_memory", lambda: calls.append(1) or True)
+    monkeypatch.setattr(workers, "keep_freed_memory", lambda: calls.append(1) or True)
     chunks = pickle.dumps([[1, 2]])
-    assert parallel._run_pickled_chunks(_freeze_count, None, chunks, True, os.getpid()) == [[0, 0]]
+    assert workers.run_pickled_chunks(_freeze_count, None, chunks, True, os.getpid()) == [[0, 0]]
     assert calls == []  # a Dask thread worker of the caller: the caller's allocator is left alone
-    parallel._run_pickled_chunks(_freeze_count, None, chunks, True, os.getpid() + 1)
+    workers.run_pickled_chunks(_freeze_count, None, chunks, True, os.getpid() + 1)
     assert calls == [1]  # a worker process of its own

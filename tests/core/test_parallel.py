@@ -101,8 +101,8 @@ def test_fitting_in_parts_on_the_workers_gives_the_same_state_and_bytes(monkeypa
     refs = [list(r) for _, r in items]
     whole, parts = compose("trm(cider-d)"), compose("trm(cider-d)")
     whole.fit(refs)
-    monkeypatch.setattr("capmetrics.engine.parallel.FIT_IN_PARTS_MIN", 1)
-    monkeypatch.setattr("capmetrics.engine.parallel.FIT_IN_PARTS_MIN_JOBS", 2)
+    monkeypatch.setattr("capmetrics.engine.statistics.FIT_IN_PARTS_MIN", 1)
+    monkeypatch.setattr("capmetrics.engine.statistics.FIT_IN_PARTS_MIN_JOBS", 2)
     calls = []
     monkeypatch.setattr(
         type(parts.distance), "fit", lambda self, r: calls.append(r)
@@ -115,8 +115,8 @@ def test_fitting_in_parts_on_the_workers_gives_the_same_state_and_bytes(monkeypa
     )
     assert parts.signature() == whole.signature()
     monkeypatch.undo()
-    monkeypatch.setattr("capmetrics.engine.parallel.FIT_IN_PARTS_MIN", 1)
-    monkeypatch.setattr("capmetrics.engine.parallel.FIT_IN_PARTS_MIN_JOBS", 2)
+    monkeypatch.setattr("capmetrics.engine.statistics.FIT_IN_PARTS_MIN", 1)
+    monkeypatch.setattr("capmetrics.engine.statistics.FIT_IN_PARTS_MIN_JOBS", 2)
     serial = compare_items(compose("trm(cider-d)"), items)
     assert as_bytes(
         compare_items(compose("trm(cider-d)"), items, Executor("processes", jobs=2))
@@ -210,7 +210,7 @@ def test_statistics_are_fitted_once_on_all_references():
 
 
 def test_dask_tasks_join_consecutive_chunks_without_moving_their_boundaries(monkeypatch):
-    from capmetrics.engine.parallel import _grouped
+    from capmetrics.engine.dask_executor import _grouped
 
     chunks = [(r, list(r)) for r in Executor(chunk_size=4).chunks(23)]
     groups = list(_grouped(iter(chunks), 9))
@@ -219,7 +219,7 @@ def test_dask_tasks_join_consecutive_chunks_without_moving_their_boundaries(monk
     assert [g[0] for g in _grouped(iter(chunks), 2)] == [
         r for r, _ in chunks
     ]  # a chunk is never cut
-    monkeypatch.setattr("capmetrics.engine.parallel.DASK_TASK_ITEMS", 5)
+    monkeypatch.setattr("capmetrics.engine.dask_executor.DASK_TASK_ITEMS", 5)
     data = list(range(23))
     assert map_chunks(
         _double, None, data, Executor("dask", jobs=2, chunk_size=2, dask_processes=False)
@@ -227,7 +227,8 @@ def test_dask_tasks_join_consecutive_chunks_without_moving_their_boundaries(monk
 
 
 def test_equal_reference_sets_are_fitted_in_one_part(monkeypatch):
-    from capmetrics import compose, parallel
+    from capmetrics import compose
+    from capmetrics.engine import statistics
     from capmetrics.data.loaders import load_dataset
 
     from tests.conftest import SAMPLE
@@ -238,18 +239,18 @@ def test_equal_reference_sets_are_fitted_in_one_part(monkeypatch):
     ] + refs  # many repeated sets, then every set once more
     whole, parts = compose("trm(cider-d)"), compose("trm(cider-d)")
     whole.fit(refs)
-    monkeypatch.setattr(parallel, "FIT_IN_PARTS_MIN", 1)
-    monkeypatch.setattr(parallel, "FIT_IN_PARTS_MIN_JOBS", 2)
+    monkeypatch.setattr(statistics, "FIT_IN_PARTS_MIN", 1)
+    monkeypatch.setattr(statistics, "FIT_IN_PARTS_MIN_JOBS", 2)
     seen: list[list[list[str]]] = []
-    stream = parallel.iter_stream
+    stream = statistics.iter_stream
     monkeypatch.setattr(
-        parallel,
+        statistics,
         "iter_stream",
         lambda f, s, chunks, *a, **k: stream(
             f, s, [(span, seen.append(part) or part) for span, part in chunks], *a, **k
         ),
     )
-    parallel.fit_statistic(parts, refs, Executor("processes", jobs=3))
+    statistics.fit_statistic(parts, refs, Executor("processes", jobs=3))
     assert parts.distance.df_ == whole.distance.df_ and parts.distance.n_images_ == len(refs)
     assert len(seen) == 3 and sum(map(len, seen)) == len(refs)
     in_parts = [{tuple(refs[i]) for i in part} for part in seen]  # parts go as item positions
@@ -258,21 +259,22 @@ def test_equal_reference_sets_are_fitted_in_one_part(monkeypatch):
 
 
 def test_two_jobs_fit_in_parts_only_when_the_parts_are_integer_arrays(monkeypatch):
-    from capmetrics import compose, parallel
+    from capmetrics import compose
+    from capmetrics.engine import statistics
     from capmetrics.data.loaders import load_dataset
 
     from tests.conftest import SAMPLE
 
     refs = [list(i.references) for i in load_dataset(SAMPLE)]
-    monkeypatch.setattr(parallel, "FIT_IN_PARTS_MIN", 1)
-    stream = parallel.iter_stream
+    monkeypatch.setattr(statistics, "FIT_IN_PARTS_MIN", 1)
+    stream = statistics.iter_stream
     used: list[str] = []
     monkeypatch.setattr(
-        parallel, "iter_stream", lambda f, *a, **k: used.append(f.__name__) or stream(f, *a, **k)
+        statistics, "iter_stream", lambda f, *a, **k: used.append(f.__name__) or stream(f, *a, **k)
     )
     statistic = compose("trm(cider-d)")
     assert statistic.counts_in_parts
-    parallel.fit_statistic(statistic, refs, Executor("processes", jobs=2))
+    statistics.fit_statistic(statistic, refs, Executor("processes", jobs=2))
     assert used == ["_fit_part"] and statistic.distance.n_images_ == len(refs)
     whole = compose("trm(cider-d)")
     whole.fit(refs)
@@ -283,12 +285,12 @@ def test_two_jobs_fit_in_parts_only_when_the_parts_are_integer_arrays(monkeypatc
         type(statistic), "counts_in_parts", property(lambda self: False)
     )  # string parts
     strings = compose("trm(cider-d)")
-    parallel.fit_statistic(strings, refs, Executor("processes", jobs=2))
+    statistics.fit_statistic(strings, refs, Executor("processes", jobs=2))
     assert used == [] and strings.distance.n_images_ == len(refs)  # two jobs: fitted here
     monkeypatch.setattr(
-        parallel, "FIT_IN_PARTS_MIN", 10 * len(refs)
+        statistics, "FIT_IN_PARTS_MIN", 10 * len(refs)
     )  # too few distinct sets for parts
-    parallel.fit_statistic(statistic, refs, Executor("processes", jobs=8))
+    statistics.fit_statistic(statistic, refs, Executor("processes", jobs=8))
     assert used == [] and statistic.distance.n_images_ == len(refs)
 
 
@@ -323,7 +325,7 @@ def test_a_local_cluster_starts_while_this_process_works_and_closes_after():
 
 
 def test_local_clusters_run_dasks_periodic_checks_rarely():
-    from capmetrics.engine.parallel import _local_cluster
+    from capmetrics.engine.dask_executor import _local_cluster
 
     cluster = _local_cluster(Executor("dask", jobs=1, dask_processes=False))
     try:
@@ -339,63 +341,63 @@ def test_local_clusters_run_dasks_periodic_checks_rarely():
 # ------------------------------------------------------------------ --jobs sized to the work
 @pytest.fixture
 def notes(monkeypatch, capsys):
-    from capmetrics.engine import parallel
+    from capmetrics.engine import executors
 
     monkeypatch.delenv("CAPMETRICS_QUIET", raising=False)
-    parallel._NOTED.clear()
+    executors._NOTED.clear()
     capsys.readouterr()
 
     def read() -> list[str]:
-        parallel._NOTED.clear()
+        executors._NOTED.clear()
         return capsys.readouterr().err.splitlines()
 
     return read
 
 
 def test_jobs_are_capped_at_the_cores_and_the_chunks_with_a_note(monkeypatch, notes):
-    from capmetrics.engine import parallel
+    from capmetrics.engine import executors
 
-    monkeypatch.setattr(parallel, "available_cores", lambda: 2)
+    monkeypatch.setattr(executors, "available_cores", lambda: 2)
     # the start method follows whether torch is imported (an earlier test may have): pin it
-    monkeypatch.setattr(parallel, "_start_method", lambda: "fork")
-    big = parallel.sized(Executor.from_options(jobs=1000), 6000)
+    monkeypatch.setattr(executors, "_start_method", lambda: "fork")
+    big = executors.sized(Executor.from_options(jobs=1000), 6000)
     assert (big.kind, big.jobs) == ("processes", 2)
     assert notes() == ["capmetrics: --jobs 1000: 2 worker processes (fork start) (2 CPU cores)"]
-    monkeypatch.setattr(parallel, "available_cores", lambda: 64)
-    five = parallel.sized(
+    monkeypatch.setattr(executors, "available_cores", lambda: 64)
+    five = executors.sized(
         Executor.from_options(jobs=1000), 5 * 10_000, chunks=5
     )  # a stream of 5 chunks
     assert (five.kind, five.jobs) == ("processes", 5)
     assert notes() == [
         "capmetrics: --jobs 1000: 5 worker processes (fork start) (64 CPU cores; 5 chunks of work)"
     ]
-    assert parallel.sized(Executor.from_options(jobs=4), None).jobs == 4 and notes() == [
+    assert executors.sized(Executor.from_options(jobs=4), None).jobs == 4 and notes() == [
         "capmetrics: --jobs 4: 4 worker processes (fork start)"
     ]
     # taken as given: an Executor built by hand, serial and Dask
     for executor in (Executor("processes", jobs=1000), Executor(), Executor("dask", jobs=3)):
-        assert parallel.sized(executor, 10) is executor
+        assert executors.sized(executor, 10) is executor
     assert notes() == []
 
 
 def test_a_dask_local_cluster_is_capped_at_the_cores_like_the_process_pool(monkeypatch, notes):
     """``--executor dask --jobs 12`` on 2 cores starts a LocalCluster of 2 workers, not 12."""
-    from capmetrics.engine import parallel
+    from capmetrics.engine import executors
 
-    monkeypatch.setattr(parallel, "available_cores", lambda: 2)
-    capped = parallel.sized(Executor.from_options("dask", jobs=12), 10_000)
+    monkeypatch.setattr(executors, "available_cores", lambda: 2)
+    capped = executors.sized(Executor.from_options("dask", jobs=12), 10_000)
     assert (capped.kind, capped.jobs) == ("dask", 2)
     assert notes() == ["capmetrics: --jobs 12: a Dask LocalCluster of 2 workers (2 CPU cores)"]
-    assert parallel.sized(Executor.from_options("dask", jobs=2), None).jobs == 2 and notes() == []
+    assert executors.sized(Executor.from_options("dask", jobs=2), None).jobs == 2 and notes() == []
     remote = Executor.from_options("dask", jobs=12, address="tcp://scheduler:8786")
-    assert parallel.sized(remote, 10) is remote  # a cluster of someone's: its workers are its own
+    assert executors.sized(remote, 10) is remote  # a cluster of someone's: its workers are its own
     started: list[int] = []
 
     def cluster(executor: Executor) -> None:
         started.append(executor.jobs)
         raise ExecutorError("no cluster in this test")
 
-    monkeypatch.setattr(parallel, "_local_cluster", cluster)
+    monkeypatch.setattr("capmetrics.engine.dask_executor._local_cluster", cluster)
     with pytest.raises(ExecutorError, match="no cluster"):
         compare_items(
             TRM(LineDistance()), [(["a b"], ["a c"])] * 3, Executor.from_options("dask", jobs=12)
@@ -404,35 +406,35 @@ def test_a_dask_local_cluster_is_capped_at_the_cores_like_the_process_pool(monke
 
 
 def test_too_few_items_run_in_this_process_with_a_note(monkeypatch, notes):
-    from capmetrics.engine import parallel
+    from capmetrics.engine import executors
 
-    monkeypatch.setattr(parallel, "available_cores", lambda: 2)
-    few = parallel.sized(Executor.from_options(jobs=2), 200)
+    monkeypatch.setattr(executors, "available_cores", lambda: 2)
+    few = executors.sized(Executor.from_options(jobs=2), 200)
     assert (few.kind, few.jobs) == ("serial", 1)
     assert notes() == [
         "capmetrics: --jobs 2: running in this process (200 items: fewer than "
-        f"{parallel.PROCESS_MIN_ITEMS} per process do not pay for starting it)"
+        f"{executors.PROCESS_MIN_ITEMS} per process do not pay for starting it)"
     ]
     assert (
-        parallel.sized(Executor.from_options(jobs=2), 3 * parallel.PROCESS_MIN_ITEMS - 1).jobs == 2
+        executors.sized(Executor.from_options(jobs=2), 3 * executors.PROCESS_MIN_ITEMS - 1).jobs == 2
     )
     assert (
-        parallel.sized(Executor.from_options(jobs=4), 3 * parallel.PROCESS_MIN_ITEMS - 1).jobs == 2
+        executors.sized(Executor.from_options(jobs=4), 3 * executors.PROCESS_MIN_ITEMS - 1).jobs == 2
     )
     notes()
     monkeypatch.setenv("CAPMETRICS_QUIET", "1")
-    parallel.sized(Executor.from_options(jobs=2), 10)
+    executors.sized(Executor.from_options(jobs=2), 10)
     assert notes() == []
 
 
 def test_sized_runs_give_the_same_bytes_and_this_process_works_meanwhile(
     monkeypatch, items, serial_bytes, notes
 ):
-    from capmetrics.engine import parallel
+    from capmetrics.engine import executors
 
-    monkeypatch.setattr(parallel, "available_cores", lambda: 2)
+    monkeypatch.setattr(executors, "available_cores", lambda: 2)
     for min_items, kind in ((1, "worker processes"), (10_000, "running in this process")):
-        monkeypatch.setattr(parallel, "PROCESS_MIN_ITEMS", min_items)
+        monkeypatch.setattr(executors, "PROCESS_MIN_ITEMS", min_items)
         meanwhile: list[int] = []
         out = compare_items(
             TRM(LineDistance(), permutations=30, seed=1),
@@ -447,17 +449,19 @@ def test_sized_runs_give_the_same_bytes_and_this_process_works_meanwhile(
 def test_forkserver_workers_are_started_with_capmetrics_imported(monkeypatch):
     from multiprocessing import forkserver
 
-    from capmetrics.engine import parallel
+    from capmetrics.engine import executors
 
-    monkeypatch.setattr(parallel, "_start_method", lambda: "forkserver")
-    context = parallel._process_context(_double)
-    assert context.get_start_method() == "forkserver"
-    preload = forkserver._forkserver._preload_modules
-    assert {
-        "capmetrics.engine.parallel",
-        "capmetrics.components.permutation",
-        _double.__module__,
-    } <= set(preload)
+    monkeypatch.setattr(executors, "_start_method", lambda: "forkserver")
+    before = list(forkserver._forkserver._preload_modules)
+    with executors._process_context(_double) as context:
+        assert context.get_start_method() == "forkserver"
+        preload = forkserver._forkserver._preload_modules
+        assert {
+            "capmetrics.engine.workers",
+            "capmetrics.components.permutation",
+            _double.__module__,
+        } <= set(preload)
+    assert forkserver._forkserver._preload_modules == before  # the process-wide list put back
     data = list(range(9))
     assert map_chunks(_double, None, data, Executor("processes", jobs=2, chunk_size=2)) == [
         2 * x for x in data
@@ -525,10 +529,10 @@ def test_this_process_work_runs_beside_the_feeding_and_its_error_is_raised(
     works): results still arrive complete and in order, and its failure is not swallowed."""
     import threading
 
-    from capmetrics.engine import parallel
+    from capmetrics.engine import executors
 
-    monkeypatch.setattr(parallel, "available_cores", lambda: 2)
-    monkeypatch.setattr(parallel, "PROCESS_MIN_ITEMS", 1)
+    monkeypatch.setattr(executors, "available_cores", lambda: 2)
+    monkeypatch.setattr(executors, "PROCESS_MIN_ITEMS", 1)
     executor = replace(Executor.from_options(jobs=2), chunk_size=3)
     threads: list[str] = []
     out = compare_items(
@@ -556,18 +560,19 @@ FORKED_ITEMS_SCRIPT = """
 import gc, json, sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
-from capmetrics import compose, parallel
+from capmetrics import compose
 from capmetrics.data.loaders import load_dataset
+from capmetrics.engine import executors
 from capmetrics.engine.parallel import Executor, compare_items
 sent = []
 submit = ProcessPoolExecutor.submit
 ProcessPoolExecutor.submit = lambda self, fn, *args: sent.extend(args) or submit(self, fn, *args)
-parallel.PROCESS_MIN_ITEMS = 1
+executors.PROCESS_MIN_ITEMS = 1
 items = [(i.candidates, i.references) for i in load_dataset(sys.argv[1])]
 rows = lambda results: [[r.value, r.p_value, r.details] for r in results]
 serial = rows(compare_items(compose("trm(cider-d)"), items))
 got = rows(compare_items(compose("trm(cider-d)"), items, replace(Executor.from_options(jobs=2), chunk_size=3)))
-print(json.dumps({"start": parallel._start_method(), "same": got == serial, "items": len(items),
+print(json.dumps({"start": executors._start_method(), "same": got == serial, "items": len(items),
                   "sent": [type(s).__name__ for s in sent], "frozen": gc.get_freeze_count()}))
 """
 
