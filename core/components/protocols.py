@@ -26,7 +26,14 @@ The contract every protocol shares:
 
 A component that wraps another (a statistic over a distance) may have the methods of a
 protocol and still not support it (its distance does not); it says so per instance through
-:class:`Delegates`.
+:class:`Delegates`. A component whose instance, as configured, breaks the contract (BERTScore
+with ``floor=bert-score``: each value depends on the other pairs of its call) says so, with the
+reason, through :class:`Declines`; :func:`why_unsupported` gives callers that reason.
+
+Where the parts are computed is the caller's choice (worker processes, Dask workers, ranks),
+except for a component that declares ``parts_in_parent = True`` (:func:`parts_in_parent`): its
+parts need what only the calling process should hold (a model, a GPU), so executors compute
+them there and never send the component to a worker.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from capmetrics.errors import MetricError
 __all__ = [
     "PROTOCOLS",
     "CountsInParts",
+    "Declines",
     "Delegates",
     "FitsInParts",
     "Part",
@@ -51,9 +59,11 @@ __all__ = [
     "counts_in_parts",
     "fits_in_parts",
     "merge_parts",
+    "parts_in_parent",
     "scores_in_parts",
     "supports",
     "supports_parts",
+    "why_unsupported",
 ]
 
 #: One part's scores and the statistics that join parts (see :class:`ScoresInParts`).
@@ -155,6 +165,18 @@ class Delegates(Protocol):
         ...
 
 
+@runtime_checkable
+class Declines(Protocol):
+    """A component whose class has a protocol's methods but whose instance, as configured, does
+    not keep the protocol's contract (BERTScore with ``floor=bert-score``: each value depends on
+    the other pairs of its call, so parts score otherwise than the whole), with the reason."""
+
+    def declines(self, protocol: type) -> str | None:
+        """Why this instance does not take part in ``protocol`` (one of :data:`PROTOCOLS`), in
+        one line naming what to change; None when it does."""
+        ...
+
+
 #: The protocols of this module, by the name the docs and error messages use.
 PROTOCOLS: dict[str, type] = {
     "scores in parts": ScoresInParts,
@@ -174,7 +196,33 @@ def supports(component: object, protocol: type) -> bool:
         )
     if not isinstance(component, protocol):
         return False
+    if isinstance(component, Declines) and component.declines(protocol) is not None:
+        return False
     return not isinstance(component, Delegates) or bool(component.supports_protocol(protocol))
+
+
+def why_unsupported(component: object, protocol: type) -> str | None:
+    """None when ``component`` takes part in ``protocol`` (:func:`supports`), else why not, in
+    one line for a caller to put after the component's name: the reason it :class:`Declines`
+    with, or which methods it lacks."""
+    if supports(component, protocol):
+        return None
+    if isinstance(component, protocol) and isinstance(component, Declines):
+        reason = component.declines(protocol)
+        if reason is not None:
+            return reason
+    if isinstance(component, protocol):
+        return f"it takes part in {protocol.__name__} as far as what it wraps does: not at all"
+    methods = "/".join(k for k, v in vars(protocol).items() if callable(v) and k[0] != "_")
+    return f"it does not implement {protocol.__name__} (no {methods})"
+
+
+def parts_in_parent(component: object) -> bool:
+    """Whether ``component``'s parts must be computed in the calling process: it declares
+    ``parts_in_parent = True`` (a class attribute or a property) because its parts need a model
+    or a GPU that worker processes must not load. Executors then compute its parts (and fit
+    it) in this process; DDP ranks are processes of their own and compute theirs there."""
+    return getattr(component, "parts_in_parent", False) is True
 
 
 def supports_parts(component: object) -> bool:

@@ -23,7 +23,12 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import numpy as np
 from capmetrics.components.base import Statistic, StatResult
 from capmetrics.components.permutation import PermutationStatistic, PooledItem, with_pooled
-from capmetrics.components.protocols import CountsInParts, FitsInParts, supports
+from capmetrics.components.protocols import (
+    CountsInParts,
+    FitsInParts,
+    parts_in_parent,
+    supports,
+)
 from capmetrics.engine.dask_executor import started
 from capmetrics.engine.executors import Chunk, Executor, iter_stream, sized
 from capmetrics.engine.workers import single_threaded_blas
@@ -64,7 +69,8 @@ def pooled_chunks(
     executor: Executor,
 ) -> Iterator[Chunk]:
     """The items with their pooled matrices, built here block by block (:data:`POOLED_BLOCK`
-    items per :meth:`~capmetrics.components.permutation.PermutationStatistic.pooled_many` call), cut into
+    items per :meth:`~capmetrics.components.permutation.PermutationStatistic.pooled_many`
+    call), cut into
     the executor's chunks."""
     for start in range(0, len(items), POOLED_BLOCK):
         block = with_pooled(statistic, items[start : start + POOLED_BLOCK])
@@ -93,17 +99,20 @@ def _fit_part(shared: tuple[Any, list[list[str]], bool], indices: list[int]) -> 
 
 def fit_statistic(statistic: Statistic, references: list[list[str]], executor: Executor) -> None:
     """Fit ``statistic`` on every item's references: in parts on the workers (one part per job)
-    when it fits in parts (:class:`~capmetrics.components.protocols.FitsInParts`), the executor is a local
+    when it fits in parts (:class:`~capmetrics.components.protocols.FitsInParts`), the executor
+    is a local
     pool or a running Dask cluster of enough jobs (2 for parts in integer form,
-    :class:`~capmetrics.components.protocols.CountsInParts`, else :data:`FIT_IN_PARTS_MIN_JOBS`) and there
+    :class:`~capmetrics.components.protocols.CountsInParts`, else
+    :data:`FIT_IN_PARTS_MIN_JOBS`) and there
     are at least :data:`FIT_IN_PARTS_MIN` distinct reference sets (the same fitted state as
     fitting whole), else here. Equal reference sets go to the same part, so no part tokenises
     what another part does. The workers get the references with the statistic (forked workers
-    inherit them) and each part as item positions."""
+    inherit them) and each part as item positions. A statistic whose parts need a model
+    (:func:`~capmetrics.components.protocols.parts_in_parent`) is fitted here."""
     compact = supports(statistic, CountsInParts)
     pooled = executor.kind == "processes" or (executor.kind == "dask" and executor.address)
     enough_jobs = executor.jobs >= (2 if compact else FIT_IN_PARTS_MIN_JOBS)
-    in_parts = compact or supports(statistic, FitsInParts)
+    in_parts = (compact or supports(statistic, FitsInParts)) and not parts_in_parent(statistic)
     if not (pooled and enough_jobs and in_parts and len(references) >= FIT_IN_PARTS_MIN):
         statistic.fit(references)
         return
@@ -201,7 +210,8 @@ def _compare_items(
 
 
 def _counted(parts: Iterator[list[R]], total: int) -> list[R]:
-    """The parts' results joined in order, each part reported to :func:`capmetrics.engine.progress.work`
+    """The parts' results joined in order, each part reported to
+    :func:`capmetrics.engine.progress.work`
     as ``total`` items (from the first part on: the work before it, embedding, reports itself)."""
     from capmetrics.engine.progress import work
 

@@ -16,15 +16,17 @@ statistics protocol (:mod:`capmetrics.components.protocols`) says crosses a rank
 - the item ids (8 bytes each), so that an item seen by several ranks (DistributedSampler pads the
   last batch with repeated samples) or twice by one rank is scored once, by the lowest rank that
   has it;
-- corpus statistics (CIDEr-D's document frequencies): each rank's part (``count_state``, else
-  ``fit_state``), summed by the component (``fit_counts``/``fit_states``);
-- the corpus value's statistics: a :class:`~capmetrics.components.protocols.ShardStatistics` component's
-  summed ``score_shard`` sums (METEOR), a :class:`~capmetrics.components.protocols.ScoresInParts`
-  component's summed ``score_part`` statistics (BLEU) or, where those are None (the corpus value
-  is the mean of the item values: ROUGE-L, CIDEr-D), the per-item values with their ids, whose
-  mean is taken in item-id order, as one process takes it;
-- BERTScore (no statistics protocol yet: its parts need the model, which the executors must not
-  load on workers): the item values, and with ``idf=true`` its token-id document counts, summed.
+- corpus statistics (CIDEr-D's document frequencies, BERTScore's idf): each rank's part
+  (``count_state``, else ``fit_state``), summed by the component (``fit_counts``/``fit_states``);
+- the corpus value's statistics: a :class:`~capmetrics.components.protocols.ShardStatistics`
+  component's summed ``score_shard`` sums (METEOR), a
+  :class:`~capmetrics.components.protocols.ScoresInParts` component's summed ``score_part``
+  statistics (BLEU) or, where those are None (the corpus value is the mean of the item values:
+  ROUGE-L, CIDEr-D, BERTScore), the per-item values with their ids, whose mean is taken in
+  item-id order, as one process takes it.
+
+A component that :class:`~capmetrics.components.protocols.Declines` a protocol (BERTScore with
+``floor=bert-score``) is refused with its reason.
 
 The integration computes nothing itself: every number is the component's. Values equal those of
 one process over the deduplicated set: bit-identical when ``ids`` are given (item order = id
@@ -62,13 +64,13 @@ from capmetrics.components.protocols import (
     ShardStatistics,
     check_portable,
     supports,
+    why_unsupported,
 )
 from capmetrics.errors import MetricError
 from capmetrics.integrations.rewards import check_end_word, decode, vocab_array
 
 __all__ = [
     "COCO_METRICS",
-    "MEAN_CORPUS",
     "BERTScoreMetric",
     "CaptionMetric",
     "CocoCaptionMetrics",
@@ -76,10 +78,6 @@ __all__ = [
 ]
 
 COCO_METRICS = ("bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "rouge-l", "cider-d")
-#: Registered names of components whose corpus value is the mean of their item values and whose
-#: item values do not depend on the other items of a call (given fixed corpus statistics), but
-#: which do not declare :class:`~capmetrics.components.protocols.ScoresInParts` (their parts need a model).
-MEAN_CORPUS = frozenset({"bertscore"})
 
 
 def gram_keys(grams: Sequence[str]) -> np.ndarray:
@@ -146,13 +144,13 @@ class _Collectives:
         return out
 
 
-def _combines(component: Component) -> bool:
-    """Whether the ranks' parts of ``component`` join into its value over every rank's items."""
-    return (
-        supports(component, ShardStatistics)
-        or supports(component, ScoresInParts)
-        or getattr(component, "name", None) in MEAN_CORPUS
-    )
+def _why_not_combined(component: Component) -> str | None:
+    """None when the ranks' parts of ``component`` join into its value over every rank's items
+    (:class:`~capmetrics.components.protocols.ShardStatistics` or
+    :class:`~capmetrics.components.protocols.ScoresInParts`), else why not."""
+    if supports(component, ShardStatistics):
+        return None
+    return why_unsupported(component, ScoresInParts)
 
 
 class CaptionMetric(Metric):
@@ -178,6 +176,8 @@ class CaptionMetric(Metric):
     is_differentiable = False
     higher_is_better = True
     full_state_update = False
+    #: The registered name every spec of a subclass must have (None: any).
+    metric: str | None = None
 
     def __init__(
         self,
@@ -196,19 +196,14 @@ class CaptionMetric(Metric):
             raise MetricError("CaptionMetric: no metrics given")
         self.components: list[Component] = [compose(s, METRIC_KINDS) for s in self.specs]
         for spec, c in zip(self.specs, self.components):
-            if not _combines(c):
+            if self.metric is not None and getattr(c, "name", None) != self.metric:
+                raise MetricError(f"{type(self).__name__}: {spec!r} is not a {self.metric} spec")
+            problem = _why_not_combined(c)
+            if problem is not None:
                 raise MetricError(
-                    f"CaptionMetric: {spec} cannot be combined across ranks (it implements "
-                    "neither ScoresInParts nor ShardStatistics of capmetrics.components.protocols)"
-                )
-            if (
-                getattr(c, "name", None) == "bertscore"
-                and getattr(c, "floor", None) == "bert-score"
-            ):
-                raise MetricError(
-                    f"CaptionMetric: {spec}: floor=bert-score makes each value depend on the "
-                    "other pairs of its batch of 64, which differ across ranks; "
-                    "use floor=off or zero"
+                    f"CaptionMetric: {spec} cannot be combined across ranks: {problem} "
+                    "(ranks join ScoresInParts or ShardStatistics of "
+                    "capmetrics.components.protocols)"
                 )
         self.words = None if vocab is None else vocab_array(vocab)
         self.end_id, self.keep_end = end_id, keep_end
@@ -343,21 +338,6 @@ class CaptionMetric(Metric):
             fitted = cast(FitsInParts, component)
             fitted.fit_states(comm.objects(fitted.fit_state(refs), "fit_state"))
 
-    @staticmethod
-    def _fit_idf(component: Any, comm: _Collectives, refs: list[tuple[str, ...]]) -> None:
-        """BERTScore's idf over every rank's references: token-id document counts summed (exact).
-        (Not a statistics protocol yet: see the module doc.)"""
-        component.fit(refs)
-        local = component.idf_
-        tokens = comm.arrays(np.fromiter(local.df, np.int64, len(local.df)))
-        counts = comm.arrays(np.fromiter(local.df.values(), np.int64, len(local.df)))
-        documents = int(sum(int(n[0]) for n in comm.arrays(np.array([local.documents], np.int64))))
-        every, inverse = np.unique(np.concatenate(tokens), return_inverse=True)
-        totals = np.bincount(
-            inverse, np.concatenate(counts).astype(float), minlength=len(every)
-        ).astype(np.int64)
-        component.idf_ = type(local)(dict(zip(every.tolist(), totals.tolist())), documents)
-
     def _score(
         self,
         component: Component,
@@ -374,7 +354,7 @@ class CaptionMetric(Metric):
             sums = shards.score_shard(cands, refs)[1] if cands else None
             total = _sum(comm.objects(sums, "score_shard sums"))
             return float(shards.corpus_from_sums(total)) if total is not None else float("nan")
-        if supports(component, ScoresInParts):
+        if supports(component, ScoresInParts):  # refused in __init__ otherwise
             parted = cast(ScoresInParts, component)
             scores, extra = parted.score_part(cands, refs) if cands else (empty, None)
             extras = comm.objects(
@@ -387,11 +367,7 @@ class CaptionMetric(Metric):
             values = comm.arrays(np.array([corpus]))  # the ranks with items agree; take the first
             known = [v[0] for v in values if not np.isnan(v[0])]
             return known[0] if known else float("nan")
-        # MEAN_CORPUS (BERTScore): idf summed over the ranks, then the mean of the item values
-        if getattr(component, "idf", False) is True and hasattr(component, "fit"):
-            self._fit_idf(component, comm, refs)
-        scores = cast(Any, component).score(cands, refs) if cands else empty
-        return _mean_in_order(comm, order, scores.values)
+        raise AssertionError(f"{component!r} takes part in no protocol")  # pragma: no cover
 
     def _values(
         self, comm: _Collectives, order: np.ndarray, cands: list[str], refs: list[tuple[str, ...]]
@@ -443,10 +419,13 @@ class CocoCaptionMetrics(CaptionMetric):
 
 
 class BERTScoreMetric(CaptionMetric):
-    """BERTScore (the ``bertscore`` spec: its defaults, or e.g. ``"bertscore(idf=true)"``): each
-    rank embeds only its own items' texts; with ``idf`` the token-id document counts of every
-    rank's references are summed first. Item values are float32 embeddings' cosines, so a rank's
-    batch composition can move them by about 1e-7 (the corpus mean likewise): not bit-identical."""
+    """BERTScore (the ``bertscore`` spec: its defaults, or e.g. ``"bertscore(idf=true)"``): a
+    :class:`CaptionMetric` of one bertscore spec. Each rank embeds only its own items' texts;
+    with ``idf`` the token-id document counts of every rank's references are summed first (its
+    ``count_state``). Item values are float32 embeddings' cosines, so a rank's batch composition
+    can move them by about 1e-7 (the corpus mean likewise): not bit-identical."""
+
+    metric = "bertscore"
 
     def __init__(
         self,
@@ -457,5 +436,3 @@ class BERTScoreMetric(CaptionMetric):
         **kwargs: Any,
     ) -> None:
         super().__init__(spec, vocab, end_id, keep_end, **kwargs)
-        if getattr(self.components[0], "name", None) != "bertscore":
-            raise MetricError(f"BERTScoreMetric: {spec!r} is not a bertscore spec")

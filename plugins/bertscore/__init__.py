@@ -11,16 +11,23 @@ so a token whose real cosines are all negative scores 0 there whenever the other
 in its batch: ``floor`` reproduces that (see docs/metrics/bertscore.md). Every distinct text is
 embedded once per run (see ``_encoder``), and all pairs are matched in batched matrix products
 (see ``_greedy``).
+
+It takes part in the statistics protocol (:mod:`capmetrics.components.protocols`): its corpus
+value is the mean of its item values (``score_part`` gives no statistics), its idf is fitted
+from parts (token-id document counts, summed), and its parts stay in the calling process
+(``parts_in_parent``: they need the model). With ``floor=bert-score`` it declines to score in
+parts (each value depends on the other pairs of its batch of 64).
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
-from typing import Literal
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal
 
 import numpy as np
 from capmetrics import Distance, MetricError, Scores, hookimpl
+from capmetrics.components.protocols import Part, ScoresInParts
 from capmetrics.plugins.bertscore._encoder import TokenEncoder, register_in_run, shared_encoder
 from capmetrics.plugins.bertscore._greedy import TokenTable, pair_scores, pool_precisions
 from capmetrics.plugins.bertscore._weights import Idf, file_digest, plain_weights, read_baseline
@@ -67,6 +74,8 @@ class BERTScore(Distance):
     requires = ("torch", "bertscore")
     higher_is_better = True
     distance_offset = 1.0
+    #: Parts need the model: executors compute them here, never on workers (protocols).
+    parts_in_parent = True
 
     def __init__(
         self,
@@ -116,6 +125,72 @@ class BERTScore(Distance):
             flat = [r for group in references for r in group]
             self.idf_ = Idf.fit(self.encoder().token_ids(flat))
         return self
+
+    # -- the statistics protocol (capmetrics.components.protocols) ----------------------------
+    def count_state(self, references: Sequence[Sequence[str]]) -> dict[str, Any]:
+        """One part's idf statistics (``CountsInParts``): the distinct token ids of its
+        references (each reference one document), how many references hold each, and how many
+        references there are; nothing (and no model) without idf."""
+        if not self.idf:
+            return _counts({}, 0)
+        part = Idf.fit(self.encoder().token_ids([r for group in references for r in group]))
+        return _counts(part.df, part.documents)
+
+    def fit_counts(self, states: Iterable[dict[str, Any]]) -> BERTScore:
+        """Fix the idf to the sum of the parts' :meth:`count_state` (as :meth:`fit` on all of
+        their references)."""
+        total = self.merge_fit_states(states)
+        if self.idf:
+            pairs = zip(total["tokens"].tolist(), total["counts"].tolist())
+            self.idf_ = Idf(dict(pairs), int(total["documents"]))
+        return self
+
+    fit_state = count_state  # FitsInParts: the same parts
+
+    def merge_fit_states(self, states: Iterable[dict[str, Any]]) -> dict[str, Any]:
+        """The sum of parts' :meth:`count_state` (itself a state)."""
+        states = list(states)
+        if not states:
+            return _counts({}, 0)
+        tokens = np.concatenate([np.asarray(s["tokens"], np.int64) for s in states])
+        counts = np.concatenate([np.asarray(s["counts"], np.int64) for s in states])
+        every, inverse = np.unique(tokens, return_inverse=True)
+        totals = np.zeros(len(every), np.int64)
+        np.add.at(totals, inverse, counts)
+        return {
+            "tokens": every,
+            "counts": totals,
+            "documents": sum(int(s["documents"]) for s in states),
+        }
+
+    def fit_states(self, states: Iterable[dict[str, Any]]) -> BERTScore:
+        """As :meth:`fit_counts` (``FitsInParts``)."""
+        return self.fit_counts(states)
+
+    def score_part(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Part:
+        """``ScoresInParts``: the part's scores, and None (the corpus value is the mean of the
+        item values). With idf, fix it on the whole corpus first (``fit``/``fit_counts``)."""
+        return self.score(candidates, references), None
+
+    def merge_scores(self, parts: Sequence[Part]) -> Scores:
+        """The scores of consecutive parts joined: their values and details in order, and the
+        mean of the values."""
+        scored = [scores for scores, _ in parts if len(scores.values)]
+        if not scored:
+            return Scores(np.zeros(0), float("nan"))
+        values = np.concatenate([s.values for s in scored])
+        details = {k: np.concatenate([s.details[k] for s in scored]) for k in scored[0].details}
+        return Scores(values, float(values.mean()), details)
+
+    def declines(self, protocol: type) -> str | None:
+        """``Declines``: with ``floor=bert-score`` the parts do not score as the whole."""
+        if protocol is ScoresInParts and self.floor == "bert-score":
+            return (
+                "floor=bert-score makes each value depend on the other pairs of its batch of "
+                f"{BERT_SCORE_BATCH}, so parts of a corpus (chunks, DDP ranks) score otherwise "
+                "than the whole; use floor=off or zero"
+            )
+        return None
 
     def signature_extra(self) -> dict[str, str]:
         enc = self.encoder()
@@ -236,6 +311,14 @@ class BERTScore(Distance):
             void = empty[pool][:, None] | empty[pool][None, :] | np.isnan(prec) | np.isnan(prec.T)
             out.append(self._select(self._finish(prec, prec.T, void)))
         return out
+
+
+def _counts(df: dict[int, int], documents: int) -> dict[str, Any]:
+    """A :meth:`BERTScore.count_state`: token ids (sorted) and their document counts (int64)."""
+    tokens = np.fromiter(df, np.int64, len(df))
+    order = np.argsort(tokens)
+    counts = np.fromiter(df.values(), np.int64, len(df))
+    return {"tokens": tokens[order], "counts": counts[order], "documents": documents}
 
 
 @hookimpl

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from capmetrics import Distance
-from capmetrics.components.protocols import CountsInParts, FitsInParts, supports
+from capmetrics.components.protocols import CountsInParts, FitsInParts, parts_in_parent, supports
 
 
 class FitsDistance:
@@ -34,6 +34,11 @@ class FitsDistance:
         if protocol is CountsInParts:
             return self.counts_in_parts
         return True
+
+    @property
+    def parts_in_parent(self) -> bool:
+        """Whether the distance's parts need this process (a model: BERTScore's idf)."""
+        return parts_in_parent(self.distance)
 
     @property
     def fits_in_parts(self) -> bool:
