@@ -20,6 +20,7 @@ docs/plugins/testing.md.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import pickle
@@ -36,9 +37,11 @@ from capmetrics.components.base import (
     METRIC_KINDS,
     Aggregator,
     Component,
+    ImageTextMetric,
     ImageTextModel,
     Tokenizer,
     init_hints,
+    scores_with_images,
     union_args,
 )
 from capmetrics.data.model import Dataset, Item
@@ -93,7 +96,25 @@ def default_dataset(n_items: int = 8) -> Dataset:
 def _score(component: Component, dataset: Dataset, executor: Any = None) -> Results:
     from capmetrics.engine.scoring import score
 
-    return score(dataset, [component], executor=executor)
+    return score(with_images(component, dataset), [component], executor=executor)
+
+
+def with_images(component: Component, dataset: Dataset) -> Dataset:
+    """``dataset`` as a component that scores with images sees it: each item without an image
+    gets one of the kit's drawn images (:func:`_toy_images`), chosen by its id, so that an item
+    keeps its image whatever the order of the items. Other components get ``dataset`` itself."""
+    if not scores_with_images(component) or all(it.image is not None for it in dataset):
+        return dataset
+    import zlib
+
+    images = _toy_images()
+    items = [
+        it
+        if it.image is not None
+        else dataclasses.replace(it, image=images[zlib.crc32(repr(it.id).encode()) % len(images)])
+        for it in dataset
+    ]
+    return Dataset(items, source=dataset.source, skipped=list(dataset.skipped))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -695,6 +716,61 @@ def check_image_text_model(spec: str, ctx: CheckContext) -> None:
             spec,
             f"overlong() must return indices into the texts, got {over}",
         )
+
+
+@_check("image-text-metric")
+def check_image_text_metric(spec: str, ctx: CheckContext) -> None:
+    """``score_images`` gives one finite value per candidate, each the same whatever else is in
+    the call; :func:`capmetrics.score` refuses an item without an image (a DataError naming
+    it); a metric that does not declare ``needs_references`` scores items without references."""
+    from capmetrics.errors import DataError
+
+    name = "check_image_text_metric"
+    c = cast(ImageTextMetric, ctx.build(spec))
+    data = with_images(c, ctx.dataset)
+    cands, refs, _ = data.flat_pairs()
+    images = data.flat_images()
+    values = np.asarray(c.score_images(cands, refs, images).values, dtype=float)
+    if values.shape != (len(cands),) or not np.isfinite(values).all():
+        raise _fail(
+            name,
+            spec,
+            f"score_images gave {values.shape} values (finite: "
+            f"{bool(np.isfinite(values).all())}) for {len(cands)} candidates; expected one "
+            "finite value each",
+        )
+    last = len(cands) - 1
+    alone = np.asarray(c.score_images(cands[last:], refs[last:], images[last:]).values)
+    if not np.allclose(alone[0], values[last], rtol=1e-6, atol=1e-6):
+        raise _fail(
+            name,
+            spec,
+            f"a candidate scores {alone[0]} alone but {values[last]} with the others "
+            "(state leaking between candidates?)",
+        )
+    first = ctx.dataset[0]
+    bare = Dataset([dataclasses.replace(first, image=None), *data.items[1:]], source="<kit>")
+    from capmetrics.engine.scoring import score
+
+    try:
+        score(bare, [c])
+    except DataError as err:
+        if repr(first.id) not in str(err):
+            raise _fail(
+                name, spec, f"the refusal of an item without an image does not name it: {err}"
+            ) from err
+    else:
+        raise _fail(name, spec, "an item without an image was scored")
+    if not c.needs_references:
+        norefs = Dataset([dataclasses.replace(it, references=()) for it in data], source="<kit>")
+        got = np.concatenate(_score(c, norefs).metrics[0].candidate_values)
+        if not np.allclose(got, values, rtol=1e-6, atol=1e-6, equal_nan=True):
+            raise _fail(
+                name,
+                spec,
+                "declares needs_references = False but its values change when the "
+                "references are left out",
+            )
 
 
 @_check("aggregator")

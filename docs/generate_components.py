@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from capmetrics.registry import get_registry, parameter_help
+from capmetrics.registry import METRIC_KINDS, get_registry, parameter_help
 
 TITLES = {
     "distance": "Distances (classic and embedding metrics)",
@@ -18,6 +18,7 @@ TITLES = {
     "learner": "Learners",
     "probability-source": "Probability sources (pre-gen)",
     "image-text-model": "Image–text models (for clip-score and kin)",
+    "image-text-metric": "Image–text metrics (captions scored with their images)",
 }
 HEADER = """# Bundled components
 
@@ -86,7 +87,7 @@ most of them × 100 (a BLEU-4 of 0.362 is printed 36.2, a CIDEr-D of 1.201 as 12
 def names_and_scales(registry) -> list[str]:  # type: ignore[no-untyped-def]
     """The table of every metric's names (aliases, pycocoevalcap's key), range and paper scale."""
     lines = [NAMES_HEADER]
-    for kind in ("distance", "statistic"):
+    for kind in METRIC_KINDS:
         for e in registry.components(kind):
             if e.plugin.distribution != "capmetrics":
                 continue

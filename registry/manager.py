@@ -25,7 +25,7 @@ from typing import Any
 
 import pluggy
 from capmetrics.components import hookspecs
-from capmetrics.components.base import KIND_BASES, KINDS, Component
+from capmetrics.components.base import KIND_BASES, KINDS, METRIC_KINDS, Component
 from capmetrics.components.spec import normalize_name
 from capmetrics.errors import PluginError, UnknownComponentError
 
@@ -116,7 +116,7 @@ class Registry:
                 "use it where only one kind is accepted"
             )
         label = " or ".join(kinds) if len(kinds) < len(KINDS) else "component"
-        label = "metric" if set(kinds) == {"distance", "statistic"} else label
+        label = "metric" if set(kinds) == set(METRIC_KINDS) else label
         choices = sorted({n for k in kinds for n in self.entries[k]})
         where = "" if normalize_name(context) == normalize_name(f" in spec {name!r}") else context
         best = _closest(key, choices)

@@ -30,6 +30,7 @@ def test_every_hook_is_in_the_module():
         "register_pregen_metrics",
         "register_pregen_tiers",
         "register_image_text_models",
+        "register_image_text_metrics",
         "register_commands",
     }
 

@@ -16,7 +16,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, cast
 
 import numpy as np
-from capmetrics.components.base import METRIC_KINDS, Component, Distance, Statistic
+from capmetrics.components.base import (
+    METRIC_KINDS,
+    Component,
+    Distance,
+    ImageTextMetric,
+    Statistic,
+)
 from capmetrics.components.spec import Spec
 from capmetrics.data.model import Dataset, ItemId
 from capmetrics.engine.parallel import Executor, evaluate_statistic
@@ -190,12 +196,13 @@ def item_values(
             result = evaluate_statistic(component, dataset, executor=executor)
         undefined = {entry["item"]: entry["problem"] for entry in result.details["undefined"]}
         reasons = [undefined.get(item_id) for item_id in dataset.ids]
-    elif isinstance(component, Distance):
+    elif isinstance(component, (Distance, ImageTextMetric)):
         result = evaluate(component, dataset)
         reasons = [None if math.isfinite(v) else "not finite" for v in result.item_values]
     else:
         raise MetricError(
-            f"{component.spec} is a {component.kind}; compare needs a distance or a statistic"
+            f"{component.spec} is a {component.kind}; compare needs a distance, a statistic or "
+            "an image-text metric"
         )
     return np.asarray(result.item_values, dtype=float), result.signature, reasons
 

@@ -17,9 +17,15 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
-from capmetrics.components.base import Component, Distance
+from capmetrics.components.base import (
+    Component,
+    Distance,
+    ImageTextMetric,
+    scores_with_images,
+)
 from capmetrics.data.judgments import Judgments, PairJudgments
 from capmetrics.data.model import Dataset, Item
 from capmetrics.engine.scoring import evaluate
@@ -231,14 +237,18 @@ def correlate(
 # ---------------------------------------------------------------------------------------------
 # metric scores
 # ---------------------------------------------------------------------------------------------
-def build_metric(metric: str | Component) -> Distance:
-    """Build a distance from a spec (only distances score single candidates)."""
+def build_metric(metric: str | Component) -> Distance | ImageTextMetric:
+    """Build a distance or an image-text metric from a spec (they score single candidates)."""
     # the registry sits above core (it loads the plugins): names are resolved per call
     from capmetrics.registry.compose import compose
 
-    component = compose(metric, "distance") if isinstance(metric, str) else metric
-    if not isinstance(component, Distance):
-        raise SpecError(f"{component.spec} is a {component.kind}; meta-evaluation needs a distance")
+    kinds = ("distance", "image-text-metric")
+    component = compose(metric, kinds) if isinstance(metric, str) else metric
+    if not isinstance(component, (Distance, ImageTextMetric)):
+        raise SpecError(
+            f"{component.spec} is a {component.kind}; meta-evaluation needs a distance or an "
+            "image-text metric"
+        )
     return component
 
 
@@ -331,10 +341,13 @@ def pairwise_accuracy(
 ) -> PairwiseAccuracy:
     """Share of pairs where the metric prefers the human-preferred candidate (tie = 0.5)."""
     component = build_metric(metric)
-    if scores is None:
+    if scores is None and scores_with_images(component):  # each pair's image, checked first
+        result = evaluate(component, pairs.dataset)
+        scores = np.concatenate([np.asarray(v, dtype=float) for v in result.candidate_values])
+    elif scores is None:
         cands, refs, _ = pairs.dataset.flat_pairs()
         with component_errors(component.spec):
-            scores = np.asarray(component.score(cands, refs).values, dtype=float)
+            scores = np.asarray(cast(Distance, component).score(cands, refs).values, dtype=float)
     s = np.asarray(scores, dtype=float).reshape(len(pairs.dataset), 2)
     sign = 1.0 if component.higher_is_better else -1.0
     first_better = sign * (s[:, 0] - s[:, 1])

@@ -28,9 +28,10 @@ KINDS: tuple[str, ...] = (
     "probability-source",
     "pregen-metric",
     "image-text-model",
+    "image-text-metric",
 )
 #: The kinds whose components score captions (what ``capmetrics score --metric`` accepts).
-METRIC_KINDS: tuple[str, ...] = ("distance", "statistic")
+METRIC_KINDS: tuple[str, ...] = ("distance", "statistic", "image-text-metric")
 
 
 def init_hints(cls: type[Component]) -> dict[str, Any]:
@@ -231,8 +232,10 @@ class Distance(Component):
     #: candidate with a MetricError naming the item. A component that wraps others (a statistic
     #: over a distance) accepts them only if the wrapped ones do too.
     accepts_empty_candidates: ClassVar[bool] = False
-    #: Image-grounded metrics (CLIP-S): :func:`capmetrics.score` calls :meth:`score_images` with
-    #: each candidate's image instead of :meth:`score`, after checking that every item has one.
+    #: A distance that scores with images (NNEval over image-text metric features):
+    #: :func:`capmetrics.score` calls :meth:`score_images` with each candidate's image instead of
+    #: :meth:`score`, after checking that every item has one. Metrics that only compare captions
+    #: with images are their own kind, :class:`ImageTextMetric`.
     needs_images: ClassVar[bool] = False
     #: ``False`` for reference-free metrics: items without references are scored.
     needs_references: ClassVar[bool] = True
@@ -407,6 +410,31 @@ class ImageTextModel(Component):
         return []
 
 
+class ImageTextMetric(Component):
+    """A metric that compares each candidate with its item's image (CLIP-S, PAC-S), and with its
+    references for the ``needs_references`` variants (RefCLIP-S): one value per candidate, like
+    a distance, but scored only with images. :func:`capmetrics.score` (and ``capmetrics score``
+    with ``--images``, NNEval's features, ``capmetrics meta``) call :meth:`score_images` with
+    every candidate's image, after checking that every item has one; streaming refuses them.
+    """
+
+    kind = "image-text-metric"
+    higher_is_better: ClassVar[bool] = True
+    #: As :attr:`Distance.accepts_empty_candidates`.
+    accepts_empty_candidates: ClassVar[bool] = False
+    #: Always true: what the scoring code asks any metric before it hands it images.
+    needs_images: ClassVar[bool] = True
+    #: ``False`` for reference-free metrics (CLIP-S): items without references are scored.
+    needs_references: ClassVar[bool] = True
+
+    def score_images(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]], images: Sequence[Any]
+    ) -> Scores:
+        """Score ``candidates[i]`` against ``images[i]`` (and ``references[i]``), for every i;
+        ``images[i]`` is a local path or a loaded image (``PIL.Image.Image``)."""
+        raise NotImplementedError
+
+
 #: The base class of each kind, used to resolve nested specs by parameter annotation.
 KIND_BASES: dict[str, type[Component]] = {
     "distance": Distance,
@@ -418,4 +446,13 @@ KIND_BASES: dict[str, type[Component]] = {
     "probability-source": ProbabilitySource,
     "pregen-metric": PregenMetric,
     "image-text-model": ImageTextModel,
+    "image-text-metric": ImageTextMetric,
 }
+
+
+def scores_with_images(component: Component) -> bool:
+    """Whether :func:`capmetrics.score` scores ``component`` through ``score_images`` (an
+    :class:`ImageTextMetric`, or a distance that declares ``needs_images``)."""
+    return isinstance(component, ImageTextMetric) or (
+        isinstance(component, Distance) and bool(component.needs_images)
+    )

@@ -138,6 +138,17 @@ def register_image_text_models(register: Callable[..., Any]) -> None:
 
 
 @hookspec
+def register_image_text_metrics(register: Callable[..., Any]) -> None:
+    """Register image–text metrics: metrics that compare each candidate caption with its
+    item's image (and its references, for the Ref- variants), such as CLIP-S and PAC-S.
+
+    :param register: call ``register(cls, aliases=())`` once per
+        :class:`capmetrics.ImageTextMetric` subclass.
+    :return: nothing; the return value is ignored.
+    """
+
+
+@hookspec
 def register_commands(app: typer.Typer) -> None:
     """Add commands or command groups to the ``capmetrics`` command line.
 

@@ -17,7 +17,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
-from capmetrics.components.base import KIND_BASES, Component, init_hints, union_args
+from capmetrics.components.base import (
+    KIND_BASES,
+    METRIC_KINDS,
+    Component,
+    init_hints,
+    union_args,
+)
 from capmetrics.components.spec import Spec, normalize_name, parse
 from capmetrics.errors import MetricError, SpecError, UnknownComponentError, did_you_mean
 
@@ -194,7 +200,7 @@ def localize(
     if tokenizer is None or isinstance(metric, Component):
         return metric
     parsed = parse(metric) if isinstance(metric, str) else metric
-    local = _Localizer(tokenizer, definitions).spec(parsed, ("distance", "statistic"))
+    local = _Localizer(tokenizer, definitions).spec(parsed, METRIC_KINDS)
     if local == parsed:
         return metric if isinstance(metric, str) else str(metric)
     return str(local)

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Protocol, runtime_checkable
 
-from capmetrics.components.base import Component, Distance
+from capmetrics.components.base import Component, Distance, ImageTextMetric
 from capmetrics.engine.progress import reporting
 
 
@@ -122,7 +122,7 @@ class Prestart:
 
     def _waits_for(self, component: Component) -> bool:
         return bool(self._all) and (
-            not isinstance(component, Distance) or bool(preparing(component))
+            not isinstance(component, (Distance, ImageTextMetric)) or bool(preparing(component))
         )
 
     def wait(self, component: Component) -> None:
@@ -130,7 +130,7 @@ class Prestart:
         statistic: its workers may fork)."""
         if not self._all:
             return
-        if not isinstance(component, Distance):
+        if not isinstance(component, (Distance, ImageTextMetric)):
             threads: Iterator[threading.Thread] = iter(self._all)
         else:
             threads = (self._threads[id(p)] for p in preparing(component) if id(p) in self._threads)

@@ -9,7 +9,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Union, cast
 
 import numpy as np
-from capmetrics.components.base import Component, Distance, Scores, Statistic
+from capmetrics.components.base import (
+    Component,
+    Distance,
+    ImageTextMetric,
+    Scores,
+    Statistic,
+    scores_with_images,
+)
 from capmetrics.components.spec import Spec
 from capmetrics.data.loaders import (
     EMPTY_CANDIDATE_POLICIES,
@@ -182,7 +189,10 @@ def signature_with(component: Component, nrefs: set[int]) -> dict[str, str]:
 def refuses_empty_candidates(component: Component) -> Component | None:
     """The component (``component`` itself or one it wraps) that does not declare
     ``accepts_empty_candidates``, or None when every one does."""
-    if isinstance(component, (Distance, Statistic)) and not component.accepts_empty_candidates:
+    if (
+        isinstance(component, (Distance, Statistic, ImageTextMetric))
+        and not component.accepts_empty_candidates
+    ):
         return component
     for value in component.get_params().values():
         if isinstance(value, Component):
@@ -219,7 +229,7 @@ def check_inputs(component: Component, dataset: Dataset, name: str) -> None:
     (image-grounded metrics) or references (all but reference-free metrics)."""
     from capmetrics.data.images import check_images, check_references
 
-    if getattr(component, "needs_images", False):
+    if scores_with_images(component):
         shared_for("images-checked", (dataset,), lambda: check_images(dataset, name))
     if getattr(component, "needs_references", True):
         check_references(dataset, name)
@@ -247,27 +257,28 @@ def _evaluate(
     check_empty_candidates(component, dataset)
     check_inputs(component, dataset, name or component.spec)
     ids = dataset.ids
-    if isinstance(component, Distance):
+    if isinstance(component, (Distance, ImageTextMetric)):
         cands, refs, offsets = shared_for(
             "flat-pairs", (dataset,), dataset.flat_pairs
         )  # the same lists for all
-        if component.needs_images:
+        if scores_with_images(component):  # an image-text metric, or NNEval over one
             scores = component.score_images(
                 cands, refs, shared_for("flat-images", (dataset,), dataset.flat_images)
             )
-        elif getattr(component, "needs_items", False):
+        elif isinstance(component, Distance) and component.needs_items:
             scores = component.score_items(
                 cands, refs, shared_for("flat-items", (dataset,), dataset.flat_items)
             )
         else:
-            scores = component.score(cands, refs)
+            scores = cast(Distance, component).score(cands, refs)
         return distance_result(
             component, name, scores, ids, offsets, run_signature(component, dataset)
         )
     if isinstance(component, Statistic):
         return evaluate_statistic(component, dataset, name, executor)
     raise MetricError(
-        f"{component.spec} is a {component.kind}; only distances and statistics can score a dataset"
+        f"{component.spec} is a {component.kind}; only distances, statistics and image-text "
+        "metrics can score a dataset"
     )
 
 
@@ -285,15 +296,15 @@ def item_means(values: np.ndarray, offsets: Sequence[int]) -> np.ndarray:
 
 
 def distance_result(
-    component: Distance,
+    component: Distance | ImageTextMetric,
     name: str | None,
     scores: Scores,
     ids: list[ItemId],
     offsets: Sequence[int],
     signature: dict[str, str],
 ) -> MetricResult:
-    """A distance's :class:`MetricResult` from its scores of every candidate (item ``i``'s
-    candidates are ``offsets[i]:offsets[i + 1]``)."""
+    """A distance's (or an image-text metric's) :class:`MetricResult` from its scores of every
+    candidate (item ``i``'s candidates are ``offsets[i]:offsets[i + 1]``)."""
     values = np.asarray(scores.values, dtype=float)
     if values.shape != (offsets[-1],):
         raise MetricError(

@@ -22,7 +22,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from capmetrics.components.base import METRIC_KINDS, Component, Distance, Scores
+from capmetrics.components.base import (
+    METRIC_KINDS,
+    Component,
+    Distance,
+    Scores,
+    scores_with_images,
+)
 from capmetrics.components.protocols import (
     FitsInParts,
     ScoresInParts,
@@ -58,6 +64,12 @@ def should_stream(path: str | Path, input_format: str, chunk_size: int | None) -
 
 def streamable(component: Component) -> str | None:
     """Why ``component`` cannot be scored in chunks, or None when it can."""
+    if scores_with_images(component):
+        return (
+            f"{component.spec} scores captions with their images, which streaming does not read "
+            "(a JSONL read in chunks gives texts only): score it without --chunk-size, with "
+            "--images for relative image paths"
+        )
     if not isinstance(component, Distance):
         return (
             f"{component.spec} is a {component.kind}; streaming scores distances only (multi-candidate "

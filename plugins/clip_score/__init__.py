@@ -2,8 +2,8 @@
 
 - image–text model ``clip-model``: CLIP from a local OpenAI ``.pt``, PAC-S ``.pth``, Hugging Face
   ``CLIPModel`` folder or open_clip checkpoint (:mod:`.model`);
-- distances ``clip-score``, ``ref-clip-score``, ``pac-score``, ``ref-pac-score`` as the papers'
-  code computes them (:mod:`.metrics`; docs/metrics/clip-score.md).
+- image–text metrics ``clip-score``, ``ref-clip-score``, ``pac-score``, ``ref-pac-score`` as the
+  papers' code computes them (:mod:`.metrics`; docs/metrics/clip-score.md).
 
 Needs ``pip install 'capmetrics[clip]'`` (torch, transformers, Pillow; ftfy for the exact text
 cleaning of the reference code). CLIP's BPE vocabulary (OpenAI, MIT licence) ships with the
@@ -27,6 +27,6 @@ def register_image_text_models(register: Callable[..., None]) -> None:
 
 
 @hookimpl
-def register_distances(register: Callable[..., None]) -> None:
+def register_image_text_metrics(register: Callable[..., None]) -> None:
     for cls in (ClipScore, RefClipScore, PacScore, RefPacScore):
         register(cls)

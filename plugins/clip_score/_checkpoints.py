@@ -3,7 +3,8 @@
 - an OpenAI ``clip`` checkpoint (``ViT-B-32.pt``: a TorchScript archive, or a plain state dict
   as ``torch.save`` writes it) and PAC-S's (``{"state_dict": ...}``, the same layout);
 - a Hugging Face ``CLIPModel`` folder (``config.json`` + weights, with its tokenizer and
-  image-processor config when present);
+  image-processor config when present), or a ``CLIPTextModelWithProjection`` folder (model type
+  ``clip_text_model``: text features only, images are refused);
 - an open_clip checkpoint: a folder with ``open_clip_config.json`` and
   ``open_clip_pytorch_model.bin`` / ``open_clip_model.safetensors`` (the layout open_clip
   saves and publishes), or a bare open_clip state dict file (same keys as OpenAI's) with the
@@ -51,12 +52,29 @@ OPEN_CLIP_WEIGHTS = (
 class Loaded:
     """A loaded checkpoint: the engine, how to prepare its inputs, and what identifies it."""
 
-    model: Any  # transformers.CLIPModel, eval mode, float32 on CPU
-    preprocess: Preprocess
+    model: Any  # transformers.CLIPModel (CLIPTextModelWithProjection: text only), eval mode
+    preprocess: Preprocess | None  # None: a text tower alone (no images)
     context: int
     tokenizer: Any  # a Hugging Face tokenizer, or None for CLIP's BPE (ClipBPE)
     format: str
     checksum: str
+
+    @property
+    def vision(self) -> bool:
+        """Whether the checkpoint has an image tower (a ``clip_text_model`` folder has not)."""
+        return self.preprocess is not None
+
+    @property
+    def dim(self) -> int:
+        """The size of the projected features."""
+        return int(self.model.config.projection_dim)
+
+    def text_features(self, inputs: dict[str, Any]) -> Any:
+        """The projected text features of a batch of model inputs (a tensor)."""
+        if not self.vision:
+            return self.model(**inputs).text_embeds
+        out = self.model.get_text_features(**inputs)
+        return out if hasattr(out, "float") else out.pooler_output  # newer: an output object
 
 
 def file_checksum(paths: list[Path], root: Path | None = None) -> str:
@@ -356,8 +374,20 @@ def _build(config: Any) -> Any:
         return CLIPModel(config)
 
 
+#: A text tower alone (``CLIPTextModelWithProjection``): text features, no images.
+TEXT_ONLY = "clip_text_model"
+
+
+def no_vision_tower(path: str) -> str:
+    """The one-line refusal to embed images with a text tower alone."""
+    return (
+        f"model={path!r} is a text tower only ({TEXT_ONLY}): it has no vision tower; "
+        "image-grounded metrics need a full CLIPModel (model_type clip)"
+    )
+
+
 def _hf_folder(p: Path, path: str) -> Loaded:
-    from transformers import AutoConfig, CLIPModel
+    from transformers import AutoConfig, CLIPModel, CLIPTextModelWithProjection
 
     try:
         config = AutoConfig.from_pretrained(str(p), local_files_only=True)
@@ -365,36 +395,41 @@ def _hf_folder(p: Path, path: str) -> Loaded:
         raise MetricError(
             f"model={path!r} is not a model folder ({str(err).splitlines()[0]})"
         ) from None
-    if config.model_type != "clip":
-        tower = (
-            " (a text tower only: it has no vision tower)"
-            if config.model_type == "clip_text_model"
-            else ""
-        )
+    if config.model_type not in ("clip", TEXT_ONLY):
         raise MetricError(
-            f"model={path!r} is a {config.model_type!r} model{tower}; image-grounded metrics need "
-            "a full CLIPModel (model_type clip)"
+            f"model={path!r} is a {config.model_type!r} model, not a CLIP model with a text "
+            f"tower (model_type clip, or {TEXT_ONLY} for text features only)"
         )
+    engine = CLIPModel if config.model_type == "clip" else CLIPTextModelWithProjection
     from transformers.utils import logging as hf_logging
 
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     try:
-        model, info = CLIPModel.from_pretrained(
+        model, info = engine.from_pretrained(
             str(p), local_files_only=True, output_loading_info=True, dtype="float32"
         )
     except pickle.UnpicklingError as err:  # transformers reads .bin weights with weights_only=True
         raise MetricError(weights_only_refusal(path, err)) from None
     except (OSError, ValueError) as err:
         raise MetricError(
-            f"model={path!r}: cannot load the CLIPModel weights ({str(err).splitlines()[0]})"
+            f"model={path!r}: cannot load the {engine.__name__} weights "
+            f"({str(err).splitlines()[0]})"
         ) from None
     finally:
         hf_logging.set_verbosity(level)
     absent = [k for k in info.get("missing_keys", []) if not k.endswith("position_ids")]
+    absent += [str(k) for k in info.get("mismatched_keys", [])]
+    if absent and config.model_type == TEXT_ONLY and any("projection" in k for k in absent):
+        raise MetricError(
+            f"model={path!r} is a text tower only ({TEXT_ONLY}) without its projection (a "
+            "CLIPTextModel, not CLIPTextModelWithProjection): it gives no CLIP text features, "
+            "and it has no vision tower for image-grounded metrics"
+        )
     if absent:
         raise MetricError(
-            f"model={path!r}: the weights are incomplete ({len(absent)} missing, e.g. {absent[0]})"
+            f"model={path!r}: the weights are incomplete ({len(absent)} missing or mismatched, "
+            f"e.g. {absent[0]})"
         )
     tokenizer = None
     if any((p / f).is_file() for f in ("tokenizer.json", "vocab.json", "tokenizer_config.json")):
@@ -406,12 +441,17 @@ def _hf_folder(p: Path, path: str) -> Loaded:
             raise MetricError(
                 f"model={path!r} has an unusable tokenizer ({str(err).splitlines()[0]})"
             ) from None
-    preprocess = _hf_preprocess(p, int(config.vision_config.image_size))
     files = sorted(
         f
         for f in p.rglob("*")
         if f.is_file() and f.suffix in (".safetensors", ".bin", ".json", ".txt")
     )
+    if config.model_type == TEXT_ONLY:
+        context = int(config.max_position_embeddings)
+        return Loaded(
+            model.eval(), None, context, tokenizer, "hf-" + TEXT_ONLY, file_checksum(files, p)
+        )
+    preprocess = _hf_preprocess(p, int(config.vision_config.image_size))
     context = int(config.text_config.max_position_embeddings)
     return Loaded(
         model.eval(), preprocess, context, tokenizer, "hf-clipmodel", file_checksum(files, p)

@@ -27,7 +27,7 @@ from itertools import pairwise
 from typing import Any, Literal
 
 import numpy as np
-from capmetrics import Distance, ImageTextModel, MetricError, Scores
+from capmetrics import ImageTextMetric, ImageTextModel, MetricError, Scores
 from capmetrics.plugins.clip_score.model import ClipModel
 
 TRUNCATION_RULE = "first context-1 tokens + end token (clip.tokenize truncate=True)"
@@ -74,7 +74,7 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.sqrt(np.sum(x * x, axis=1, keepdims=True))
 
 
-class ClipScore(Distance):
+class ClipScore(ImageTextMetric):
     """CLIP-S: ``w · max(cos(image, "A photo depicts " + caption), 0)``, reference-free
     (Hessel et al., 2021; 0 to 2.5 with w = 2.5; torchmetrics' CLIPScore is 100 · cos without
     the prompt).
@@ -96,10 +96,8 @@ class ClipScore(Distance):
 
     name = "clip-score"
     requires = ("clip",)
-    needs_images = True
     needs_references = False
     accepts_empty_candidates = True  # the prompt alone is a text CLIP embeds
-    distance_offset = None
     example_specs = ('clip-score(model="ViT-B-32.pt")',)
     default_w: float = 2.5
 
@@ -161,12 +159,6 @@ class ClipScore(Distance):
 
     def _prefix(self) -> str:
         return self.prompt if self.prompt.endswith(" ") else self.prompt + " "
-
-    def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
-        raise MetricError(
-            f"{self.name} compares captions with images: score it with capmetrics.score on a "
-            "dataset whose items have images"
-        )
 
     def text_features(self, texts: Sequence[str]) -> tuple[np.ndarray, Cut]:
         """Unit features of the prompted texts and what truncation cut: texts over the text
@@ -281,9 +273,8 @@ class ClipScore(Distance):
         self, candidates: Sequence[str], images: Sequence[Any]
     ) -> tuple[np.ndarray, np.ndarray, Cut]:
         """The per-candidate CLIP-S (w included), the candidates' unit features, what was cut."""
-        model = self.backbone()
+        img = _unit(self.backbone().embed_images(images))  # first: a text tower alone is refused
         cand, cut = self.text_features(candidates)
-        img = _unit(model.embed_images(images))
         return self.weight * np.clip(np.sum(img * cand, axis=1), 0, None), cand, cut
 
     def score_images(

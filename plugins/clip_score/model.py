@@ -1,18 +1,20 @@
 """The ``clip-model`` image–text model: CLIP weights from a local checkpoint (OpenAI ``.pt``, PAC-S
-``.pth``, Hugging Face ``CLIPModel`` folder, open_clip), run by transformers' ``CLIPModel``.
+``.pth``, Hugging Face ``CLIPModel`` folder, open_clip), run by transformers' ``CLIPModel``. It is
+the one CLIP loader: the ``clip`` text embedder runs on it too (a text-tower-only Hugging Face
+folder included, whose images it refuses).
 
 Images are decoded and preprocessed in a thread pool exactly as the checkpoint's own library
 does (:mod:`._preprocess`); texts are tokenized with the checkpoint's tokenizer (CLIP's BPE for
 OpenAI, PAC-S and open_clip, the folder's own for Hugging Face). Within a run
-(:func:`capmetrics.score`), each distinct image and text is embedded once and shared by every
-metric that uses the same model; loaded checkpoints are kept for the life of the process.
+(:func:`capmetrics.score`), a checkpoint is loaded once and each distinct image and text is
+embedded once, shared by every metric and embedder that uses the same model
+(:mod:`capmetrics.engine.prepared`); nothing outlives the run but what its components hold.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,19 +24,30 @@ import numpy as np
 from capmetrics import ImageTextModel, MetricError
 from capmetrics.data.images import ImageLimits, ImageProblems, image_key, image_limits, open_image
 from capmetrics.engine.prepared import shared
-from capmetrics.plugins.clip_score._checkpoints import Loaded, load_checkpoint
+from capmetrics.plugins.clip_score._checkpoints import (
+    Loaded,
+    file_checksum,
+    load_checkpoint,
+    no_vision_tower,
+)
 from capmetrics.runtime.device import device_signature, in_halving_batches, resolve_device
 
 Precision = Literal["fp32", "fp16", "bf16"]
 _DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
-_loaded: OrderedDict[tuple[Any, ...], Loaded] = OrderedDict()
-_lock = threading.Lock()
-_KEEP = 2  # checkpoints kept loaded in a process
+_lock = threading.Lock()  # one thread loads a checkpoint that others of the run wait for
 
 
-def _require() -> None:
+def folder_checksum(folder: str | Path, suffixes: Sequence[str]) -> str:
+    """``sha256:`` over the names (relative to ``folder``) and bytes of the folder's files whose
+    suffix is one of ``suffixes``, in sorted order."""
+    root = Path(folder).expanduser()
+    files = sorted(f for f in root.rglob("*") if f.suffix in tuple(suffixes) and f.is_file())
+    return file_checksum(files, root)
+
+
+def _require(*modules: str) -> None:
     missing = []
-    for module in ("torch", "transformers", "PIL", "regex"):
+    for module in modules or ("torch", "transformers"):
         try:
             __import__(module)
         except ImportError:
@@ -49,6 +62,9 @@ class ClipModel(ImageTextModel):
     """CLIP from a local checkpoint: an OpenAI ``clip`` ``.pt`` (TorchScript or state dict), a
     PAC-S ``.pth``, a Hugging Face ``CLIPModel`` folder or an open_clip folder
     (``open_clip_config.json`` + weights); ViT image towers. Nothing is downloaded.
+
+    A Hugging Face ``CLIPTextModelWithProjection`` folder (``clip_text_model``) gives text
+    features only (what the ``clip`` embedder reads); its images are refused by name.
 
     Args:
         path: the checkpoint file or folder.
@@ -97,7 +113,7 @@ class ClipModel(ImageTextModel):
         loaded = getattr(self, "_state", None)
         if loaded is not None:
             return loaded  # type: ignore[no-any-return]
-        _require()
+        _require("torch", "transformers")
         if self.precision not in _DTYPES:
             raise MetricError(f"precision must be fp32, fp16 or bf16, got {self.precision!r}")
         self._device = resolve_device(self.device)
@@ -110,23 +126,21 @@ class ClipModel(ImageTextModel):
         from capmetrics.io.trust import trust_code
 
         trusted = trust_code(self.trust_code)
-        key = (*stamp, self.activation, self.precision, self._device, trusted)
-        with _lock:
-            loaded = _loaded.get(key)
-            if loaded is None:
-                import torch
-
-                loaded = load_checkpoint(self.path, self.activation, trusted)
-                if loaded.tokenizer is None:
-                    _bpe()  # the vocabulary is read with the model, not by the first caption
-                loaded.model = loaded.model.to(
-                    device=self._device, dtype=getattr(torch, _DTYPES[self.precision])
-                )
-                _loaded[key] = loaded
-                while len(_loaded) > _KEEP:
-                    _loaded.popitem(last=False)
-            _loaded.move_to_end(key)
+        key = ("clip-checkpoint", *stamp, self.activation, self.precision, self._device, trusted)
+        with _lock:  # loaded once per run (every call outside one), held by this instance
+            loaded = shared(key, lambda: self._load(trusted))
         self._state = loaded
+        return loaded
+
+    def _load(self, trusted: bool) -> Loaded:
+        import torch
+
+        loaded = load_checkpoint(self.path, self.activation, trusted)
+        if loaded.tokenizer is None:
+            _bpe()  # the vocabulary is read with the model, not by the first caption
+        loaded.model = loaded.model.to(
+            device=self._device, dtype=getattr(torch, _DTYPES[self.precision])
+        )
         return loaded
 
     def identity(self) -> str:
@@ -144,7 +158,7 @@ class ClipModel(ImageTextModel):
             "model": loaded.checksum,
             "format": loaded.format,
             "precision": self.precision,
-            "preprocess": loaded.preprocess.describe(),
+            "preprocess": loaded.preprocess.describe() if loaded.preprocess else "none",
             "tokenizer": tokenizer,
             "context": str(loaded.context),
             **device_signature(self._device),
@@ -203,22 +217,21 @@ class ClipModel(ImageTextModel):
         import torch
 
         loaded = self._checkpoint()
-        out = np.zeros((len(texts), loaded.model.config.projection_dim), np.float32)
+        out = np.zeros((len(texts), loaded.dim), np.float32)
         order = np.argsort([-len(t) for t in texts], kind="stable")  # similar lengths share a batch
         with torch.inference_mode():
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
                 inputs = self._tokens([texts[k] for k in rows])
-                feats = _features(
-                    loaded.model.get_text_features(
-                        **{k: v.to(self._device) for k, v in inputs.items()}
-                    )
-                )
+                feats = loaded.text_features({k: v.to(self._device) for k, v in inputs.items()})
                 out[rows] = feats.float().cpu().numpy()
         return out
 
     # ---------------------------------------------------------------- images
     def embed_images(self, images: Sequence[Any]) -> np.ndarray:
+        if not self._checkpoint().vision:
+            raise MetricError(no_vision_tower(self.path))
+        _require("PIL")
         return self._cached(
             "image", [image_key(im) for im in images], list(images), self._encode_images
         )
@@ -267,15 +280,15 @@ class ClipModel(ImageTextModel):
         if todo:
             vectors = compute(list(todo.values()))
             table.update(zip(todo, vectors))
-        dim = self._checkpoint().model.config.projection_dim
+        dim = self._checkpoint().dim
         if not keys:
             return np.zeros((0, dim), np.float32)
         return np.stack([table[k] for k in keys])
 
 
 def _features(out: Any) -> Any:
-    """The projected features from ``get_*_features`` (a tensor, or an output object in newer
-    transformers)."""
+    """The projected features from ``get_image_features`` (a tensor, or an output object in
+    newer transformers)."""
     return out if hasattr(out, "float") else out.pooler_output
 
 
@@ -295,6 +308,7 @@ def _bpe() -> Any:
     global _BPE
     with _bpe_lock:
         if _BPE is None:
+            _require("regex")
             from capmetrics.plugins.clip_score._bpe import ClipBPE
 
             _BPE = ClipBPE()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from capmetrics.components.base import Distance, Embedder
+from capmetrics.components.base import Distance, Embedder, ImageTextMetric
 from capmetrics.errors import MetricError, UnknownComponentError
 
 #: The paper's feature set without SPICE: the default does not change with what is installed
@@ -34,11 +34,17 @@ FEATURE_EXTRAS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-def build_feature(spec: str) -> Distance:
-    """The distance a feature spec names."""
+#: The kinds a feature is: a distance, or an image-text metric (scored with the images).
+FEATURE_KINDS = ("distance", "image-text-metric")
+#: A feature metric.
+Feature = Distance | ImageTextMetric
+
+
+def build_feature(spec: str) -> Feature:
+    """The distance (or image-text metric) a feature spec names."""
     from capmetrics.registry.compose import compose
 
-    return compose(spec, "distance")  # type: ignore[return-value]
+    return compose(spec, FEATURE_KINDS)  # type: ignore[return-value]
 
 
 def paper_features() -> list[str]:
@@ -68,7 +74,7 @@ def missing_extras(specs: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def check_features(specs: Sequence[str], source: str) -> list[Distance]:
+def check_features(specs: Sequence[str], source: str) -> list[Feature]:
     """Build every feature metric; name every one that no installed plugin provides, every
     extra that a feature needs and that is not installed, and the first missing resource of a
     feature that can check them (``check_resources``: SPICE's jars and Java)."""
@@ -190,7 +196,7 @@ def images_hash(images: Sequence[Any]) -> str | None:
 
 
 def check_feature_images(
-    metric: Distance,
+    metric: Feature,
     images: Sequence[Any] | None,
     n: int,
     ids: Sequence[object] | None = None,
@@ -226,7 +232,7 @@ def check_feature_images(
 
 
 def feature_column(
-    metric: Distance,
+    metric: Feature,
     candidates: Sequence[str],
     references: Sequence[Sequence[str]],
     cache_dir: str | Path | None = None,
@@ -260,6 +266,7 @@ def feature_column(
         )
 
     def compute() -> np.ndarray:
+        assert isinstance(metric, Distance)  # the others need images (above)
         return np.asarray(metric.score(list(candidates), list(references)).values, dtype=float)
 
     if cache_dir is None:
@@ -269,7 +276,7 @@ def feature_column(
 
 
 def feature_matrix(
-    metrics: Sequence[Distance],
+    metrics: Sequence[Feature],
     candidates: Sequence[str],
     references: Sequence[Sequence[str]],
     cache_dir: str | Path | None = None,
@@ -279,13 +286,14 @@ def feature_matrix(
 ) -> np.ndarray:
     """One column per metric (see :func:`feature_column`; ``images`` and ``ids`` for the metrics
     that need images), then ``interaction``'s :func:`interaction_inputs` when given (cached likewise)."""
+    from capmetrics.engine.prepared import run_scope
     from capmetrics.engine.progress import work
 
     digest = data_hash(candidates, references) if cache_dir is not None else None
     columns = []
-    with work(
-        len(metrics) + (interaction is not None), "features"
-    ) as advance:  # a bar moves per feature
+    # one run: the features share what they prepare (a CLIP checkpoint loads once for CLIP-S
+    # and RefCLIP-S, each text and image is embedded once), as under capmetrics.score
+    with run_scope(), work(len(metrics) + (interaction is not None), "features") as advance:
         for metric in metrics:
             try:
                 columns.append(

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 from capmetrics.errors import MetricError
+from capmetrics.plugins.nneval.features import FEATURE_KINDS
 
 MODEL_FORMAT = "capmetrics-nneval"
 #: Version 2: ``cider`` (and pycocoevalcap's ``CIDEr``) name CIDEr-D; in version 1 files they named
@@ -173,7 +174,7 @@ def confine_model_specs(meta: dict[str, Any], folder: Path) -> None:
     features = meta.get("features")
     if not isinstance(features, list):
         raise MetricError(f"{source}: features must be a list of spec strings")
-    specs = [(spec, "distance") for spec in features]
+    specs: list[tuple[Any, str | tuple[str, ...]]] = [(spec, FEATURE_KINDS) for spec in features]
     if params and params.get("interaction") is not None:
         specs.append((params["interaction"], "embedder"))
     untrusted = Untrusted(Path(folder), source, frozenset(declared))
@@ -192,7 +193,7 @@ def confine_model_specs(meta: dict[str, Any], folder: Path) -> None:
             raise MetricError(f"{source}: feature {spec!r}: {str(err).splitlines()[0]}") from None
 
 
-def without_programs(spec: str, kind: str = "distance") -> str:
+def without_programs(spec: str, kind: str | tuple[str, ...] = FEATURE_KINDS) -> str:
     """``spec`` with every program parameter (a component's ``program_params``: ``java``,
     ``corenlp``, ``trust_code``) back at its default, for writing into a model file: a loaded
     model may not name programs (:func:`confine_model_specs`), so the loading user's own ones

@@ -42,7 +42,9 @@ def write_hf_folders(root: Path, seed: int = 0) -> dict[str, Path]:
     text_config.projection_dim = model.config.projection_dim
     tower = CLIPTextModelWithProjection(text_config).eval()
     weights = {
-        k: v for k, v in model.state_dict().items() if k.startswith(("text_model.", "text_projection."))
+        k: v
+        for k, v in model.state_dict().items()
+        if k.startswith(("text_model.", "text_projection."))
     }
     result = tower.load_state_dict(weights, strict=False)
     assert not [k for k in result.missing_keys if not k.endswith("position_ids")], result
