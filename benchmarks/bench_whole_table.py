@@ -17,10 +17,13 @@ Rows:
   BERTScore; the CoreNLP jars are found through ``$CAPMETRICS_CORENLP_DIR``), then *warm* (the same
   command again). Wall, CPU of the whole process tree (JVMs and children included), peak RSS.
 * **reference**: one Python process running ``COCO`` + ``loadRes`` + ``COCOEvalCap.evaluate()``
-  (PTB tokenizer jar, BLEU, METEOR jar, ROUGE-L, CIDEr-D, and SPICE when pycocoevalcap's
-  ``spice/lib`` holds the CoreNLP jars: ``--link-reference-spice`` links capmetrics' copies
-  there), then ``bert_score.score`` with the same model and layer; run twice (its SPICE keeps
-  an LMDB cache in its own folder, so only its first run can be cold).
+  (PTB tokenizer jar, BLEU, METEOR jar, ROUGE-L, CIDEr-D, SPICE), then ``bert_score.score``
+  with the same model and layer; run twice (its SPICE keeps an LMDB cache in its own folder,
+  so only its first run is cold). It runs from a private copy of pycocoevalcap in the bench's
+  temporary folder (:func:`reference_package`: links to the installed files, SPICE's ``lib/``
+  completed with capmetrics' CoreNLP jars; the installed package is never changed), with
+  ``JAVA_TOOL_OPTIONS`` carrying what SPICE's jar needs on Java 9+ (``--add-opens``) and 15+
+  (a JavaScript engine): :func:`java_tool_options`.
 * **stages** (``--stages``): the capmetrics side in one process, warm: the COCO reader, PTB
   tokenization of every caption, each metric alone, the JSON writer; and the reference's
   stages from its own timings.
@@ -30,7 +33,8 @@ Values: capmetrics' BLEU-1..4, METEOR, ROUGE-L, CIDEr-D and SPICE must equal pyc
 reproduces bert-score's batch of 64) to 1e-6 (float32 kernels).
 
 Run: ``.venv/bin/python benchmarks/bench_whole_table.py [--images 200] [--stages]
-[--no-spice] [--no-bertscore] [--link-reference-spice]``. Timings on a busy machine are noisy.
+[--no-spice] [--no-bertscore] [--repeat 1]``. Timings on a busy machine are noisy: the load
+average is printed before and after, and CPU seconds (of the whole process tree) beside wall.
 """
 
 from __future__ import annotations
@@ -136,36 +140,108 @@ def run(command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
     """Wall seconds, CPU seconds of the whole process tree, and the tree's peak RSS (MB)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    peak = 0
-    while process.poll() is None:
-        peak = max(peak, tree_rss_kb(process.pid))
-        time.sleep(0.05)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    err = process.stderr.read().decode(errors="replace") if process.stderr else ""
+    with tempfile.TemporaryFile() as stderr:  # a file: a pipe nobody reads would fill and block
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, env=env)
+        peak = 0
+        while process.poll() is None:
+            peak = max(peak, tree_rss_kb(process.pid))
+            time.sleep(0.05)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        stderr.seek(0)
+        err = stderr.read().decode(errors="replace")
     if process.returncode:
         raise SystemExit(f"{' '.join(command[:4])} ... failed:\n{err[-3000:]}")
     return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, peak / 1024
 
 
-def reference_spice(link: bool) -> bool:
-    """Whether pycocoevalcap's SPICE can run (its spice/lib holds the CoreNLP jars); with
-    ``link``, link capmetrics' copies there first."""
+#: What SPICE's jar needs of a Java newer than 8 when run as pycocoevalcap runs it
+#: (``java -jar spice-1.0.jar``): FST's serialisation of its LMDB cache reflects on these
+#: packages of java.base (without them Java 17 stops with InaccessibleObjectException).
+REFERENCE_OPENS = (
+    "java.lang",
+    "java.util",
+    "java.math",
+    "java.util.concurrent",
+    "java.net",
+    "java.text",
+    "java.io",
+)
+AGENT = """public final class ClassPathAgent {
+    public static void premain(String args) {}
+}
+"""
+
+
+def reference_package(folder: Path) -> Path | None:
+    """A private copy of pycocoevalcap under ``folder`` whose SPICE can run, or None (no
+    CoreNLP jars found): links to the installed package's files, except ``spice/``, which holds
+    a copy of ``spice-1.0.jar`` (Java resolves its manifest's class path from the jar's real
+    place) and a ``lib/`` of links to its jars and to capmetrics' CoreNLP jars. Its SPICE cache
+    and temporary files stay in the copy; the installed package is not touched. Put ``folder``
+    first on ``PYTHONPATH`` (pycocoevalcap is a namespace package: its ``spice`` is then this)."""
     import importlib.util
+    import shutil
 
-    spec = importlib.util.find_spec("pycocoevalcap.spice")
-    if spec is None or spec.origin is None:
-        return False
-    lib = Path(spec.origin).parent / "lib"
-    names = ("stanford-corenlp-3.6.0.jar", "stanford-corenlp-3.6.0-models.jar")
-    if link and not all((lib / n).exists() for n in names):
-        from capmetrics.plugins.spice import find_corenlp
+    spec = importlib.util.find_spec("pycocoevalcap")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    installed = Path(list(spec.submodule_search_locations)[0])
+    jars = ("stanford-corenlp-3.6.0.jar", "stanford-corenlp-3.6.0-models.jar")
+    corenlp = [installed / "spice" / "lib" / n for n in jars]
+    if not all(j.exists() for j in corenlp):
+        try:
+            from capmetrics.plugins.spice import find_corenlp
 
-        for jar in find_corenlp(None):
-            if not (lib / jar.name).exists():
-                (lib / jar.name).symlink_to(jar)
-    return all((lib / n).exists() for n in names)
+            corenlp = list(find_corenlp(None))
+        except Exception:  # noqa: BLE001 - no jars: the reference runs without SPICE
+            return None
+    package = folder / "pycocoevalcap"
+    (package / "spice" / "lib").mkdir(parents=True)
+    for entry in installed.iterdir():
+        if entry.name not in ("spice", "__pycache__"):
+            (package / entry.name).symlink_to(entry)
+    for entry in (installed / "spice").iterdir():
+        if entry.suffix == ".py":
+            (package / "spice" / entry.name).symlink_to(entry)
+    shutil.copy2(installed / "spice" / "spice-1.0.jar", package / "spice" / "spice-1.0.jar")
+    for jar in [*(installed / "spice" / "lib").glob("*.jar"), *corenlp]:
+        link = package / "spice" / "lib" / jar.name
+        if not link.exists():
+            link.symlink_to(jar.resolve())
+    return folder
+
+
+def java_tool_options(folder: Path) -> str:
+    """``JAVA_TOOL_OPTIONS`` for the reference's SPICE on this Java: the ``--add-opens`` of
+    :data:`REFERENCE_OPENS` (Java 9+) and, from Java 15 on (no Nashorn), a JavaScript engine on
+    the class path through a do-nothing agent jar whose manifest names it (``java -jar``
+    ignores ``-cp``; an agent's jar and its class path join the application class path)."""
+    from capmetrics.plugins.spice._resources import java_major, java_version, runtime_jars
+
+    major = java_major(java_version("java"))
+    options = (
+        [] if major < 9 else [f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in REFERENCE_OPENS]
+    )
+    engine = runtime_jars("java") if major >= 15 else []
+    if engine:
+        (folder / "ClassPathAgent.java").write_text(AGENT)
+        subprocess.run(
+            ["javac", "--release", "8", "-nowarn", "ClassPathAgent.java"],
+            cwd=folder,
+            check=True,
+            capture_output=True,
+        )
+        urls = " ".join(j.resolve().as_uri() for j in engine)
+        (folder / "manifest.txt").write_text(f"Premain-Class: ClassPathAgent\nClass-Path: {urls}\n")
+        subprocess.run(
+            ["jar", "cfm", "agent.jar", "manifest.txt", "ClassPathAgent.class"],
+            cwd=folder,
+            check=True,
+            capture_output=True,
+        )
+        options.append(f"-javaagent:{folder / 'agent.jar'}")
+    return " ".join(options)
 
 
 def stages(
@@ -209,9 +285,7 @@ def main() -> None:
     parser.add_argument("--no-spice", action="store_true")
     parser.add_argument("--no-bertscore", action="store_true")
     parser.add_argument(
-        "--link-reference-spice",
-        action="store_true",
-        help="link capmetrics' CoreNLP jars into pycocoevalcap's spice/lib so its SPICE runs",
+        "--repeat", type=int, default=1, help="warm runs of each side (the fastest is kept)"
     )
     args = parser.parse_args()
     cli = Path(sys.executable).with_name("capmetrics")
@@ -222,7 +296,14 @@ def main() -> None:
     metrics = [m for m in CLASSIC if m != "spice" or not args.no_spice]
     if not args.no_bertscore:
         metrics.append(BERTSCORE)
-    spice_ref = not args.no_spice and reference_spice(args.link_reference_spice)
+    ref_env = dict(ENV)
+    spice_ref = False
+    if not args.no_spice and reference_package(tmp / "reference") is not None:
+        ref_env["PYTHONPATH"] = os.pathsep.join(
+            [str(tmp / "reference"), *filter(None, [ENV.get("PYTHONPATH")])]
+        )
+        ref_env["JAVA_TOOL_OPTIONS"] = java_tool_options(tmp / "reference")
+        spice_ref = True
     env = dict(ENV)
     if not args.no_spice:
         from capmetrics.plugins.spice import find_corenlp
@@ -260,14 +341,14 @@ def main() -> None:
     ]
     print(
         f"COCO-format Flickr8k: {n_captions // 5:,} images, {n_captions:,} captions; metrics: {', '.join(metrics)}; "
-        f"reference SPICE: {'yes' if spice_ref else 'no (pycocoevalcap spice/lib lacks the CoreNLP jars)'}; "
+        f"reference SPICE: {'yes' if spice_ref else 'no (no CoreNLP jars found)'}; "
         f"load {os.getloadavg()[0]:.1f}"
     )
     rows = {}
     rows["capmetrics cold"] = run(command, env)
-    rows["reference first"] = run(reference, ENV)
-    rows["capmetrics warm"] = run(command, env)
-    rows["reference again"] = run(reference, ENV)
+    rows["reference first"] = run(reference, ref_env)
+    rows["capmetrics warm"] = min(run(command, env) for _ in range(args.repeat))
+    rows["reference again"] = min(run(reference, ref_env) for _ in range(args.repeat))
     print(f"{'':22}{'wall (s)':>10}{'CPU (s)':>10}{'peak RSS (MB)':>15}")
     for name, (wall, cpu, rss) in rows.items():
         print(f"{name:22}{wall:10.2f}{cpu:10.2f}{rss:15.0f}")
