@@ -141,7 +141,8 @@ def sized(executor: Executor, count: int | None, chunks: int | None = None) -> E
         if count // PROCESS_MIN_ITEMS < jobs:
             jobs = max(1, count // PROCESS_MIN_ITEMS)
             why.append(
-                f"{count} items: fewer than {PROCESS_MIN_ITEMS} per process do not pay for starting it"
+                f"{count} items: fewer than {PROCESS_MIN_ITEMS} per process "
+                "do not pay for starting it"
             )
     reason = f" ({'; '.join(why)})" if why else ""
     if jobs <= 1:

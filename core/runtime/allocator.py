@@ -8,7 +8,7 @@ TRM-CIDEr-D (10+5 texts, 1,000 splits): ~60 page faults per item in a plain proc
 Dask worker, 15-50 % of the CPU time; with the settings below, none after warm-up.
 
 The allocator belongs to the process. :func:`keep_freed_memory` runs in the worker processes
-that capmetrics starts (:mod:`capmetrics.engine.parallel`), and in the ``capmetrics`` command's own
+that capmetrics starts (:mod:`capmetrics.engine.workers`), and in the ``capmetrics`` command's own
 process where it runs statistics (:func:`keep_freed_memory_if_owned`, after
 :mod:`capmetrics.cli.process` called :func:`own_process`); never in a program that calls the
 library.

@@ -641,3 +641,88 @@ def test_the_script_ends_without_teardown_but_runs_exit_handlers_and_keeps_codes
         timeout=120,
     )
     assert bad.returncode == 2 and "exit handler ran" in bad.stderr and "--jobs" in bad.stderr
+
+
+# ------------------------------------------------------------------ start method, caller's state
+def test_the_start_method_follows_its_documented_rules(monkeypatch):
+    """fork on Linux unless torch is imported, an OpenMP runtime is loaded or another non-daemon
+    thread runs (then forkserver); daemon threads do not count."""
+    import sys
+    import threading
+    import types
+
+    from capmetrics.engine import executors
+
+    if not sys.platform.startswith("linux"):
+        assert executors._start_method() == "spawn"
+        return
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.setattr(executors, "_fork_unsafe_library_loaded", lambda: False)
+    running = [threading.current_thread()]
+    monkeypatch.setattr(threading, "enumerate", lambda: list(running))
+    assert executors._start_method() == "fork"
+    running.append(threading.Thread(target=print, daemon=True))  # a refresher, a heartbeat
+    assert executors._start_method() == "fork"
+    running.append(threading.Thread(target=print, daemon=False))  # work in progress
+    assert executors._start_method() == "forkserver"
+    running.pop()
+    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
+    assert executors._start_method() == "forkserver"
+    monkeypatch.delitem(sys.modules, "torch")
+    monkeypatch.setattr(executors, "_fork_unsafe_library_loaded", lambda: True)
+    assert executors._start_method() == "forkserver"
+
+
+OPENMP_SCRIPT = """
+import ctypes, ctypes.util, json, sys
+from capmetrics.engine import executors
+before = (executors._start_method(), executors._fork_unsafe_library_loaded())
+ctypes.CDLL(sys.argv[1])
+print(json.dumps([before, [executors._start_method(), executors._fork_unsafe_library_loaded()]]))
+"""
+
+
+def test_a_loaded_openmp_runtime_means_forkserver():
+    """In a fresh interpreter: fork, until GNU OpenMP is loaded into the process."""
+    import ctypes.util
+    import subprocess
+    import sys
+
+    gomp = ctypes.util.find_library("gomp")
+    if not sys.platform.startswith("linux") or gomp is None:
+        pytest.skip("needs Linux and libgomp")
+    done = subprocess.run(
+        [sys.executable, "-c", OPENMP_SCRIPT, gomp], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [["fork", False], ["forkserver", True]]
+
+
+def _blas_threads(shared, chunk):
+    from capmetrics.engine.workers import single_threaded_blas
+    from threadpoolctl import threadpool_info
+
+    with single_threaded_blas():
+        pass
+    return [max([i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] or [0])]
+
+
+def test_a_map_leaves_the_caller_as_it_found_it_and_workers_keep_their_tuning():
+    """After a map on local processes the caller holds no worker state, its collector is not
+    frozen, its BLAS threads are as before and no thread is left; a worker, being capmetrics'
+    own, keeps BLAS at one thread after a statistic's chunk."""
+    import gc
+    import threading
+
+    from capmetrics.engine import workers
+
+    threadpool_info = pytest.importorskip("threadpoolctl").threadpool_info
+    blas = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    threads = threading.active_count()
+    serial = map_chunks(_blas_threads, None, [0, 1], Executor(chunk_size=1))
+    pooled = map_chunks(_blas_threads, None, [0, 1], Executor("processes", jobs=2, chunk_size=1))
+    assert serial == [max(blas or [0])] * 2  # the caller's own setting, restored after each chunk
+    assert pooled == [1 if blas else 0] * 2
+    assert workers._task is None and not workers._blas_limited
+    assert gc.get_freeze_count() == 0 and threading.active_count() == threads
+    assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == blas
