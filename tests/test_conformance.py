@@ -31,8 +31,20 @@ def kit_specs() -> list[str]:
     return [s for s in registered_specs(KINDS) if s.split("(")[0] not in NEEDS_USER_FILES]
 
 
+#: Components that parse with SPICE's CoreNLP: the kit's 1,000-token caption makes the parsing JVM
+#: run out of memory, which capture reports as a MetricError (the check's accepted outcome). The
+#: parser starts a JVM again for what a dead one left (RETRIES), so that caption would cost three
+#: out-of-memory runs (~45 s on 2 cores); here one shows the outcome. tests/plugins/test_spice.py
+#: checks the retries themselves ("the parser failed 3 times").
+PARSES_WITH_CORENLP = {"capture"}
+
+
 @parametrize_with_checks(kit_specs())
-def test_registered_component(component, check):
+def test_registered_component(component, check, monkeypatch):
+    if component.split("(")[0] in PARSES_WITH_CORENLP:
+        from capmetrics.plugins.spice import _parse
+
+        monkeypatch.setattr(_parse, "RETRIES", 0)
     check(component)
 
 
