@@ -354,7 +354,9 @@ def _process_context(
 ) -> Iterator[multiprocessing.context.BaseContext]:
     """The multiprocessing context of a local pool (:func:`_start_method`). A forkserver is
     given :data:`FORKSERVER_PRELOAD` and ``function``'s module to import when it starts (within
-    the block); the process-wide preload list is put back as it was on leaving."""
+    the block); the process-wide preload list is put back as it was on leaving. (The server
+    itself, once started, stays for the life of the process: multiprocessing keeps one per
+    process, and later pools reuse it.)"""
     context = multiprocessing.get_context(_start_method())
     if context.get_start_method() != "forkserver":
         yield context

@@ -70,8 +70,7 @@ def pooled_chunks(
 ) -> Iterator[Chunk]:
     """The items with their pooled matrices, built here block by block (:data:`POOLED_BLOCK`
     items per :meth:`~capmetrics.components.permutation.PermutationStatistic.pooled_many`
-    call), cut into
-    the executor's chunks."""
+    call), cut into the executor's chunks."""
     for start in range(0, len(items), POOLED_BLOCK):
         block = with_pooled(statistic, items[start : start + POOLED_BLOCK])
         for span in executor.chunks(len(block)):
@@ -98,16 +97,14 @@ def _fit_part(shared: tuple[Any, list[list[str]], bool], indices: list[int]) -> 
 
 
 def fit_statistic(statistic: Statistic, references: list[list[str]], executor: Executor) -> None:
-    """Fit ``statistic`` on every item's references: in parts on the workers (one part per job)
-    when it fits in parts (:class:`~capmetrics.components.protocols.FitsInParts`), the executor
-    is a local
-    pool or a running Dask cluster of enough jobs (2 for parts in integer form,
-    :class:`~capmetrics.components.protocols.CountsInParts`, else
-    :data:`FIT_IN_PARTS_MIN_JOBS`) and there
-    are at least :data:`FIT_IN_PARTS_MIN` distinct reference sets (the same fitted state as
-    fitting whole), else here. Equal reference sets go to the same part, so no part tokenises
-    what another part does. The workers get the references with the statistic (forked workers
-    inherit them) and each part as item positions. A statistic whose parts need a model
+    """Fit ``statistic`` on every item's references: in parts on the workers (one part per job) when
+    it fits in parts (:class:`~capmetrics.components.protocols.FitsInParts`), the executor is a
+    local pool or a running Dask cluster of enough jobs (2 for parts in integer form,
+    :class:`~capmetrics.components.protocols.CountsInParts`, else :data:`FIT_IN_PARTS_MIN_JOBS`) and
+    there are at least :data:`FIT_IN_PARTS_MIN` distinct reference sets (the same fitted state as
+    fitting whole), else here. Equal reference sets go to the same part, so no part tokenises what
+    another part does. The workers get the references with the statistic (forked workers inherit
+    them) and each part as item positions. A statistic whose parts need a model
     (:func:`~capmetrics.components.protocols.parts_in_parent`) is fitted here."""
     compact = supports(statistic, CountsInParts)
     pooled = executor.kind == "processes" or (executor.kind == "dask" and executor.address)
@@ -211,8 +208,8 @@ def _compare_items(
 
 def _counted(parts: Iterator[list[R]], total: int) -> list[R]:
     """The parts' results joined in order, each part reported to
-    :func:`capmetrics.engine.progress.work`
-    as ``total`` items (from the first part on: the work before it, embedding, reports itself)."""
+    :func:`capmetrics.engine.progress.work` as ``total`` items (from the first part on: the work
+    before it, embedding, reports itself)."""
     from capmetrics.engine.progress import work
 
     out: list[R] = []

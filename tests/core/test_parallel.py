@@ -228,8 +228,8 @@ def test_dask_tasks_join_consecutive_chunks_without_moving_their_boundaries(monk
 
 def test_equal_reference_sets_are_fitted_in_one_part(monkeypatch):
     from capmetrics import compose
-    from capmetrics.engine import statistics
     from capmetrics.data.loaders import load_dataset
+    from capmetrics.engine import statistics
 
     from tests.conftest import SAMPLE
 
@@ -260,8 +260,8 @@ def test_equal_reference_sets_are_fitted_in_one_part(monkeypatch):
 
 def test_two_jobs_fit_in_parts_only_when_the_parts_are_integer_arrays(monkeypatch):
     from capmetrics import compose
-    from capmetrics.engine import statistics
     from capmetrics.data.loaders import load_dataset
+    from capmetrics.engine import statistics
 
     from tests.conftest import SAMPLE
 
@@ -415,12 +415,10 @@ def test_too_few_items_run_in_this_process_with_a_note(monkeypatch, notes):
         "capmetrics: --jobs 2: running in this process (200 items: fewer than "
         f"{executors.PROCESS_MIN_ITEMS} per process do not pay for starting it)"
     ]
-    assert (
-        executors.sized(Executor.from_options(jobs=2), 3 * executors.PROCESS_MIN_ITEMS - 1).jobs == 2
-    )
-    assert (
-        executors.sized(Executor.from_options(jobs=4), 3 * executors.PROCESS_MIN_ITEMS - 1).jobs == 2
-    )
+    below_three = 3 * executors.PROCESS_MIN_ITEMS - 1
+    assert executors.sized(Executor.from_options(jobs=2), below_three).jobs == 2
+    below_three = 3 * executors.PROCESS_MIN_ITEMS - 1
+    assert executors.sized(Executor.from_options(jobs=4), below_three).jobs == 2
     notes()
     monkeypatch.setenv("CAPMETRICS_QUIET", "1")
     executors.sized(Executor.from_options(jobs=2), 10)
@@ -571,7 +569,8 @@ executors.PROCESS_MIN_ITEMS = 1
 items = [(i.candidates, i.references) for i in load_dataset(sys.argv[1])]
 rows = lambda results: [[r.value, r.p_value, r.details] for r in results]
 serial = rows(compare_items(compose("trm(cider-d)"), items))
-got = rows(compare_items(compose("trm(cider-d)"), items, replace(Executor.from_options(jobs=2), chunk_size=3)))
+jobs2 = replace(Executor.from_options(jobs=2), chunk_size=3)
+got = rows(compare_items(compose("trm(cider-d)"), items, jobs2))
 print(json.dumps({"start": executors._start_method(), "same": got == serial, "items": len(items),
                   "sent": [type(s).__name__ for s in sent], "frozen": gc.get_freeze_count()}))
 """
