@@ -145,7 +145,7 @@ def run(command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
         peak = 0
         while process.poll() is None:
             peak = max(peak, tree_rss_kb(process.pid))
-            time.sleep(0.05)
+            time.sleep(0.25)  # each poll walks /proc: ~5% of a core at 0.05 s
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         stderr.seek(0)
@@ -244,37 +244,59 @@ def java_tool_options(folder: Path) -> str:
     return " ".join(options)
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and its ended children so far."""
+    own, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def stages(
     annotations: Path, results: Path, metrics: list[str], out: Path
-) -> list[tuple[str, float]]:
-    """The capmetrics side's stages in this process (warm caches)."""
+) -> list[tuple[str, float, float]]:
+    """The capmetrics side's stages in a fresh process, as the command meets them (warm caches):
+    (name, wall seconds, CPU seconds of the process and its children)."""
+    rows: list[tuple[str, float, float]] = []
+    wall, cpu = time.perf_counter(), _cpu()
+
+    def stage(name: str) -> None:
+        nonlocal wall, cpu
+        now, used = time.perf_counter(), _cpu()
+        rows.append((name, now - wall, used - cpu))
+        wall, cpu = now, used
+
     import capmetrics
     from capmetrics.plugins.tokenizers import PTBTokenizer
 
-    rows = []
-    t = time.perf_counter()
+    stage("import capmetrics")
+    if BERTSCORE in metrics:
+        import torch  # noqa: F401 - BERTScore's matching needs it (the model does not, warm)
+
+        stage("import torch (BERTScore's matching)")
     dataset = capmetrics.load_dataset(annotations, results)
-    rows.append(("read (COCO reader)", time.perf_counter() - t))
+    stage("read (COCO reader)")
     texts = [t for item in dataset.items for t in (*item.references, *item.candidates)]
-    t = time.perf_counter()
     PTBTokenizer().tokenize_joined(texts)
-    rows.append((f"PTB tokenizer ({len(texts):,} captions)", time.perf_counter() - t))
-    results_all = []
+    stage(f"PTB tokenizer ({len(texts):,} captions)")
     for metric in metrics:
-        t = time.perf_counter()
-        results_all.append(capmetrics.score(dataset, [metric]))
-        rows.append((metric, time.perf_counter() - t))
-    t = time.perf_counter()
+        capmetrics.score(dataset, [metric])
+        stage(metric)
     whole = capmetrics.score(dataset, metrics)
-    rows.append(("the table in one call", time.perf_counter() - t))
-    t = time.perf_counter()
+    stage("the table in one call")
     with out.open("w", encoding="utf-8") as handle:
         whole.write_json(handle)
-    rows.append((f"JSON writer ({out.stat().st_size / 2**20:.1f} MB)", time.perf_counter() - t))
+    stage(f"JSON writer ({out.stat().st_size / 2**20:.1f} MB)")
     return rows
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--stages-of"]:  # the child of --stages
+        annotations, results, tmp, *metrics = sys.argv[2:]
+        rows = stages(Path(annotations), Path(results), metrics, Path(tmp) / "stages.json")
+        print(json.dumps(rows))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--images", type=int, default=None, help="the first N Flickr8k images (default: all)"
@@ -367,12 +389,17 @@ def main() -> None:
     for name, seconds in theirs_all["stages"].items():
         print(f"  {name:34}{seconds:8.2f} s")
     if args.stages:
-        os.environ.update(
-            {k: env[k] for k in ("CAPMETRICS_CACHE_DIR", "CAPMETRICS_CORENLP_DIR") if k in env}
+        child = subprocess.run(
+            [sys.executable, __file__, "--stages-of", str(annotations), str(results), str(tmp)]
+            + metrics,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
         )
-        print("stages of capmetrics (one process, warm):")
-        for name, seconds in stages(annotations, results, metrics, tmp / "stages.json"):
-            print(f"  {name:34}{seconds:8.2f} s")
+        print("stages of capmetrics (a fresh process, warm; wall, CPU):")
+        for name, seconds, cpu in json.loads(child.stdout.splitlines()[-1]):
+            print(f"  {name:40}{seconds:8.2f} s{cpu:8.2f} s")
     equal = True
     for metric, name in CLASSIC.items():
         if metric not in ours_values or name not in theirs_all["values"]:
