@@ -122,12 +122,9 @@ def test_each_layer_imports_alone_in_a_fresh_interpreter(module: str) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-#: Private cross-family imports other work is removing (bertscore/embeddings share an encoder;
-#: the embeddings' CLIP goes through clip_score). Add none.
+#: Private cross-family imports other work is removing (the embeddings' CLIP goes through
+#: clip_score). Add none.
 PENDING = {
-    ("bertscore", "capmetrics.plugins.embeddings.sentence._model_identity"),
-    ("embeddings", "capmetrics.plugins.bertscore._encoder.loaded_encoder"),
-    ("embeddings", "capmetrics.plugins.bertscore._encoder.shared_encoder"),
     ("embeddings", "capmetrics.plugins.clip_score._checkpoints.weights_only_refusal"),
 }
 

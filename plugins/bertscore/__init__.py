@@ -28,11 +28,20 @@ from typing import Any, Literal
 import numpy as np
 from capmetrics import Distance, MetricError, Scores, hookimpl
 from capmetrics.components.protocols import Part, ScoresInParts
-from capmetrics.plugins.bertscore._encoder import TokenEncoder, register_in_run, shared_encoder
+from capmetrics.plugins.bertscore._encoder import (
+    TokenEncoder,
+    loaded_encoder,
+    register_in_run,
+    shared_encoder,
+)
 from capmetrics.plugins.bertscore._greedy import TokenTable, pair_scores, pool_precisions
 from capmetrics.plugins.bertscore._weights import Idf, file_digest, plain_weights, read_baseline
 from capmetrics.plugins.embeddings.text import flatten
 from capmetrics.runtime.device import device_signature, resolve_device
+
+#: What other families use: the metric, and the run's shared token encoders (the ``bert``
+#: embedder of the embeddings family pools the token embeddings a bertscore metric computed).
+__all__ = ["BERTScore", "TokenEncoder", "loaded_encoder", "shared_encoder"]
 
 PARTS = {"p": 0, "r": 1, "f": 2}
 #: Pairs per batch in ``bert_score.BERTScorer.score`` (its default), for ``floor="bert-score"``.

@@ -92,7 +92,7 @@ class TokenEncoder:
     """
 
     def __init__(self, model: str | None, layer: int | None, device: str = "cpu") -> None:
-        from capmetrics.plugins.embeddings.sentence import _model_identity
+        from capmetrics.plugins.embeddings.sentence import model_identity as _model_identity
 
         self.path = (  # a folder of yours: no FIFO or device inside (capmetrics.io.model_folder)
             default_model_path() if model is None else check_model_path(Path(model).expanduser())
@@ -473,6 +473,17 @@ def vocab_digest(path: str, names: Sequence[str]) -> str:
     return digest.hexdigest()[:32]
 
 
+def _write_json(file: Path, content: dict[str, Any]) -> None:
+    """Write ``content`` to ``file`` atomically; skipped if it cannot be."""
+    from capmetrics.errors import CapmetricsError
+    from capmetrics.io.atomic import atomic_write
+
+    with contextlib.suppress(OSError, CapmetricsError):
+        file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with atomic_write(file) as out:
+            json.dump(content, out)
+
+
 #: The version of the manifest format (see :func:`read_manifest`).
 MANIFEST_VERSION = 1
 
@@ -543,14 +554,7 @@ def read_manifest(path: str, identity: str) -> dict[str, Any] | None:
 
 def write_manifest(path: str, identity: str, facts: dict[str, Any]) -> None:
     """Write the model's manifest (see :func:`read_manifest`); skipped if it cannot be."""
-    from capmetrics.errors import CapmetricsError
-    from capmetrics.io.atomic import atomic_write
-
-    file = manifest_path(path, identity)
-    with contextlib.suppress(OSError, CapmetricsError):
-        file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with atomic_write(file) as out:
-            json.dump({"format": MANIFEST_VERSION, **facts}, out)
+    _write_json(manifest_path(path, identity), {"format": MANIFEST_VERSION, **facts})
 
 
 def _layer_list(encoder: object, model: str | None) -> tuple[object, str]:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 from capmetrics import Embedder
+from capmetrics.io import models
 from capmetrics.io.model_folder import check_model_path
 from capmetrics.plugins.embeddings.vectors import require
 from capmetrics.runtime.device import device_signature, in_halving_batches, resolve_device
@@ -128,7 +129,7 @@ class SentenceTransformerEmbedder(Embedder):
     def identity(self) -> str:
         """Model identity: package version, weight-file checksum, or name@revision."""
         if getattr(self, "_identity", None) is None:
-            self._identity = _model_identity(self.model, self.model_path(), self.revision)
+            self._identity = model_identity(self.model, self.model_path(), self.revision)
         return self._identity
 
     def signature_extra(self) -> dict[str, str]:
@@ -155,7 +156,7 @@ class SentenceTransformerEmbedder(Embedder):
         embeddings where possible (see the module docstring), else by the model."""
         layout = mean_pooling_layout(self.model_path()) if texts else None
         if layout is not None:
-            from capmetrics.plugins.bertscore._encoder import loaded_encoder, shared_encoder
+            from capmetrics.plugins.bertscore import loaded_encoder, shared_encoder
 
             device = resolve_device(self.device)
             shared = loaded_encoder(self.model_path(), device)
@@ -301,23 +302,8 @@ def _read_layout(path: str) -> tuple[int, bool] | None:
     return int(transformer["max_seq_length"]), len(kinds) == 3
 
 
-def _model_identity(model: str | None, path: str, revision: str | None) -> str:
-    if model is None:
-        from importlib.metadata import version
-
-        return f"{DEFAULT_MODEL_PACKAGE}=={version(DEFAULT_MODEL_PACKAGE)}"
-    folder = Path(path)
-    if not folder.is_dir():
-        return f"{model}@{revision or 'default'}"
-    sha = hashlib.sha256()
-    weights = sorted(
-        p
-        for p in folder.rglob("*")
-        if p.suffix in (".safetensors", ".bin", ".json") and p.is_file()
-    )
-    for p in weights:
-        sha.update(p.relative_to(folder).as_posix().encode())
-        with p.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                sha.update(block)
-    return f"sha256:{sha.hexdigest()}"
+def model_identity(model: str | None, path: str, revision: str | None = None) -> str:
+    """The identity of a sentence or token encoder (``model`` None: the bundled
+    all-MiniLM-L6-v2), for signatures and cache keys (:func:`capmetrics.io.models.model_identity`);
+    bertscore's encoder uses it too."""
+    return models.model_identity(model, path, revision, package=DEFAULT_MODEL_PACKAGE)
