@@ -104,7 +104,10 @@ def _cases() -> list:
         for lang, body, skip, line in found:
             if lang == "console" and not commands(body):
                 continue
-            marks = [pytest.mark.skip(reason=f"{rel}:{line}: {skip}")] if skip else []
+            # a page's blocks share a namespace and files: one xdist worker runs them, in order
+            marks = [pytest.mark.xdist_group(rel)]
+            if skip:
+                marks.append(pytest.mark.skip(reason=f"{rel}:{line}: {skip}"))
             cases.append(pytest.param(page, lang, body, id=f"{rel}:{line}", marks=marks))
     return cases
 
