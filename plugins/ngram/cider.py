@@ -56,11 +56,20 @@ SIGMA = 6.0
 
 def length_penalty(delta: np.ndarray) -> np.ndarray:
     """coco-caption's ``np.e ** (-(delta ** 2) / (2 * sigma ** 2))`` of integer length differences,
-    computed as Python computes it (C ``pow``), once per distinct difference."""
-    distinct, inverse = np.unique(delta, return_inverse=True)
-    exponents = [-(float(d) ** 2) / (2 * SIGMA**2) for d in distinct.tolist()]
+    computed as Python computes it (C ``pow``), once per difference between the smallest and
+    the largest (a few dozen), read back by index."""
+    delta = np.asarray(delta, dtype=np.int64)
+    if delta.size == 0:
+        return np.zeros(np.shape(delta))
+    low, high = int(delta.min()), int(delta.max())
+    if high - low > 4 * delta.size:  # sparse differences: once per distinct one
+        distinct, inverse = np.unique(delta, return_inverse=True)
+        values, index = distinct.tolist(), inverse.reshape(np.shape(delta))
+    else:
+        values, index = range(low, high + 1), delta - low
+    exponents = [-(float(d) ** 2) / (2 * SIGMA**2) for d in values]
     penalties = np.fromiter(map(pow, repeat(np.e), exponents), np.float64, len(exponents))
-    return penalties[inverse].reshape(np.shape(delta))
+    return penalties[index]
 
 
 def _open(path: Path, mode: str) -> Any:
@@ -461,10 +470,16 @@ class CiderD(BatchDistance):
         w = self.weights(batch, tables, m, fixed)
         # the tf-idf norm of every sentence at every order (MAX_N x n_sent)
         order_sent = np.concatenate([t.sent + k * n_sent for k, t in enumerate(tables)])
-        tf_idf = np.concatenate([t.count * w[t.gram + off] for t, off in zip(tables, offsets)])
-        norm = np.sqrt(
-            np.bincount(order_sent, py_square(tf_idf), minlength=MAX_N * n_sent)
-        ).reshape(MAX_N, n_sent)
+        # (tf · w)² per entry: most entries occur once (tf = 1, so tf · w is w itself), and their
+        # squares are read from the squares of the weights, one per n-gram
+        gram = np.concatenate([t.gram + off for t, off in zip(tables, offsets)])
+        count = np.concatenate([t.count for t in tables])
+        squares = py_square(w)[gram]
+        repeated = np.flatnonzero(count != 1)
+        squares[repeated] = py_square(count[repeated] * w[gram[repeated]])
+        norm = np.sqrt(np.bincount(order_sent, squares, minlength=MAX_N * n_sent)).reshape(
+            MAX_N, n_sent
+        )
         # the products of the entries that some reference shares (the others add only zeros)
         e = m.matched
         w_e = w[m.gram[e]]

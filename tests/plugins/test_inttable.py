@@ -37,3 +37,24 @@ def test_bad_keys_are_refused() -> None:
         IntTable(np.array([3, 3]), np.array([1, 2]))
     with pytest.raises(ValueError, match="non-negative"):
         IntTable(np.array([-3]), np.array([1]))
+
+
+def test_packed_slots_give_what_two_arrays_give() -> None:
+    """Keys and values that fit in 62 bits together share one int64 a slot; wider ones, float
+    or negative values keep two arrays. Both answer alike, negative and absent keys with 0."""
+    rng = np.random.default_rng(3)
+    keys = rng.choice(2**46, size=3000, replace=False).astype(np.int64)  # df-like: 4-gram keys
+    counts = rng.integers(1, 6001, size=3000)  # document frequencies
+    packed = IntTable(keys, counts)
+    assert packed.packed and packed.value_bits == 13
+    assert not IntTable(keys, counts << 20).packed  # 46 + 33 bits
+    assert not IntTable(keys, counts.astype(float)).packed
+    assert not IntTable(keys, counts - 3000).packed
+    queries = np.concatenate([keys, rng.integers(0, 2**46, 500), [-1, -5, 0, 2**62]])
+    want = dict(zip(keys.tolist(), counts.tolist()))
+    expected = [want.get(q, 0) for q in queries.tolist()]
+    assert packed.get(queries).tolist() == expected
+    assert IntTable(keys, counts.astype(float)).get(queries).tolist() == expected
+    assert packed.get(queries).dtype == counts.dtype
+    stored_keys, stored_values = packed.items()
+    assert dict(zip(stored_keys.tolist(), stored_values.tolist())) == want

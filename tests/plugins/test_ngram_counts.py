@@ -6,7 +6,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from capmetrics.plugins.ngram.counts import BatchDistance, make_batch, match, ngrams, unique
+from capmetrics.plugins.ngram.counts import (
+    BatchDistance,
+    make_batch,
+    match,
+    ngrams,
+    stable_argsort,
+    unique,
+)
 from capmetrics.plugins.tokenizers import WhitespaceTokenizer
 
 
@@ -17,6 +24,18 @@ def test_unique_equals_numpy(seed: int) -> None:
     want = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
     for got, expected in zip((distinct, first, inverse, counts), want):
         assert np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("top", [1, 600, 2**16, 2**20, 2**32, 2**40])
+def test_stable_argsort_equals_numpy(top: int) -> None:
+    """The 16-bit radix passes keep equal keys in their order, as NumPy's stable sort does,
+    on each side of the one- and two-pass bounds and past them (NumPy's own sort)."""
+    rng = np.random.default_rng(top)
+    keys = np.concatenate([rng.integers(0, top, 3000), [top - 1, 0, top - 1]])
+    assert np.array_equal(stable_argsort(keys), np.argsort(keys, kind="stable"))
+    with_negative = np.concatenate([keys, [-1, -(2**40)]])
+    assert np.array_equal(stable_argsort(with_negative), np.argsort(with_negative, kind="stable"))
+    assert len(stable_argsort(np.zeros(0, dtype=np.int64))) == 0
 
 
 def test_unique_of_nothing() -> None:
@@ -47,6 +66,24 @@ def test_joining_all_orders_at_once_equals_order_by_order() -> None:
     ]
     row = np.flatnonzero((joined.item == 1) & (joined.gram == tables[0].n_grams + a_dog[0]))
     assert joined.ref_counts[row].tolist() == [[0, 2]]
+
+
+def test_the_join_with_set_grams_finds_the_same_matches() -> None:
+    """The join numbers both sides' (set, n-gram) keys in one sort; with ``set_grams`` it looks
+    candidates up among the references' keys instead. Both find the same counts."""
+    rng = np.random.default_rng(7)
+    words = "a b c d e f g".split()
+    text = lambda: " ".join(rng.choice(words, rng.integers(0, 9)))  # noqa: E731
+    refs = [[text() for _ in range(rng.integers(1, 5))] for _ in range(20)]
+    cands = [text() for _ in range(60)]
+    batch = make_batch(
+        WhitespaceTokenizer(), cands, refs, str.split, "test", rng.integers(0, 20, 60)
+    )
+    tables = ngrams(batch.sentences, 4)
+    plain, with_sets = match(batch, tables), match(batch, tables, set_grams=True)
+    for name in ("item", "gram", "count", "ref_counts", "matched", "table"):
+        assert np.array_equal(getattr(plain, name), getattr(with_sets, name)), name
+    assert len(plain.matched) > 50 and plain.ref_counts.max() > 1
 
 
 def test_whitespace_tokens_skip_the_join_and_split_with_the_same_result() -> None:
