@@ -257,6 +257,8 @@ def read_stream(
             raise _problem(source, f"cannot read: {err.strerror or err}", header=header) from err
         if not block:
             return buf
+        if isinstance(block, str):  # a text stream put in place of sys.stdin (a notebook's)
+            block = block.encode("utf-8")
         if json_text:
             nul = block.find(b"\0")
             if nul >= 0:
