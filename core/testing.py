@@ -23,10 +23,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import pickle
 import random
+import re
 import subprocess
 import sys
+import typing
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -300,6 +303,39 @@ def check_choice_parameters(spec: str, ctx: CheckContext) -> None:
                 raise _fail(
                     "check_choice_parameters", spec, f"{key}={value!r} is stored as {stored!r}"
                 )
+
+
+#: A text parameter so named takes a local file: ``*path*``, ``*file*``, ``vectors``, ``df``.
+_FILE_NAMED = re.compile(r"path|file|^vectors$|^df$")
+
+
+def _takes_text(tp: Any) -> bool:
+    """Whether the annotation ``tp`` admits a string (or a list or tuple of strings)."""
+    for option in union_args(tp):
+        if option is Any or option is str or option is os.PathLike:
+            return True
+        if typing.get_origin(option) in (list, tuple, Sequence) and str in typing.get_args(option):
+            return True
+    return False
+
+
+@_check()
+def check_path_params_declared(spec: str, ctx: CheckContext) -> None:
+    """A text parameter named like a file (``*path*``, ``*file*``, ``vectors``, ``df``) is
+    declared in ``path_params`` (or ``program_params``): a model file may then name it only
+    inside its own folder, and the signature shows ``<local>`` with the file's checksum."""
+    cls = type(ctx.build(spec))
+    hints = init_hints(cls)
+    declared = set(cls.path_params) | set(cls.program_params)
+    for name in cls.constructor_parameters():
+        if name not in declared and _FILE_NAMED.search(name) and _takes_text(hints.get(name, Any)):
+            raise _fail(
+                "check_path_params_declared",
+                spec,
+                f"parameter {name!r} takes a file but is not in path_params (or program_params); "
+                f"declare it: path_params = {(*cls.path_params, name)!r}, and give the file's "
+                "checksum in signature_extra",
+            )
 
 
 @_check(*METRIC_KINDS)

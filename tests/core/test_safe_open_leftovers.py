@@ -480,3 +480,30 @@ def test_undeclared_text_that_is_no_file_or_lies_inside_still_composes(
     assert existing_outside(folder, "model") is False  # the folder itself
     assert existing_outside(folder, ".") is True  # the current folder holds the model folder
     assert capmetrics.compose('bertscore(baseline="secret.csv")', "distance")  # your own spec
+
+
+def test_the_kit_flags_a_file_parameter_that_is_not_declared() -> None:
+    from capmetrics import Distance
+    from capmetrics.testing import CheckFailed, check_component
+
+    class VocabOverlap(Distance):
+        name = "vocab-overlap"
+
+        def __init__(self, vocab_file: str | None = None, scale: float = 1.0) -> None:
+            self.vocab_file = vocab_file
+            self.scale = scale
+
+    with pytest.raises(CheckFailed) as err:
+        check_component(VocabOverlap(), checks=["check_path_params_declared"])
+    assert str(err.value) == (
+        "check_path_params_declared failed for 'vocab-overlap': parameter 'vocab_file' takes a "
+        "file but is not in path_params (or program_params); declare it: path_params = "
+        "('vocab_file',), and give the file's checksum in signature_extra"
+    )
+
+    class Declared(VocabOverlap):
+        path_params = ("vocab_file",)
+
+    assert check_component(Declared(), checks=["check_path_params_declared"]) == [
+        "check_path_params_declared"
+    ]

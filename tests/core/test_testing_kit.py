@@ -234,6 +234,7 @@ def test_a_well_behaved_component_passes(kit_plugin):
         "check_spec_round_trip",
         "check_pickle",
         "check_choice_parameters",
+        "check_path_params_declared",
         "check_results_formats",
         "check_item_permutation",
         "check_determinism",
@@ -322,6 +323,7 @@ def test_checks_by_kind():
         "check_signature_fresh_process",
         "check_pickle",
         "check_choice_parameters",
+        "check_path_params_declared",
         "check_aggregator_groups",
     ]
 
