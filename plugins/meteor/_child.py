@@ -13,16 +13,22 @@ first use never depends on starting a process).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from capmetrics.runtime.allocator import return_freed_memory
 
 STEPS = ("tables", "aligner")
+#: The stop events of the preparations running now (see :func:`stoppable`).
+_STOPS: list[threading.Event] = []
+#: The children started and not yet finished.
+_LIVE: set[subprocess.Popen[bytes]] = set()
 
 
 #: While the aligner compiles beside it (numba, LLVM and the C compiler: ~300 MB), the table
@@ -39,6 +45,8 @@ def lock_path(root: Path) -> Path:
 def start_child(step: str, root: Path) -> subprocess.Popen[bytes] | None:
     """Start ``step`` for the cache root ``root`` in a child Python (None if it cannot start).
     An ``aligner`` child holds :func:`lock_path` while it compiles; this returns once it does."""
+    if stopped():
+        return None
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         [p for p in sys.path if p] + [env.get("PYTHONPATH", "")]
@@ -53,6 +61,7 @@ def start_child(step: str, root: Path) -> subprocess.Popen[bytes] | None:
         )
     except OSError:
         return None
+    _LIVE.add(child)
     if step == "aligner" and child.stdout is not None:
         child.stdout.read(1)  # "locked" (or nothing, if the child ended without compiling)
     return child
@@ -65,7 +74,45 @@ def finish(child: subprocess.Popen[bytes] | None) -> bool:
     if child.stdout is not None:
         child.stdout.read()
         child.stdout.close()
-    return child.wait() == 0
+    code = child.wait()
+    _LIVE.discard(child)
+    return code == 0
+
+
+def stopped() -> bool:
+    """Whether a preparation running now was told to stop (then no step starts here either)."""
+    return any(stop.is_set() for stop in _STOPS)
+
+
+@contextlib.contextmanager
+def stoppable(stop: threading.Event) -> Iterator[None]:
+    """For a preparation (``capmetrics.engine.prestart``): while the block runs, once ``stop`` is
+    set, every child of this module is terminated and no other starts (a step's folder is written
+    atomically: nothing half-built is left), so an interrupted first use ends at once instead of
+    after its build. A watcher thread, joined on leaving the block."""
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            if stop.wait(0.1):
+                for child in list(_LIVE):
+                    with contextlib.suppress(OSError):
+                        child.terminate()
+                return
+
+    _STOPS.append(stop)
+    watcher = threading.Thread(target=watch, name="capmetrics-meteor-stop", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
+        _STOPS.remove(stop)
+        if stop.is_set():  # reap the terminated (finish or the end of the process forgets them)
+            for child in list(_LIVE):
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    child.wait(30)
 
 
 def run_child(step: str, root: Path) -> bool:

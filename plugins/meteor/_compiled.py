@@ -37,7 +37,8 @@ from typing import Any
 
 import numpy as np
 from capmetrics.engine.notices import one_time_step
-from capmetrics.plugins.meteor._child import finish, run_child, start_child
+from capmetrics.errors import MetricError
+from capmetrics.plugins.meteor._child import finish, run_child, start_child, stopped
 
 MODULE = "capmetrics_meteor_aligner"
 OFF_ENV = "CAPMETRICS_METEOR_AOT"
@@ -229,6 +230,8 @@ def aligner(root: Path) -> Callable[..., np.ndarray]:
     kernel = _try_load(where)
     if kernel is None:
         _compile(root)
+        if stopped():  # an interrupted preparation: not here either
+            raise MetricError("METEOR's aligner compile was stopped")
         kernel = _try_load(where)
         if kernel is None and not _failed(where).is_file():  # the child could not run: compile here
             build_or_mark(root)

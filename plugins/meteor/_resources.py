@@ -29,7 +29,7 @@ import numpy as np
 from capmetrics.engine.notices import one_time_step
 from capmetrics.errors import MetricError
 from capmetrics.io.cache import cache_root as default_cache_dir
-from capmetrics.plugins.meteor._child import run_child
+from capmetrics.plugins.meteor._child import run_child, stopped
 from capmetrics.plugins.meteor._paraphrase_build import build_paraphrase_arrays
 from capmetrics.plugins.meteor._tables import (
     CorruptFolder,
@@ -331,6 +331,8 @@ def load_resources(cache_dir: str | None = None) -> Resources:
 
         start_compile(root)  # beside the tables, when the aligner is not compiled yet
         run_child("tables", root)
+        if stopped():  # an interrupted preparation: not here either
+            raise MetricError("METEOR's first-use build was stopped")
         parts = build_tables(root)  # reads what the child wrote; builds what it could not
     words = frozenset(_lines(_jar_text(jar, "function/english.words")))
     return Resources(words, {**parts["synonyms"], **parts["paraphrases"]})  # type: ignore[dict-item]

@@ -19,6 +19,7 @@ import numpy as np
 from capmetrics import Distance, Scores, Tokenizer
 from capmetrics.errors import MetricError
 from capmetrics.plugins.java import check_items
+from capmetrics.plugins.meteor._child import stoppable
 from capmetrics.plugins.meteor._compiled import aligner
 from capmetrics.plugins.meteor._formula import MODULES, aggregate, meteor_scores
 from capmetrics.plugins.meteor._input import segmenter
@@ -144,12 +145,14 @@ class Meteor(Distance):
     ) -> None:
         """Load METEOR's resources and compiled aligner now (on first use: build the tables and
         compile the aligner, in child processes), in the background of a run
-        (``capmetrics.engine.prestart``); ``score`` then finds them loaded. The texts are not needed."""
+        (``capmetrics.engine.prestart``); ``score`` then finds them loaded. The texts are not needed.
+        Once ``stop`` is set, the build's children are terminated and this returns."""
         self._checked()
-        if not stop.is_set():
-            lexicon(self.cache_dir)
-        if not stop.is_set():
-            aligner(cache_root(self.cache_dir))
+        with stoppable(stop):
+            if not stop.is_set():
+                lexicon(self.cache_dir)
+            if not stop.is_set():
+                aligner(cache_root(self.cache_dir))
 
     def score_shard(
         self, candidates: Sequence[str], references: Sequence[Sequence[str]]
