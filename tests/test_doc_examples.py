@@ -104,10 +104,7 @@ def _cases() -> list:
         for lang, body, skip, line in found:
             if lang == "console" and not commands(body):
                 continue
-            # a page's blocks share a namespace and files: one xdist worker runs them, in order
-            marks = [pytest.mark.xdist_group(rel)]
-            if skip:
-                marks.append(pytest.mark.skip(reason=f"{rel}:{line}: {skip}"))
+            marks = [pytest.mark.skip(reason=f"{rel}:{line}: {skip}")] if skip else []
             cases.append(pytest.param(page, lang, body, id=f"{rel}:{line}", marks=marks))
     return cases
 
