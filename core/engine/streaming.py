@@ -13,7 +13,9 @@ Metrics that can stream are the distances that take part in the statistics proto
 (:mod:`capmetrics.components.protocols`): :class:`~capmetrics.components.protocols.ScoresInParts`, and
 :class:`~capmetrics.components.protocols.FitsInParts` as well when they have corpus statistics (the n-gram
 family: BLEU, ROUGE-L, CIDEr-D, CIDEr; chrF from its contrib package); any other metric is
-refused with the reason.
+refused with the reason. A run with a metric whose parts need a model
+(:func:`~capmetrics.components.protocols.parts_in_parent`: BERTScore) scores its chunks in this
+process, whatever the executor: workers never load the model.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ from capmetrics.components.protocols import (
     FitsInParts,
     ScoresInParts,
     fits_in_parts,
+    parts_in_parent,
     supports_parts,
+    why_unsupported,
 )
 from capmetrics.components.spec import Spec
 from capmetrics.data.loaders import EMPTY_CANDIDATE_POLICIES, EmptyCandidates, OnError, iter_jsonl
@@ -74,6 +78,11 @@ def streamable(component: Component) -> str | None:
         return (
             f"{component.spec} is a {component.kind}; streaming scores distances only (multi-candidate "
             "statistics need their whole corpus: score without --chunk-size)"
+        )
+    if isinstance(component, ScoresInParts) and not supports_parts(component):  # it declines
+        return (
+            f"{component.spec} cannot be scored in chunks: "
+            f"{why_unsupported(component, ScoresInParts)}; score it without --chunk-size"
         )
     if not supports_parts(component):
         return (
@@ -185,6 +194,8 @@ def score_file(
             if problem:
                 raise MetricError(problem)
             built.append((name, component))
+    if any(parts_in_parent(c) for _, c in built):  # their parts need a model: this process
+        asked = executor = Executor()
     source = str(path)
     fitting: list[Any] = [c for _, c in built if fits_in_parts(c)]
     signatures: list[dict[str, str]] = []

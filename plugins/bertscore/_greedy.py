@@ -54,8 +54,17 @@ def _gather(torch, table: TokenTable, tokens, texts: np.ndarray, device: str):  
     emb = tokens[torch.from_numpy(index).to(device)]
     weights = np.where(valid, table.weights[index], 0.0).astype(np.float32)
     weights = torch.from_numpy(weights).to(device)
-    weights = weights / weights.sum(dim=-1, keepdim=True)
+    weights = weights / _row_sums(torch, weights, lengths, device)[..., None]
     return emb, torch.from_numpy(valid).to(device), weights
+
+
+def _row_sums(torch, values, lengths: np.ndarray, device: str):  # type: ignore[no-untyped-def]
+    """The sum of each row's first ``lengths`` entries, added in order in float64 (a running
+    sum) and rounded to the rows' dtype, so that it does not depend on how far the row is
+    padded, i.e. on the other pairs of its batch."""
+    last = torch.from_numpy(np.maximum(lengths, 1) - 1).to(device)
+    running = values.to(torch.float64).cumsum(dim=-1)
+    return running.gather(-1, last[..., None])[..., 0].to(values.dtype)
 
 
 def pair_scores(
@@ -96,8 +105,9 @@ def pair_scores(
                 torch.from_numpy(floor_b[rows, None]).to(device), best_b.clamp(min=0.0), best_b
             )
             best_a, best_b = torch.where(va, best_a, 0.0), torch.where(vb, best_b, 0.0)
-            precision[rows] = (best_a * wa).sum(dim=1).cpu().numpy()
-            recall[rows] = (best_b * wb).sum(dim=1).cpu().numpy()
+            lengths_a, lengths_b = table.lengths[a[rows]], table.lengths[b[rows]]
+            precision[rows] = _row_sums(torch, best_a * wa, lengths_a, device).cpu().numpy()
+            recall[rows] = _row_sums(torch, best_b * wb, lengths_b, device).cpu().numpy()
     return precision, recall
 
 

@@ -419,3 +419,94 @@ def test_padded_batches_match_the_invariant_passes_and_bert_score(monkeypatch, s
     cands, refs = [PADDED_CANDS[k] for k in keep], [PADDED_REFS[k] for k in keep]
     ours = capmetrics.compose("bertscore(floor=bert-score)", "distance").score(cands, refs)
     _assert_prf(ours, scorer.score(cands, refs))
+
+
+# -- the statistics protocol (capmetrics.components.protocols) ---------------------------------
+@needs_flickr8k
+def test_bertscore_scores_and_fits_idf_in_parts_to_the_bit(expert):
+    """Parts of the corpus give the whole's values bit for bit (an item's value does not depend
+    on the other pairs of its call), and the idf fitted from the parts' token-id document
+    counts is the one fitted whole; the parts are plain data."""
+    from capmetrics.components.protocols import check_portable, merge_parts
+    from capmetrics.registry.compose import compose
+
+    cands, refs = expert
+    cuts = ((0, 3), (3, 3), (3, 11), (11, len(cands)))
+    for spec in ("bertscore", "bertscore(idf=true)", "bertscore(floor=zero, idf=true, part=r)"):
+        whole = compose(spec).fit(refs)
+        states = [check_portable(whole.count_state(refs[a:b])) for a, b in cuts]
+        fitted = compose(spec).fit_counts(states)
+        assert fitted.signature() == whole.signature()
+        if whole.idf:
+            assert fitted.idf_.df == whole.idf_.df
+            assert fitted.idf_.documents == sum(len(r) for r in refs) == whole.idf_.documents
+        merged = merge_parts(fitted, [fitted.score_part(cands[a:b], refs[a:b]) for a, b in cuts])
+        expected = whole.score(cands, refs)
+        assert np.array_equal(merged.values, expected.values), spec
+        assert merged.corpus == expected.corpus == float(np.mean(expected.values))
+        for name in ("precision", "recall", "f1"):
+            assert np.array_equal(merged.details[name], expected.details[name]), (spec, name)
+    twice = compose("bertscore(idf=true)").count_state([["a dog runs"], ["a dog runs", "a cat"]])
+    assert twice["documents"] == 3 and twice["counts"].max() == 3  # [CLS] in all three
+
+
+def test_bertscore_declares_its_protocols_and_the_kit_checks_them():
+    """Declared, not looked up by name: BERTScore scores, fits and counts in parts, its parts
+    need the model (parts_in_parent, also through trm), floor=bert-score declines scoring in
+    parts with its reason, and without idf a part's counts need no model. The conformance
+    kit's check_merged_parts passes."""
+    from capmetrics.components.protocols import (
+        CountsInParts,
+        FitsInParts,
+        ScoresInParts,
+        parts_in_parent,
+        supports,
+        why_unsupported,
+    )
+    from capmetrics.registry.compose import compose
+    from capmetrics.testing import check_component
+
+    plain = compose("bertscore")
+    assert all(supports(plain, p) for p in (ScoresInParts, FitsInParts, CountsInParts))
+    assert parts_in_parent(plain) and parts_in_parent(compose("trm(bertscore(idf=true))"))
+    floored = compose("bertscore(floor=bert-score)")
+    assert not supports(floored, ScoresInParts) and supports(floored, CountsInParts)
+    assert why_unsupported(floored, ScoresInParts) == (
+        "floor=bert-score makes each value depend on the other pairs of its batch of 64, so "
+        "parts of a corpus (chunks, DDP ranks) score otherwise than the whole; "
+        "use floor=off or zero"
+    )
+    nowhere = compose("bertscore(model='/no/such/model')")
+    assert nowhere.count_state([["a dog"]])["documents"] == 0  # no idf: no model loaded
+    assert nowhere.fit_counts([nowhere.count_state([["a dog"]])]) is nowhere
+    for spec in ("bertscore", "bertscore(idf=true)", "trm(bertscore(idf=true))"):
+        assert check_component(spec, checks=["check_merged_parts"]) == ["check_merged_parts"]
+
+
+def test_bertscore_streams_in_this_process_whatever_the_executor(monkeypatch):
+    """Streaming takes BERTScore's parts: chunks of the file give the values of the whole run
+    (the same JSON), scored in this process even when local workers are asked for (its parts
+    need the model); floor=bert-score is refused with its reason."""
+    from capmetrics.data.loaders import load_dataset
+    from capmetrics.engine import streaming
+    from capmetrics.engine.parallel import Executor
+
+    from tests.conftest import SAMPLE
+
+    kinds = []
+    real = streaming.iter_stream
+
+    def recording(function, shared, chunks, executor=None, *args, **kwargs):  # type: ignore[no-untyped-def]
+        kinds.append(executor.kind)
+        return real(function, shared, chunks, executor, *args, **kwargs)
+
+    monkeypatch.setattr(streaming, "iter_stream", recording)
+    metrics = ["bertscore(idf=true)", "bleu-4"]
+    whole = capmetrics.score(load_dataset(SAMPLE), metrics).to_json()
+    streamed = streaming.score_file(
+        SAMPLE, metrics, chunk_size=7, executor=Executor("processes", jobs=2)
+    )
+    assert streamed.to_json() == whole
+    assert kinds and set(kinds) == {"serial"}
+    with pytest.raises(MetricError, match="cannot be scored in chunks: floor=bert-score makes"):
+        streaming.score_file(SAMPLE, ["bertscore(floor=bert-score)"], chunk_size=7)
