@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import mmap
 import os
 import re
@@ -121,6 +122,7 @@ class EmbeddingStore:
     ) -> None:
         self.namespace = {str(k): str(v) for k, v in sorted(namespace.items())}
         self.dtypes = tuple(np.dtype(d).str for d in dtypes)
+        self._itemsizes = tuple(np.dtype(d).itemsize for d in self.dtypes)
         self.root = Path(folder) if folder is not None else cache_folder()
         digest = hashlib.sha256(json.dumps([self.namespace, self.dtypes]).encode()).hexdigest()[:24]
         kind = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.namespace.get("kind", "embeddings"))[:40]
@@ -226,10 +228,8 @@ class EmbeddingStore:
         return index
 
     def _nbytes(self, shapes: list[list[int]]) -> int:
-        return sum(
-            int(np.prod(s, dtype=np.int64)) * np.dtype(d).itemsize
-            for s, d in zip(shapes, self.dtypes)
-        )
+        # math.prod of Python ints: numpy's reduction costs ~15 us a call, 3 calls an entry
+        return sum(math.prod(s) * i for s, i in zip(shapes, self._itemsizes))
 
     def _arrays(
         self, view: mmap.mmap, offset: int, shapes: list[list[int]], crc: int
@@ -240,14 +240,14 @@ class EmbeddingStore:
             if zlib.crc32(block) != crc:
                 return None
             arrays, start = [], 0
-            for shape, dtype in zip(shapes, self.dtypes):
-                count = int(np.prod(shape, dtype=np.int64))
+            for shape, dtype, itemsize in zip(shapes, self.dtypes, self._itemsizes):
+                count = math.prod(shape)
                 arrays.append(
                     np.frombuffer(block, dtype=dtype, count=count, offset=start)
                     .reshape(shape)
                     .copy()
                 )
-                start += count * np.dtype(dtype).itemsize
+                start += count * itemsize
             return tuple(arrays)
         finally:
             block.release()
