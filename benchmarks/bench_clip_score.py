@@ -2,7 +2,10 @@
 
 The reference needs the ``clip`` package and torchvision's transforms, which cannot live in
 capmetrics' venv; it runs in a subprocess of a separate venv (see
-experiments/clip_reference_fixtures.py for how to make one):
+experiments/clip_reference_fixtures.py for how to make one; or, reusing this venv's torch: make a
+venv, put a ``.pth`` file naming this venv's site-packages in its site-packages, and
+``pip install --no-deps openai-clip torchvision==0.28.0`` there). On a loaded 2-core machine a
+round of the default 220 images takes tens of minutes; ``--copies 5`` (55 images) is enough:
 
     .venv/bin/python benchmarks/bench_clip_score.py --ref-python /tmp/refvenv/bin/python \\
         --clipscore /path/to/jmhessel/clipscore [--copies 20] [--size vit-b-32|tiny] \\
