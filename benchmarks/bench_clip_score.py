@@ -13,8 +13,8 @@ round of the default 220 images takes tens of minutes; ``--copies 5`` (55 images
 
 Model: a randomly initialised CLIP of ViT-B/32's shape (``--size vit-b-32``, the default: the
 forward pass costs what the real one does) or the tests' tiny CLIP, saved as TorchScript as
-OpenAI ships it (capmetrics reads the same weights from a state dict); nothing is downloaded. Images: the test photographs (tests/data/clip/images),
-copied ``--copies`` times under distinct names so that each is decoded and embedded. Both sides
+OpenAI ships it (capmetrics reads the same weights from a state dict); nothing is downloaded.
+Images: the test photographs (tests/data/clip/images), copied ``--copies`` times under distinct names so that each is decoded and embedded. Both sides
 are timed after the model is loaded: clipscore.py's ``extract_all_images`` + ``get_clip_score``
 (its DataLoaders, 8 workers), and with ``--refs N`` (default 5 Flickr8k captions per image) its
 ``get_refonlyclipscore`` and harmonic mean as its ``main`` computes RefCLIP-S, against
