@@ -422,8 +422,8 @@ class BERTScoreMetric(CaptionMetric):
     """BERTScore (the ``bertscore`` spec: its defaults, or e.g. ``"bertscore(idf=true)"``): a
     :class:`CaptionMetric` of one bertscore spec. Each rank embeds only its own items' texts;
     with ``idf`` the token-id document counts of every rank's references are summed first (its
-    ``count_state``). Item values are float32 embeddings' cosines, so a rank's batch composition
-    can move them by about 1e-7 (the corpus mean likewise): not bit-identical."""
+    ``count_state``). On the CPU an item's value does not depend on the other texts of its rank
+    (bit-identical to one process); a GPU's padded encoder batches can move it by about 1e-7."""
 
     metric = "bertscore"
 

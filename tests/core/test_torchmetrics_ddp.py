@@ -201,6 +201,19 @@ def test_bertscore_embeds_each_rank_s_texts_and_sums_idf(tmp_path: Path) -> None
 
 
 @needs_flickr8k
+def test_bertscore_on_4_ranks_is_one_process_to_the_bit(tmp_path: Path) -> None:
+    """On the CPU BERTScore takes part through the statistics protocol alone and an item's
+    value does not depend on the other texts or pairs of its rank: 4 ranks give the corpus
+    value of one process to the bit, with and without idf."""
+    pytest.importorskip("transformers")
+    specs = ["bertscore", "bertscore(idf=true)"]
+    cands, refs = flickr8k_items(25)
+    results = capmetrics.score(candidates=cands, references=refs, metrics=specs)
+    for r in run_ddp(4, specs, "bertscore", tmp_path):
+        assert r["values"] == {s: results[s].corpus for s in specs}
+
+
+@needs_flickr8k
 @pytest.mark.parametrize("mode", ["idle", "idle-ids"])
 def test_a_rank_that_never_updates_contributes_nothing(tmp_path: Path, mode: str) -> None:
     """Rank 1 never calls update (rank 0 with ids or without): no error on either rank, and the
