@@ -122,13 +122,6 @@ def test_each_layer_imports_alone_in_a_fresh_interpreter(module: str) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-#: Private cross-family imports other work is removing (the embeddings' CLIP goes through
-#: clip_score). Add none.
-PENDING = {
-    ("embeddings", "capmetrics.plugins.clip_score._checkpoints.weights_only_refusal"),
-}
-
-
 def test_families_import_only_each_others_public_names() -> None:
     """A family uses another family's public names (no ``_name``, no ``_module``): what it shares
     is public in one place."""
@@ -148,7 +141,7 @@ def test_families_import_only_each_others_public_names() -> None:
             for alias in node.names:
                 if any(p.startswith("_") for p in (*parts[3:], alias.name)):
                     found.add((family, f"{node.module}.{alias.name}"))
-    assert found - PENDING == set()
+    assert found == set()
 
 
 #: Core's folders, lowest first: a module imports (at module level) only from its own folder and
