@@ -81,20 +81,35 @@ def main() -> None:
                     out = Path(tmp) / f"{name}-{jobs}.json"
                     wall, cpu = timed(
                         tree,
-                        ["score", str(data), "-m", "trm(distance=cider-d)", "--jobs", str(jobs),
-                         "--format", "json", "-q", "--out", str(out)],
+                        [
+                            "score",
+                            str(data),
+                            "-m",
+                            "trm(distance=cider-d)",
+                            "--jobs",
+                            str(jobs),
+                            "--format",
+                            "json",
+                            "-q",
+                            "--out",
+                            str(out),
+                        ],
                     )
                     walls.setdefault((name, jobs), []).append(wall)
                     cpus.setdefault((name, jobs), []).append(cpu)
                     outputs.add(out.read_bytes())
-        print(f"{args.items} items, {args.repeat} runs each, alternating; "
-              f"load {os.getloadavg()[0]:.2f} at the end")
+        print(
+            f"{args.items} items, {args.repeat} runs each, alternating; "
+            f"load {os.getloadavg()[0]:.2f} at the end"
+        )
         for jobs in (1, 2):
             for name in names:
                 w, c = walls[(name, jobs)], cpus[(name, jobs)]
-                print(f"  --jobs {jobs} {name:6s}: wall best {min(w):5.2f} s, median "
-                      f"{statistics.median(w):5.2f} s; CPU best {min(c):5.2f} s, median "
-                      f"{statistics.median(c):5.2f} s")
+                print(
+                    f"  --jobs {jobs} {name:6s}: wall best {min(w):5.2f} s, median "
+                    f"{statistics.median(w):5.2f} s; CPU best {min(c):5.2f} s, median "
+                    f"{statistics.median(c):5.2f} s"
+                )
         print(f"  every output the same bytes: {len(outputs) == 1}")
 
 
