@@ -59,8 +59,9 @@ def test_score_leaves_the_hosts_collector_signals_allocator_and_warnings_as_it_f
     out = _run(HOST, str(SAMPLE))
     frozen = out["before"].pop("frozen")
     assert frozen > 5000  # the host's frozen objects stay frozen (thawed, the count would be 0);
-    # the count drops by the few frozen objects freed meanwhile (cache entries replaced)
-    assert frozen - 16 <= out["after_serial"].pop("frozen") <= frozen
+    # the count drops only by the few frozen objects freed meanwhile (module-level cache entries
+    # replaced: a few dozen at most; a thaw, even a partial one, would lose thousands)
+    assert frozen - 64 <= out["after_serial"].pop("frozen") <= frozen
     assert out["after_serial"] == out["before"]  # collector switch, thresholds, signals, warnings
     assert out["after_processes"].pop("frozen") == 0  # forked workers freeze their own copy
     assert out["after_processes"] == out["after_serial"]
