@@ -116,12 +116,13 @@ def main() -> None:
         f"({len(items) / t_ours:.0f} cand/s): {t_ref / t_ours:.2f}x"
     )
     print(
-        f"embedding the distinct sentences once: {t_embed:.2f} s -> bertscore costs {t_ours / t_embed:.3f}x, "
-        f"bert-score {t_ref / t_embed:.3f}x (target <= 1.1x)"
+        f"embedding the distinct sentences once: {t_embed:.2f} s -> bertscore costs "
+        f"{t_ours / t_embed:.3f}x, bert-score {t_ref / t_embed:.3f}x (target <= 1.1x)"
     )
     print(
         f"max |dP|, |dR|, |dF| = {diffs[0]:.2e}, {diffs[1]:.2e}, {diffs[2]:.2e} (target <= 1e-6); "
-        f"floor=zero equals bert-score's F on {same['zero']:.1%} of items, floor=off on {same['off']:.1%}"
+        f"floor=zero equals bert-score's F on {same['zero']:.1%} of items, floor=off on "
+        f"{same['off']:.1%}"
     )
 
     flat = [r for g in refs for r in g]
@@ -148,10 +149,12 @@ def main() -> None:
     enc._embed_missing = lambda texts: embedded.extend(texts) or missing(texts)  # type: ignore[method-assign]
     results, t_trm = timed(lambda: trm.compare_many(groups))
     print(
-        f"bertscore + trm(distance=bertscore): {t_ours + t_trm:.2f} s = {(t_ours + t_trm) / t_ours:.3f}x bertscore "
-        f"alone (target <= 1.2x); TRM embedded {len(embedded)} sentences again (target 0); "
-        f"TRM {len(groups)} items ({np.mean([len(c) for c, _ in groups]):.1f}+{np.mean([len(r) for _, r in groups]):.1f}) "
-        f"{len(groups) / t_trm:.0f} items/s, {sum(r.p_value is not None for r in results)} exact p-values"
+        f"bertscore + trm(distance=bertscore): {t_ours + t_trm:.2f} s = "
+        f"{(t_ours + t_trm) / t_ours:.3f}x bertscore alone (target <= 1.2x); TRM embedded "
+        f"{len(embedded)} sentences again (target 0); TRM {len(groups)} items "
+        f"({np.mean([len(c) for c, _ in groups]):.1f}+{np.mean([len(r) for _, r in groups]):.1f}) "
+        f"{len(groups) / t_trm:.0f} items/s, {sum(r.p_value is not None for r in results)} exact "
+        "p-values"
     )
 
     _, captions = load_captions(ROOT)
@@ -179,9 +182,10 @@ def main() -> None:
         runs[len(metrics)] = wall, _encoder.shared_encoder(None, None, device).texts_embedded
     (t_one, n_one), (t_three, n_three) = runs[1], runs[3]
     print(
-        f"score -m bertscore: {t_one:.2f} s, {n_one} sentences through the model; + trm(distance=bertscore) "
-        f"+ mmd(embedder=bert): {t_three:.2f} s = {t_three / t_one:.2f}x (target <= 1.2x), {n_three} sentences "
-        f"through the model for {len(texts)} distinct (target: once each); {len(grouped)} items"
+        f"score -m bertscore: {t_one:.2f} s, {n_one} sentences through the model; + "
+        f"trm(distance=bertscore) + mmd(embedder=bert): {t_three:.2f} s = {t_three / t_one:.2f}x "
+        f"(target <= 1.2x), {n_three} sentences through the model for {len(texts)} distinct "
+        f"(target: once each); {len(grouped)} items"
     )
     if device != "cpu":
         gpu_set(scorer, path, device)
@@ -204,8 +208,9 @@ def gpu_set(scorer, path: str, device: str) -> None:  # type: ignore[no-untyped-
     ours, t_ours = timed(lambda: metric.score(cands, refs))
     diff = float(np.abs(ours.details["f1"] - reference[2].numpy()).max())
     print(
-        f"GPU set ({device}): 20,000 items of 10+5 = {len(cands):,} candidates; bert-score {t_ref:.1f} s, "
-        f"capmetrics {t_ours:.1f} s: {t_ref / t_ours:.2f}x (target >= 2x); max |dF| = {diff:.1e}"
+        f"GPU set ({device}): 20,000 items of 10+5 = {len(cands):,} candidates; bert-score "
+        f"{t_ref:.1f} s, capmetrics {t_ours:.1f} s: {t_ref / t_ours:.2f}x (target >= 2x); max |dF| "
+        f"= {diff:.1e}"
     )
 
 

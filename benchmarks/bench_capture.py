@@ -166,11 +166,12 @@ def main() -> None:
     for r in results:
         parse = f", parse {r['parse_s']:.2f} s" if "parse_s" in r else ""
         print(
-            f"  {r['phase']:5}: {r['process_s']:7.2f} s{parse}, score {r['score_s']:.2f} s, corpus {r['corpus']:.4f}"
+            f"  {r['phase']:5}: {r['process_s']:7.2f} s{parse}, score {r['score_s']:.2f} s, corpus "
+            f"{r['corpus']:.4f}"
         )
     print(
-        f"  parse cost: {per_sentence * 1000:.1f} ms per distinct sentence ({cold['sentences']} sentences, "
-        "cold minus warm parse time, JVM start included)"
+        f"  parse cost: {per_sentence * 1000:.1f} ms per distinct sentence ({cold['sentences']} "
+        "sentences, cold minus warm parse time, JVM start included)"
     )
 
 

@@ -82,13 +82,15 @@ def compare(
 ) -> None:
     print(f"\n{title}")
     print(
-        f"{'metric':10s} {'pycocoevalcap':>14s} {'capmetrics':>11s} {'ratio':>8s} {'max |diff|':>11s}"
+        f"{'metric':10s} {'pycocoevalcap':>14s} {'capmetrics':>11s} {'ratio':>8s} "
+        f"{'max |diff|':>11s}"
     )
     for name, scorer in coco_scorers().items():
         t_coco, coco = best_of(args.coco_repeat, lambda s=scorer: s(*coco_prepare()))
         t_ours, mine = best_of(args.repeat, lambda m=metrics[name]: m.score(cands, refs))
         print(
-            f"{name:10s} {t_coco:13.2f}s {t_ours:10.3f}s {t_coco / t_ours:7.1f}x {same(name, coco, mine):11.1e}"
+            f"{name:10s} {t_coco:13.2f}s {t_ours:10.3f}s {t_coco / t_ours:7.1f}x "
+            f"{same(name, coco, mine):11.1e}"
         )
 
 

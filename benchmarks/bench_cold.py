@@ -177,15 +177,16 @@ def bench_meteor() -> None:
         cpu = sum(cold.cpu.values())
         print(
             f"   cold: {cold.wall:6.1f} s wall (target ≤ 20 s), {cpu:5.1f} s CPU in all processes, "
-            f"peak RSS {mb(cold.peak_one)} one process / {mb(cold.peak_sum)} whole tree (target ≤ 500 MB)"
-            f"  [{load()}]"
+            f"peak RSS {mb(cold.peak_one)} one process / {mb(cold.peak_sum)} whole tree (target ≤ "
+            f"500 MB)  [{load()}]"
         )
         for line in cold.stderr.splitlines():
             if line.startswith("capmetrics:"):
                 print(f"      {line}")
         warm, _ = run(args, env)
         print(
-            f"   warm: {warm.wall:6.1f} s wall, peak RSS {mb(warm.peak_one)} one process  [{load()}]"
+            f"   warm: {warm.wall:6.1f} s wall, peak RSS {mb(warm.peak_one)} one process  "
+            f"[{load()}]"
         )
         same = json.loads(cold.stdout)["metrics"] == json.loads(warm.stdout)["metrics"]
         print(f"   values cold == warm: {same}")
@@ -203,8 +204,8 @@ def write_items(path: Path, count: int) -> None:
 def bench_jobs(counts: list[int], repeat: int) -> None:
     cores = len(os.sched_getaffinity(0))
     print(
-        f"3. fan-out: score -m 'trm(distance=cider-d)' (5+5, p-values), whole process, {cores} cores; "
-        f"best of {repeat}"
+        f"3. fan-out: score -m 'trm(distance=cider-d)' (5+5, p-values), whole process, {cores} "
+        f"cores; best of {repeat}"
     )
     targets = {200: "never slower than serial", 6000: "≥ 1.50×", 20000: "≥ 1.70×"}
     with tempfile.TemporaryDirectory(prefix="capmetrics-jobs-") as tmp:
@@ -263,12 +264,13 @@ def bench_jobs(counts: list[int], repeat: int) -> None:
             print(
                 f"   {count:6d} items: --jobs 1 {best[1]:6.2f} s, --jobs 2 {best[2]:6.2f} s -> "
                 f"{best[1] / best[2]:4.2f}× ({targets.get(count, '')}); from CPU on an idle box "
-                f"{projected[1]:5.2f} s vs {projected[2]:5.2f} s -> {projected[1] / projected[2]:4.2f}×; "
-                f"outputs identical: {same}  [{load()}]"
+                f"{projected[1]:5.2f} s vs {projected[2]:5.2f} s -> "
+                f"{projected[1] / projected[2]:4.2f}×; outputs identical: {same}  [{load()}]"
             )
             print(
-                f"      CPU of the best runs: --jobs 1 {cpu[1]:.2f} s, --jobs 2 {cpu[2]:.2f} s; sampled: --jobs 1 "
-                f"{split[1][0]:.2f} s; --jobs 2 main process {split[2][0]:.2f} s + workers {split[2][1]:.2f} s"
+                f"      CPU of the best runs: --jobs 1 {cpu[1]:.2f} s, --jobs 2 {cpu[2]:.2f} s; "
+                f"sampled: --jobs 1 {split[1][0]:.2f} s; --jobs 2 main process {split[2][0]:.2f} s "
+                f"+ workers {split[2][1]:.2f} s"
             )
             for note in sorted(notes):
                 print(f"      {note}")

@@ -90,8 +90,8 @@ def main() -> None:
     print(f"pycocoevalcap COCOEvalCap.evaluate: {t_ref:8.2f} s")
     print(f"capmetrics compat COCOEvalCap     : {t_ours:8.2f} s   ({t_ref / t_ours:.1f}x)")
     print(
-        f"max abs difference over eval and imgToEval: {worst:.2g}; numbers not bit-identical: {differ} of "
-        f"{len(keys) * (len(theirs.imgToEval) + 1)}"
+        f"max abs difference over eval and imgToEval: {worst:.2g}; numbers not bit-identical: "
+        f"{differ} of {len(keys) * (len(theirs.imgToEval) + 1)}"
     )
     print("corpus:", {k: round(float(v), 4) for k, v in ours.eval.items()})
     assert differ == 0 and np.isfinite(worst)
@@ -116,7 +116,8 @@ def stages(ev) -> None:  # type: ignore[no-untyped-def]
             our_cls().tokenize(gts), our_cls().tokenize(res)
             t2 = time.perf_counter()
         print(
-            f"  {name:34s} pycocoevalcap {t1 - t0:7.3f} s  compat {t2 - t1:7.3f} s  ({(t1 - t0) / (t2 - t1):.0f}x)"
+            f"  {name:34s} pycocoevalcap {t1 - t0:7.3f} s  compat {t2 - t1:7.3f} s  "
+            f"({(t1 - t0) / (t2 - t1):.0f}x)"
         )
     for name, ref_cls, our_cls in (
         ("Bleu(4)", Bleu, compat.Bleu),
@@ -130,7 +131,8 @@ def stages(ev) -> None:  # type: ignore[no-untyped-def]
             our_cls().compute_score(tg, tr)
             t2 = time.perf_counter()
         print(
-            f"  {name:34s} pycocoevalcap {t1 - t0:7.3f} s  compat {t2 - t1:7.3f} s  ({(t1 - t0) / (t2 - t1):.0f}x)"
+            f"  {name:34s} pycocoevalcap {t1 - t0:7.3f} s  compat {t2 - t1:7.3f} s  "
+            f"({(t1 - t0) / (t2 - t1):.0f}x)"
         )
 
 

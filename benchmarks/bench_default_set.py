@@ -158,9 +158,9 @@ def main() -> None:
     cpu_ratio = min(r[2] for r in coco_rows) / min(r[2] for r in mine)
     peak = max(r[1] for r in mine)
     print(
-        f"speed-up x{ratio:.2f} wall (target >= 10: {'met' if ratio >= 10 else 'MISSED'}), x{cpu_ratio:.2f} CPU "
-        f"(the JVM's threads included); capmetrics peak RSS {peak:.0f} MB (target <= 300: "
-        f"{'met' if peak <= 300 else 'MISSED'}); load {os.getloadavg()[0]:.1f}"
+        f"speed-up x{ratio:.2f} wall (target >= 10: {'met' if ratio >= 10 else 'MISSED'}), "
+        f"x{cpu_ratio:.2f} CPU (the JVM's threads included); capmetrics peak RSS {peak:.0f} MB "
+        f"(target <= 300: {'met' if peak <= 300 else 'MISSED'}); load {os.getloadavg()[0]:.1f}"
     )
     theirs = json.loads((tmp / "coco.json").read_text())
     with (tmp / "ours.csv").open() as f:

@@ -327,18 +327,20 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         if "bertscore" not in args.skip:
             r = rows["bertscore"] = bertscore_row(device, items)
             print(
-                f"BERTScore, {r['items']:,} items (1 candidate + 4 references): capmetrics {r['ours_s']:.2f} s "
-                f"({r['items'] / r['ours_s']:,.0f} items/s), bert-score {r['theirs_s']:.2f} s "
-                f"({r['items'] / r['theirs_s']:,.0f} items/s): x{r['theirs_s'] / r['ours_s']:.2f} (target >= 2); "
-                f"max |dF| {r['diff']:.1e}; tokenize+embed {r['texts']:,} texts {r['embed_s']:.2f} s "
-                f"({r['passes']} forward passes); batch invariant on {device}: {r['invariant']} texts bit-equal",
+                f"BERTScore, {r['items']:,} items (1 candidate + 4 references): capmetrics "
+                f"{r['ours_s']:.2f} s ({r['items'] / r['ours_s']:,.0f} items/s), bert-score "
+                f"{r['theirs_s']:.2f} s ({r['items'] / r['theirs_s']:,.0f} items/s): "
+                f"x{r['theirs_s'] / r['ours_s']:.2f} (target >= 2); max |dF| {r['diff']:.1e}; "
+                f"tokenize+embed {r['texts']:,} texts {r['embed_s']:.2f} s ({r['passes']} forward "
+                f"passes); batch invariant on {device}: {r['invariant']} texts bit-equal",
                 flush=True,
             )
         if "clip" not in args.skip:
             r = rows["clip"] = clip_row(device, images, TINY if args.smoke else VIT_B_32, Path(tmp))
             print(
-                f"CLIP-S, {'tiny' if args.smoke else 'ViT-B/32-sized'} random CLIP, {r['images']:,} images: "
-                f"{r['seconds']:.2f} s = {r['images'] / r['seconds']:,.0f} images/s",
+                f"CLIP-S, {'tiny' if args.smoke else 'ViT-B/32-sized'} random CLIP, "
+                f"{r['images']:,} images: {r['seconds']:.2f} s = {r['images'] / r['seconds']:,.0f} "
+                "images/s",
                 flush=True,
             )
         if "mmd" not in args.skip:

@@ -72,8 +72,9 @@ def agreement(exact: np.ndarray, hits: np.ndarray, perms: int) -> str:
     ks = stats.kstest(pit, "uniform")
     return (
         f"mean p exact {exact.mean():.3f} vs Monte-Carlo {np.mean(hits / perms):.3f}: z = {z:+.2f} "
-        f"(|z| < 2 expected); dispersion chi2 = {chi2:.0f} on {dof} dof (two-sided p = {2 * min(stats.chi2.sf(chi2, dof), stats.chi2.cdf(chi2, dof)):.2f}), "
-        f"{edge} items with p in {{0, 1}} disagree; KS of the PIT D = {ks.statistic:.3f} (p = {ks.pvalue:.2f})"
+        f"(|z| < 2 expected); dispersion chi2 = {chi2:.0f} on {dof} dof (two-sided p = "
+        f"{2 * min(stats.chi2.sf(chi2, dof), stats.chi2.cdf(chi2, dof)):.2f}), {edge} items with p "
+        f"in {{0, 1}} disagree; KS of the PIT D = {ks.statistic:.3f} (p = {ks.pvalue:.2f})"
     )
 
 
@@ -93,9 +94,10 @@ def large() -> None:
         reference = mauve.compute_mauve(p_features=z[50:], q_features=z[:50]).mauve
     per_call = (time.perf_counter() - start) / 5
     print(
-        f"50+50, 5 buckets, 1,000 Monte-Carlo splits: capmetrics {t_ours:.1f} s (p = {result.p_value:.3f}; "
-        f"observed |d| = {abs(result.observed - reference):.1e}); mauve-text {per_call * 1e3:.0f} ms per call "
-        f"-> {per_call * 1001:.0f} s for the same p-value ({per_call * 1001 / t_ours:.0f}x)"
+        f"50+50, 5 buckets, 1,000 Monte-Carlo splits: capmetrics {t_ours:.1f} s (p = "
+        f"{result.p_value:.3f}; observed |d| = {abs(result.observed - reference):.1e}); mauve-text "
+        f"{per_call * 1e3:.0f} ms per call -> {per_call * 1001:.0f} s for the same p-value "
+        f"({per_call * 1001 / t_ours:.0f}x)"
     )
 
 
@@ -172,15 +174,16 @@ def main() -> None:
         )
     print(
         f"A and B differ: mean |p_A - p_B| = {np.mean(np.abs(exact['A'] - exact['B'])):.3f}; "
-        f"row_order=shuffled with 5,000 permutations: {t_shuffled / len(items) * 1e3:.1f} ms per item "
-        f"(mauve-text: {per_call * 5000:.0f} s)"
+        f"row_order=shuffled with 5,000 permutations: {t_shuffled / len(items) * 1e3:.1f} ms per "
+        f"item (mauve-text: {per_call * 5000:.0f} s)"
     )
     print(
-        f"time per split: mauve-text {per_call * 1e3:.2f} ms, capmetrics {ours_per_split * 1e3:.4f} ms "
-        f"(quantisation + all 252 splits: {t_ours / len(items) * 1e3:.1f} ms per item) -> "
-        f"{per_call / ours_per_split:.0f}x per split; an exact p-value per item: "
-        f"mauve-text {per_call * 252:.2f} s vs capmetrics {t_ours / len(items):.4f} s "
-        f"({per_call * 252 / (t_ours / len(items)):.0f}x; target >= 10x)"
+        f"time per split: mauve-text {per_call * 1e3:.2f} ms, capmetrics "
+        f"{ours_per_split * 1e3:.4f} ms (quantisation + all 252 splits: "
+        f"{t_ours / len(items) * 1e3:.1f} ms per item) -> {per_call / ours_per_split:.0f}x per "
+        f"split; an exact p-value per item: mauve-text {per_call * 252:.2f} s vs capmetrics "
+        f"{t_ours / len(items):.4f} s ({per_call * 252 / (t_ours / len(items)):.0f}x; target >= "
+        "10x)"
     )
 
 

@@ -57,7 +57,8 @@ def main() -> None:
     kernel = describe(cache_root())
     print(
         f"Flickr8k-{args.data}: {len(cands)} candidates, {sum(map(len, refs))} references, "
-        f"cores {len(os.sched_getaffinity(0))}, load {os.getloadavg()[0]:.1f}; native aligner: {kernel}"
+        f"cores {len(os.sched_getaffinity(0))}, load {os.getloadavg()[0]:.1f}; native aligner: "
+        f"{kernel}"
     )
     native, jar = (
         Meteor(tokenizer=WhitespaceTokenizer()),
@@ -84,8 +85,9 @@ def main() -> None:
     a, b = out["meteor (native)"], out["meteor-jar"]
     ratio = min(warm["meteor-jar"])[0] / min(warm["meteor (native)"])[0]
     print(
-        f"native / jar warm pairs/s: x{ratio:.2f} (target >= 10: {'met' if ratio >= 10 else 'MISSED'}); "
-        f"cold: x{cold['meteor-jar'] / cold['meteor (native)']:.2f}"
+        f"native / jar warm pairs/s: x{ratio:.2f} (target >= 10: "
+        f"{'met' if ratio >= 10 else 'MISSED'}); cold: "
+        f"x{cold['meteor-jar'] / cold['meteor (native)']:.2f}"
     )
     print(
         f"per caption: max |diff| {np.max(np.abs(a.values - b.values)):.3g}, bit-identical "

@@ -132,7 +132,8 @@ def bench_compositions(items: int) -> None:
         ours[finite], ref[finite], rtol=1e-9, atol=0
     )
     print(
-        f"  per-caption Python loop 672: {t_loop:.2f} s  -> speed-up x{t_loop / t672:.0f} (values agree)"
+        f"  per-caption Python loop 672: {t_loop:.2f} s  -> speed-up x{t_loop / t672:.0f} (values "
+        "agree)"
     )
 
 
@@ -175,10 +176,12 @@ def bench_torch(items: int, vocab_size: int = 3000, dim: int = 256) -> None:
     )
     print(
         f"  greedy decoding, {items} captions (20 steps max, prefix re-run): {t_greedy:.2f} s "
-        f"({1000 * t_greedy / items:.1f} ms/caption vs {1000 * t_tf / probs.n_captions:.1f} ms/reference)"
+        f"({1000 * t_greedy / items:.1f} ms/caption vs {1000 * t_tf / probs.n_captions:.1f} "
+        "ms/reference)"
     )
     print(
-        f"  -> pre-gen (5 references/item) costs x{t_tf / t_greedy:.2f} of greedy decoding (1 caption/item)"
+        f"  -> pre-gen (5 references/item) costs x{t_tf / t_greedy:.2f} of greedy decoding (1 "
+        "caption/item)"
     )
 
 

@@ -63,7 +63,8 @@ def main() -> None:
     assert shared_values == own_values, "sharing tokens changed a value"
     print(f"Flickr8k-CF, {len(dataset)} items, {', '.join(METRICS)} (best of {args.repeat})")
     print(
-        f"  tokens shared : {shared_s:6.2f} s  tokenizations: {shared_calls['computed']}, reused: {shared_calls['shared']}"
+        f"  tokens shared : {shared_s:6.2f} s  tokenizations: {shared_calls['computed']}, reused: "
+        f"{shared_calls['shared']}"
     )
     print(f"  each its own  : {own_s:6.2f} s  tokenizations: {own_calls['computed']}")
     print(f"  speed-up      : x{own_s / shared_s:.2f}; values identical")

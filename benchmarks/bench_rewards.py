@@ -141,23 +141,26 @@ def self_critical_step(args: argparse.Namespace) -> float:
         shutil.rmtree(work)
     df_images = "6,000" if args.sc_df is not None else "300"
     print(
-        f"\nself-critical.pytorch get_self_critical_reward, 50 images x 5 samples + 50 greedy (label ids), "
-        f"prepro_ngrams df of {df_images} Flickr8k training images; one core"
+        "\nself-critical.pytorch get_self_critical_reward, 50 images x 5 samples + 50 greedy "
+        f"(label ids), prepro_ngrams df of {df_images} Flickr8k training images; one core"
     )
     print(
-        f"original ruotianluo/cider CiderD      : best {orig_best * 1e3:7.2f} ms  median {orig_med * 1e3:7.2f} ms"
+        f"original ruotianluo/cider CiderD      : best {orig_best * 1e3:7.2f} ms  median "
+        f"{orig_med * 1e3:7.2f} ms"
     )
     print(
-        f"import swap: capmetrics.integrations CiderD : best {swap_best * 1e3:7.2f} ms  median {swap_med * 1e3:7.2f} ms  "
-        f"({orig_best / swap_best:.0f}x, max abs difference {np.abs(np.asarray(swap) - orig).max():.2g})"
+        f"import swap: capmetrics.integrations CiderD : best {swap_best * 1e3:7.2f} ms  median "
+        f"{swap_med * 1e3:7.2f} ms  ({orig_best / swap_best:.0f}x, max abs difference "
+        f"{np.abs(np.asarray(swap) - orig).max():.2g})"
     )
     print(
-        f"CiderDReward(keep_end=True), numpy ids: best {ids_best * 1e3:7.2f} ms  median {ids_med * 1e3:7.2f} ms  "
-        f"({orig_best / ids_best:.0f}x, max abs difference {np.abs(adv - orig).max():.2g})"
+        f"CiderDReward(keep_end=True), numpy ids: best {ids_best * 1e3:7.2f} ms  median "
+        f"{ids_med * 1e3:7.2f} ms  ({orig_best / ids_best:.0f}x, max abs difference "
+        f"{np.abs(adv - orig).max():.2g})"
     )
     print(
-        f"compute_score alone (same gts/res)    : original {alone_orig * 1e3:7.2f} ms, compat {alone_swap * 1e3:6.2f} ms "
-        f"({alone_orig / alone_swap:.0f}x)"
+        f"compute_score alone (same gts/res)    : original {alone_orig * 1e3:7.2f} ms, compat "
+        f"{alone_swap * 1e3:6.2f} ms ({alone_orig / alone_swap:.0f}x)"
     )
     print(
         "best CPU times, ms: "
@@ -198,7 +201,8 @@ def main() -> None:
             return
     else:
         print(
-            "(--cider, --self-critical and --six not given: self-critical.pytorch's step is not timed)"
+            "(--cider, --self-critical and --six not given: self-critical.pytorch's step is not "
+            "timed)"
         )
     _, by_image = load_captions(args.data)
     names = lambda f: [n.split(".")[0] for n in (args.data / f).read_text().split()]  # noqa: E731
@@ -247,23 +251,28 @@ def main() -> None:
         f"(fit {fit_s:.2f} s once); one core"
     )
     print(
-        f"pycocoevalcap CiderScorer (fixed df) : best {coco_best * 1e3:7.2f} ms  median {coco_med * 1e3:7.2f} ms"
+        f"pycocoevalcap CiderScorer (fixed df) : best {coco_best * 1e3:7.2f} ms  median "
+        f"{coco_med * 1e3:7.2f} ms"
     )
     print(
-        f"CiderDReward, strings               : best {ours_best * 1e3:7.2f} ms  median {ours_med * 1e3:7.2f} ms  "
-        f"({coco_best / ours_best:.0f}x)"
+        f"CiderDReward, strings               : best {ours_best * 1e3:7.2f} ms  median "
+        f"{ours_med * 1e3:7.2f} ms  ({coco_best / ours_best:.0f}x)"
     )
     print(
-        f"CiderDReward, token ids + vocab      : best {ids_best * 1e3:7.2f} ms  median {ids_med * 1e3:7.2f} ms"
+        f"CiderDReward, token ids + vocab      : best {ids_best * 1e3:7.2f} ms  median "
+        f"{ids_med * 1e3:7.2f} ms"
     )
     print(
-        f"samples + greedy (ids), two calls    : best {two_best * 1e3:7.2f} ms  median {two_med * 1e3:7.2f} ms"
+        f"samples + greedy (ids), two calls    : best {two_best * 1e3:7.2f} ms  median "
+        f"{two_med * 1e3:7.2f} ms"
     )
     print(
-        f"CiderDReward.self_critical, one call : best {sc_best * 1e3:7.2f} ms  median {sc_med * 1e3:7.2f} ms"
+        f"CiderDReward.self_critical, one call : best {sc_best * 1e3:7.2f} ms  median "
+        f"{sc_med * 1e3:7.2f} ms"
     )
     print(
-        f"BleuReward(4), strings               : best {bleu_best * 1e3:7.2f} ms  median {bleu_med * 1e3:7.2f} ms"
+        f"BleuReward(4), strings               : best {bleu_best * 1e3:7.2f} ms  median "
+        f"{bleu_med * 1e3:7.2f} ms"
     )
     print(
         "best CPU times, ms: "

@@ -99,8 +99,8 @@ def bench_jobs(items: list, spec: str) -> tuple[float, float]:
             idle = projected(main_cpu, workers_cpu, jobs)
             cpu2 = idle if jobs == 2 else cpu2
             print(
-                f"             CPU: main {main_cpu:.1f} s + workers {workers_cpu:.1f} s (serial {serial_cpu:.1f} s) "
-                f"-> {serial_cpu / idle:.2f}× on an idle box"
+                f"             CPU: main {main_cpu:.1f} s + workers {workers_cpu:.1f} s (serial "
+                f"{serial_cpu:.1f} s) -> {serial_cpu / idle:.2f}× on an idle box"
             )
     return rate2, cpu2
 
@@ -121,14 +121,15 @@ def bench_dask(items: list, spec: str, rate_jobs2: float, idle_jobs2: float) -> 
         return f"             CPU: main {main_cpu:.1f} s + workers {workers_cpu:.1f} s ({what}){vs}"
 
     print(
-        f"Dask LocalCluster, 2 worker processes, {len(items)} items (target: within 20 % of --jobs 2)"
+        f"Dask LocalCluster, 2 worker processes, {len(items)} items (target: within 20 % of --jobs "
+        "2)"
     )
     before = cpu_seconds()
     _, sec = timed(lambda: compare_items(compose(spec), items, Executor("dask", jobs=2)))
     main_cpu, workers_cpu = (a - b for a, b in zip(cpu_seconds(), before))
     print(
-        f"  cluster started by the run : {len(items) / sec:8.1f} items/s  {len(items) / sec / rate_jobs2:5.2f}× "
-        f"--jobs 2  [{load()}]"
+        f"  cluster started by the run : {len(items) / sec:8.1f} items/s  "
+        f"{len(items) / sec / rate_jobs2:5.2f}× --jobs 2  [{load()}]"
     )
     print(
         cpu_line(
@@ -151,8 +152,8 @@ def bench_dask(items: list, spec: str, rate_jobs2: float, idle_jobs2: float) -> 
             sum(client.run(_worker_cpu).values()) - workers_before,
         )
     print(
-        f"  cluster already running   : {len(items) / sec:8.1f} items/s  {len(items) / sec / rate_jobs2:5.2f}× "
-        f"--jobs 2  [{load()}]"
+        f"  cluster already running   : {len(items) / sec:8.1f} items/s  "
+        f"{len(items) / sec / rate_jobs2:5.2f}× --jobs 2  [{load()}]"
     )
     print(cpu_line(main_cpu, workers_cpu, "main includes the scheduler"))
 
@@ -194,7 +195,8 @@ def bench_stream(count: int, check_count: int, caps: list[list[str]], chunk: int
         write_jsonl(big, count, caps)
         size = big.stat().st_size / 2**20
         print(
-            f"Streaming: {count:,} items ({size:,.0f} MiB JSONL), bleu-4 + rouge-l + cider-d, chunks of {chunk:,}"
+            f"Streaming: {count:,} items ({size:,.0f} MiB JSONL), bleu-4 + rouge-l + cider-d, "
+            f"chunks of {chunk:,}"
         )
         sec, rss = run_cli(
             [
@@ -209,7 +211,8 @@ def bench_stream(count: int, check_count: int, caps: list[list[str]], chunk: int
             ]
         )
         print(
-            f"  streamed, one process : {count / sec:8.0f} items/s, peak RSS {rss:5.2f} GB (target ≤ 2 GB)  [{load()}]"
+            f"  streamed, one process : {count / sec:8.0f} items/s, peak RSS {rss:5.2f} GB (target "
+            f"≤ 2 GB)  [{load()}]"
         )
         corpus = {m["name"]: m["corpus"] for m in _metrics(Path(f"{tmp}/big.json"))}
         from distributed import LocalCluster
@@ -236,8 +239,8 @@ def bench_stream(count: int, check_count: int, caps: list[list[str]], chunk: int
             same and Path(f"{tmp}/big.json").read_bytes() == Path(f"{tmp}/dask.json").read_bytes()
         )
         print(
-            f"  streamed, Dask (2 workers) : {count / sec:8.0f} items/s; same bytes as one process: {same}  "
-            f"[{load()}]"
+            f"  streamed, Dask (2 workers) : {count / sec:8.0f} items/s; same bytes as one "
+            f"process: {same}  [{load()}]"
         )
         small = Path(tmp) / "small.jsonl"
         write_jsonl(small, check_count, caps)

@@ -66,8 +66,8 @@ def main() -> None:
     emb.embed_texts(slots)
     elapsed = time.perf_counter() - start
     print(
-        f"{len(slots)} reference slots ({len(set(slots))} distinct): capmetrics encoded {sum(counted)} texts "
-        f"in {elapsed:.1f} s; a direct call would encode {len(slots)} "
+        f"{len(slots)} reference slots ({len(set(slots))} distinct): capmetrics encoded "
+        f"{sum(counted)} texts in {elapsed:.1f} s; a direct call would encode {len(slots)} "
         f"(~{len(slots) / (len(texts) / direct):.0f} s at the direct rate)"
     )
 

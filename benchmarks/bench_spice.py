@@ -192,7 +192,8 @@ def report(name: str, r: dict) -> None:
     print(
         f"{name:9s} {r['process_seconds']:8.1f} s whole process ({r['seconds']:.1f} s scoring, "
         f"{r['cpu_seconds']:.1f} s CPU with its JVMs)  "
-        f"peak RSS: python {r['rss_self_mb']:.0f} MB, JVM {r['rss_jvm_mb']:.0f} MB  mean All-F {r['average']:.6f}"
+        f"peak RSS: python {r['rss_self_mb']:.0f} MB, JVM {r['rss_jvm_mb']:.0f} MB  mean All-F "
+        f"{r['average']:.6f}"
         + (f"  items with a merge tie: {r['ties']}" if name != "reference" else "")
     )
 
@@ -264,8 +265,8 @@ def main() -> None:
         "CAPMETRICS_CORENLP_DIR", str(corenlp_home())
     )  # the tmp caches have no jars
     print(
-        f"Flickr8k-{'CF' if args.cf else 'Expert'}, {'all' if args.full else args.n} items, {os.cpu_count()} cores, "
-        f"load {os.getloadavg()[0]:.1f}"
+        f"Flickr8k-{'CF' if args.cf else 'Expert'}, {'all' if args.full else args.n} items, "
+        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
     )
     results = {}
     if args.full:
@@ -312,14 +313,15 @@ def main() -> None:
     if "reference" not in results:  # --no-reference: the warm run from the jar-checked parse cache
         results["reference"] = results["warm"]
         print(
-            "reference: the warm run (the user's parse cache, checked against the jar before), not the jar"
+            "reference: the warm run (the user's parse cache, checked against the jar before), not "
+            "the jar"
         )
     ours = results["cold"] if "cold" in results else results["warm"]
     same, total, differ = compare(results["reference"]["values"], ours["values"])
     sensitive = ties["sensitive"]
     print(
-        f"items whose values change when merge ties are broken the other way: {len(sensitive)} {sensitive[:20]}; "
-        f"of them differing from the jar: {len(set(sensitive) & set(differ))}"
+        f"items whose values change when merge ties are broken the other way: {len(sensitive)} "
+        f"{sensitive[:20]}; of them differing from the jar: {len(set(sensitive) & set(differ))}"
     )
     print(
         f"parity with the jar: {same}/{total} items equal in every category's P/R/F"
@@ -330,8 +332,9 @@ def main() -> None:
         if "cold" in results:
             cold, part = results["cold"]["process_seconds"], results["partial"]["process_seconds"]
             print(
-                f"10 % new candidates (every 10th, parsed into the cold run's cache): {part:.1f} s whole process "
-                f"= {part / cold:.3f} of cold {cold:.1f} s (target <= 0.10 x cold + 3 s = {0.1 * cold + 3:.1f} s)"
+                f"10 % new candidates (every 10th, parsed into the cold run's cache): {part:.1f} s "
+                f"whole process = {part / cold:.3f} of cold {cold:.1f} s (target <= 0.10 x cold + "
+                f"3 s = {0.1 * cold + 3:.1f} s)"
             )
         elif "partial" in results:
             print(
@@ -339,24 +342,28 @@ def main() -> None:
             )
         print(
             f"Kendall tau-c: capmetrics {tau_c(args.root, ours['values']['All']['f']):.3f}, "
-            f"jar {tau_c(args.root, results['reference']['values']['All']['f']):.3f} (published 44.9)"
+            f"jar {tau_c(args.root, results['reference']['values']['All']['f']):.3f} (published "
+            "44.9)"
         )
         return
     cold, jar = results["cold"]["process_seconds"], results["reference"]["process_seconds"]
     print(
-        f"cold: capmetrics {cold:.1f} s, JVM peak {results['cold']['rss_jvm_mb']:.0f} MB; the jar {jar:.1f} s, "
-        f"JVM peak {results['reference']['rss_jvm_mb']:.0f} MB: the jar's time / capmetrics' = {jar / cold:.2f} "
-        f"(target >= 2; CPU seconds: {results['reference']['cpu_seconds'] / results['cold']['cpu_seconds']:.2f}), "
-        f"peak RSS target <= 1,500 MB; load now {os.getloadavg()[0]:.1f}"
+        f"cold: capmetrics {cold:.1f} s, JVM peak {results['cold']['rss_jvm_mb']:.0f} MB; the jar "
+        f"{jar:.1f} s, JVM peak {results['reference']['rss_jvm_mb']:.0f} MB: the jar's time / "
+        f"capmetrics' = {jar / cold:.2f} (target >= 2; CPU seconds: "
+        f"{results['reference']['cpu_seconds'] / results['cold']['cpu_seconds']:.2f}), peak RSS "
+        f"target <= 1,500 MB; load now {os.getloadavg()[0]:.1f}"
     )
     if args.cold_only:
         return
     same, total, _ = compare(results["cold"]["values"], results["warm"]["values"])
     print(
-        f"cold / jar time: {cold / results['reference']['process_seconds']:.2f}; warm equals cold on "
-        f"{same}/{total} items; warm / cold time: {results['warm']['process_seconds'] / cold:.3f}; "
-        f"10 % new: {results['partial']['process_seconds']:.1f} s = {results['partial']['process_seconds'] / cold:.2f} "
-        f"of cold (target <= 0.10 x cold + 3 s = {0.1 * cold + 3:.1f} s)"
+        f"cold / jar time: {cold / results['reference']['process_seconds']:.2f}; warm equals cold "
+        f"on {same}/{total} items; warm / cold time: "
+        f"{results['warm']['process_seconds'] / cold:.3f}; 10 % new: "
+        f"{results['partial']['process_seconds']:.1f} s = "
+        f"{results['partial']['process_seconds'] / cold:.2f} of cold (target <= 0.10 x cold + 3 s "
+        f"= {0.1 * cold + 3:.1f} s)"
     )
 
 

@@ -108,8 +108,8 @@ def bench_trm(caps: list[list[str]], count: int) -> None:
         _, naive = timed(lambda: [naive_q_with_exact_p(d, 5) for d in few])
     ours_rate, naive_rate = len(matrices) / ours, len(few) / naive
     print(
-        f"  statistic + exact p only (matrices given): {ours_rate:9.1f} items/s; per-split reference "
-        f"{naive_rate:7.1f} items/s; ratio {ours_rate / naive_rate:6.1f}x"
+        f"  statistic + exact p only (matrices given): {ours_rate:9.1f} items/s; per-split "
+        f"reference {naive_rate:7.1f} items/s; ratio {ours_rate / naive_rate:6.1f}x"
     )
     for d in few[:5]:
         stat = permutation_test(trm.split_statistic(d, 5), 5, 5, "exact", 1000, 0)

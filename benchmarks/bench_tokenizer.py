@@ -58,7 +58,8 @@ def main() -> None:
     print(f"speed-up of ptb over pycocoevalcap: {ratio:.2f}x")
     same = sum(a == b for a, b in zip(rows[0][2], rows[2][2]))
     print(
-        f"identical token lists: {same}/{n} (ptb vs pycocoevalcap); {sum(a == b for a, b in zip(rows[1][2], rows[2][2]))}/{n} (ptb-jar vs pycocoevalcap)"
+        f"identical token lists: {same}/{n} (ptb vs pycocoevalcap); "
+        f"{sum(a == b for a, b in zip(rows[1][2], rows[2][2]))}/{n} (ptb-jar vs pycocoevalcap)"
     )
 
 

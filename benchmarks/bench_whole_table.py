@@ -362,9 +362,9 @@ def main() -> None:
         bert_model,
     ]
     print(
-        f"COCO-format Flickr8k: {n_captions // 5:,} images, {n_captions:,} captions; metrics: {', '.join(metrics)}; "
-        f"reference SPICE: {'yes' if spice_ref else 'no (no CoreNLP jars found)'}; "
-        f"load {os.getloadavg()[0]:.1f}"
+        f"COCO-format Flickr8k: {n_captions // 5:,} images, {n_captions:,} captions; metrics: "
+        f"{', '.join(metrics)}; reference SPICE: "
+        f"{'yes' if spice_ref else 'no (no CoreNLP jars found)'}; load {os.getloadavg()[0]:.1f}"
     )
     rows = {}
     rows["capmetrics cold"] = run(command, env)
@@ -379,8 +379,8 @@ def main() -> None:
         ("warm", "capmetrics warm", "reference again"),
     ):
         print(
-            f"{kind}: x{rows[theirs][0] / rows[ours][0]:.2f} wall, x{rows[theirs][1] / rows[ours][1]:.2f} CPU "
-            f"(targets: warm >= 6, cold >= 3)"
+            f"{kind}: x{rows[theirs][0] / rows[ours][0]:.2f} wall, "
+            f"x{rows[theirs][1] / rows[ours][1]:.2f} CPU (targets: warm >= 6, cold >= 3)"
         )
     theirs_all = json.loads((tmp / "theirs.json").read_text())
     ours_doc = json.loads(ours_json.read_text())
@@ -408,7 +408,8 @@ def main() -> None:
         same = abs(a - b) <= 1e-12
         equal &= same
         print(
-            f"  {metric:10} capmetrics {a!r:24} pycocoevalcap {b!r:24} {'equal' if same else 'DIFFERENT'}"
+            f"  {metric:10} capmetrics {a!r:24} pycocoevalcap {b!r:24} "
+            f"{'equal' if same else 'DIFFERENT'}"
         )
     if BERTSCORE in ours_values:
         a, b = ours_values[BERTSCORE]["corpus"], theirs_all["values"]["BERTScore"]
@@ -422,7 +423,8 @@ def main() -> None:
             f"{'equal (<= 1e-6)' if same else 'DIFFERENT'}"
         )
     print(
-        f"values: {'all equal' if equal else 'SOME DIFFER'}; load {os.getloadavg()[0]:.1f}; files in {tmp}"
+        f"values: {'all equal' if equal else 'SOME DIFFER'}; load {os.getloadavg()[0]:.1f}; files "
+        f"in {tmp}"
     )
 
 

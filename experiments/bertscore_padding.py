@@ -39,8 +39,9 @@ def main() -> None:
         gap = np.abs(f1[floor] - f1["off"])
         worst = int(np.argmax(gap))
         print(
-            f"floor={floor:10s} differs on {int((gap > 1e-6).sum())} items, by up to {gap.max():.4f} "
-            f"(item {worst}: {cands[worst]!r}: {f1[floor][worst]:.4f} against {f1['off'][worst]:.4f})"
+            f"floor={floor:10s} differs on {int((gap > 1e-6).sum())} items, by up to "
+            f"{gap.max():.4f} (item {worst}: {cands[worst]!r}: {f1[floor][worst]:.4f} against "
+            f"{f1['off'][worst]:.4f})"
         )
     per_pair_cands = [c for c, rs in zip(cands, refs) for _ in rs]
     per_pair_refs = [[r] for rs in refs for r in rs]
@@ -52,13 +53,15 @@ def main() -> None:
     }
     gap = np.abs(pair["zero"]["f1"] - pair["off"]["f1"])
     print(
-        f"single pairs: {len(gap)}; floor=zero differs on {int((gap > 1e-6).sum())}, by up to {gap.max():.4f}"
+        f"single pairs: {len(gap)}; floor=zero differs on {int((gap > 1e-6).sum())}, by up to "
+        f"{gap.max():.4f}"
     )
     p, r, f = (pair["off"][k] for k in ("precision", "recall", "f1"))
     outside = (f > np.maximum(p, r) + 1e-6) | (f < np.minimum(p, r) - 1e-6)
     print(
-        f"floor=off: {int(((p < 0) | (r < 0)).sum())} pairs with a negative P or R; {int(outside.sum())} of them "
-        f"with an F1 outside [min(P, R), max(P, R)] (2PR/(P+R) of opposite signs), up to {f[outside].max(initial=0):.4f}"
+        f"floor=off: {int(((p < 0) | (r < 0)).sum())} pairs with a negative P or R; "
+        f"{int(outside.sum())} of them with an F1 outside [min(P, R), max(P, R)] (2PR/(P+R) of "
+        f"opposite signs), up to {f[outside].max(initial=0):.4f}"
     )
 
 

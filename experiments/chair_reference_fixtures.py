@@ -84,32 +84,38 @@ IMAGES = {
     101: (
         ["person", "dog"],
         ["A man walks his dog in the park.", "A guy with a puppy on a leash."],
-        "A man is walking two dogs in a park. A red car is parked nearby, and a bird sits on a bench.",
+        "A man is walking two dogs in a park. A red car is parked nearby, and a bird sits on a "
+        "bench.",
     ),
     102: (
         ["toilet"],
         ["A white toilet in a small bathroom."],
-        "The image shows a bathroom with a toilet. The toilet seat is up, and there is a mug on the sink.",
+        "The image shows a bathroom with a toilet. The toilet seat is up, and there is a mug on "
+        "the sink.",
     ),
     103: (
         ["hot dog", "person"],
         ["A boy eating a hot dog.", "Kid holding a hotdog."],
-        "A child holds a hot dog with mustard. Behind him, people sit at tables with wine glasses and cups.",
+        "A child holds a hot dog with mustard. Behind him, people sit at tables with wine glasses "
+        "and cups.",
     ),
     104: (
         ["airplane"],
         ["A passenger jet on the runway."],
-        "A large passenger jet is taxiing on the runway. Several baby birds fly overhead near the traffic lights.",
+        "A large passenger jet is taxiing on the runway. Several baby birds fly overhead near the "
+        "traffic lights.",
     ),
     105: (
         ["bear", "person"],
         ["A baby bear next to a woman."],
-        "A brown baby bear stands near a woman who wears a bow tie. A teddy bear lies on the chair.",
+        "A brown baby bear stands near a woman who wears a bow tie. A teddy bear lies on the "
+        "chair.",
     ),
     106: (
         ["motorcycle", "person"],
         ["A man rides a motor bike down the street."],
-        "A man rides a motor bike, followed by a scooter and two bicycles. No cats or dogs are visible.",
+        "A man rides a motor bike, followed by a scooter and two bicycles. No cats or dogs are "
+        "visible.",
     ),
     107: (
         [],
@@ -269,7 +275,9 @@ def main() -> None:
             (target / f.name).write_bytes(f.read_bytes())
         (target / "lexnames").write_text(LEXNAMES)
         results = {
-            "reference": "LisaAnne/Hallucination utils/chair.py @6e4d33c (adapted as this script says)",
+            "reference": (
+                "LisaAnne/Hallucination utils/chair.py @6e4d33c (adapted as this script says)"
+            ),
             "instances_and_captions": run_chair(args.repo, Path(tmp), True),
             "captions_only": run_chair(args.repo, Path(tmp), False),
         }

@@ -227,5 +227,6 @@ if __name__ == "__main__":
         sys.exit(0 if TABLE.read_text() == text else 1)
     TABLE.write_text(text)
     print(
-        f"{len(text.splitlines())} rows, {sum(len(r.split(', ')) for r in text.splitlines())} words -> {TABLE}"
+        f"{len(text.splitlines())} rows, {sum(len(r.split(', ')) for r in text.splitlines())} "
+        f"words -> {TABLE}"
     )

@@ -33,20 +33,20 @@ DATA = ROOT / "tests" / "data" / "clip"
 OUT = DATA / "longclip_reference.json"
 PROMPT = "A photo depicts "
 _DETAIL = (
-    "An astronaut in a bright orange pressure suit stands in front of a large American flag, smiling "
-    "at the camera and holding a white helmet with a gold visor under her left arm. Behind her, a "
-    "model of the space shuttle hangs against a dark blue backdrop, and the flag's stripes fall in "
-    "soft folds. Her suit carries mission patches on both shoulders and a name tag on the chest; "
-    "metal rings at the wrists and the neck join the gloves and the helmet. The lighting is even "
-    "and warm, like a studio portrait. On the left a small table holds a glass of water and a "
+    "An astronaut in a bright orange pressure suit stands in front of a large American flag, "
+    "smiling at the camera and holding a white helmet with a gold visor under her left arm. Behind "
+    "her, a model of the space shuttle hangs against a dark blue backdrop, and the flag's stripes "
+    "fall in soft folds. Her suit carries mission patches on both shoulders and a name tag on the "
+    "chest; metal rings at the wrists and the neck join the gloves and the helmet. The lighting is "
+    "even and warm, like a studio portrait. On the left a small table holds a glass of water and a "
     "folded program, and on the right a microphone stand waits, its cable coiled on the carpet; a "
     "second flag, smaller, hangs from a pole in the corner."
 )
 _MORE = (
-    " A tabby cat with green eyes sits on a wooden floor next to a red chair, its tail curled around "
-    "its paws, while a cup of coffee on a saucer steams on a small table by the window. Sunlight "
-    "falls across the room in long stripes, dust floats in the air, and a bookshelf full of old "
-    "paperbacks leans against the far wall beside a potted fern with drooping leaves."
+    " A tabby cat with green eyes sits on a wooden floor next to a red chair, its tail curled "
+    "around its paws, while a cup of coffee on a saucer steams on a small table by the window. "
+    "Sunlight falls across the room in long stripes, dust floats in the air, and a bookshelf full "
+    "of old paperbacks leans against the far wall beside a potted fern with drooping leaves."
 )
 CAPTIONS = {
     "short": "A woman in an orange space suit smiles.",

@@ -194,9 +194,10 @@ def main(clipscore_dir: Path, pacscore_dir: Path) -> None:
     }
     OUT.write_text(json.dumps(out, ensure_ascii=False) + "\n", encoding="utf-8")
     print(
-        f"wrote {OUT}: {len(cands)} candidates; CLIP-S {np.mean(clip_s):.4f} RefCLIP-S {np.mean(ref_clip_s):.4f} "
-        f"PAC-S {np.mean(pac_s):.4f} RefPAC-S {np.mean(ref_pac_s):.4f}; token lengths {lengths}; "
-        f"state dict vs TorchScript max diff {np.max(np.abs(np.array(sd_clip_s) - clip_s)):.2e}"
+        f"wrote {OUT}: {len(cands)} candidates; CLIP-S {np.mean(clip_s):.4f} RefCLIP-S "
+        f"{np.mean(ref_clip_s):.4f} PAC-S {np.mean(pac_s):.4f} RefPAC-S {np.mean(ref_pac_s):.4f}; "
+        f"token lengths {lengths}; state dict vs TorchScript max diff "
+        f"{np.max(np.abs(np.array(sd_clip_s) - clip_s)):.2e}"
     )
 
 

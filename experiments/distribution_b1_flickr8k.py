@@ -96,13 +96,15 @@ def main() -> None:
         short = "mmd(embedder=clip)" if "clip" in spec else short
         rows.append((short, log_p, len(items) / elapsed, len(p)))
         print(
-            f"{short:32s} log10 p {log_p:7.3f}  {len(items) / elapsed:8.1f} items/s  ({len(p)} p-values)",
+            f"{short:32s} log10 p {log_p:7.3f}  {len(items) / elapsed:8.1f} items/s  ({len(p)} "
+            "p-values)",
             flush=True,
         )
 
     caption = (
         f"Flickr8k-Expert, {len(items)} images, 5 judged candidates vs 5 human references "
-        "(exact p-values over 252 splits), this machine's CPU; the paper: MSR-VTT human captions, 5 vs 5."
+        "(exact p-values over 252 splits), this machine's CPU; the paper: MSR-VTT human captions, "
+        "5 vs 5."
     )
     lines = [
         caption,
@@ -113,7 +115,8 @@ def main() -> None:
     for short, log_p, rate, _ in rows:
         paper = PAPER.get(short)
         lines.append(
-            f"| `{short}` | {log_p:.3f} | {rate:.1f} | {paper[0] if paper else ''} | {paper[1] if paper else ''} |"
+            f"| `{short}` | {log_p:.3f} | {rate:.1f} | {paper[0] if paper else ''} | "
+            f"{paper[1] if paper else ''} |"
         )
     table = "\n".join(lines) + "\n"
     print(table)

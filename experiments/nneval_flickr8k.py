@@ -57,7 +57,8 @@ def main() -> None:
     assert not overlap, f"train images overlap the judged images: {sorted(overlap)[:3]}"
     print(
         f"training set: {len(training)} candidates from {len(train_images)} images "
-        f"({int(training.labels.sum())} human, {int((training.labels == 0).sum())} impostors) [{time.time() - t0:.0f}s]"
+        f"({int(training.labels.sum())} human, {int((training.labels == 0).sum())} impostors) "
+        f"[{time.time() - t0:.0f}s]"
     )
 
     params = {k: ast.literal_eval(v) for k, v in (p.split("=", 1) for p in args.param)}
@@ -105,7 +106,8 @@ def main() -> None:
                 )
             )
     print(
-        f"\nseed {args.seed}; test half: {int(test_mask.sum())} Expert items, {int(cf_test_mask.sum())} CF items\n"
+        f"\nseed {args.seed}; test half: {int(test_mask.sum())} Expert items, "
+        f"{int(cf_test_mask.sum())} CF items\n"
     )
     print("| metric | Expert test half, tau-c x100 | CF test half, tau-b x100 |")
     print("| --- | --- | --- |")
@@ -116,8 +118,8 @@ def main() -> None:
     best = {n: max(r[3] for r in rows if r[0] == n and r[2] != "nneval") for n in ("expert", "cf")}
     nn = {n: next(r[3] for r in rows if r[0] == n and r[2] == "nneval") for n in ("expert", "cf")}
     print(
-        f"\nNNEval beats every feature: Expert {nn['expert'] > best['expert']}, CF {nn['cf'] > best['cf']}"
-        f" [total {time.time() - t0:.0f}s]"
+        f"\nNNEval beats every feature: Expert {nn['expert'] > best['expert']}, CF "
+        f"{nn['cf'] > best['cf']} [total {time.time() - t0:.0f}s]"
     )
 
 

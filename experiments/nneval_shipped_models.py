@@ -268,8 +268,8 @@ def main() -> None:
         "training_set": f"mean ratings of the {{sets}} items of {len(fit_images)} judged images "
         f"(choose_groups(seen half, {1 - EARLY_STOPPING_SHARE}, seed={SEED}))",
         "early_stopping": f"mean of Kendall tau-c (Flickr8k-Expert) and tau-b (Flickr8k-CF) over the items of "
-        f"the other {len(stop_images)} images of the seen half ({len(val_images)} of the 1,000 judged "
-        f"images, Judgments.split_by_group(0.5, seed={SEED}))",
+        f"the other {len(stop_images)} images of the seen half ({len(val_images)} of the 1,000 "
+        f"judged images, Judgments.split_by_group(0.5, seed={SEED}))",
     }
     for model_name, features in MODELS.items():
         cols = [column[f] for f in features]

@@ -71,13 +71,15 @@ def main() -> None:
         t4 = time.perf_counter()
         rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         print(
-            f"4 one JVM, all {len(tokens)} captions: {t4 - t3:.1f} s, i.e. parse {t4 - t3 - (t3 - t2):.1f} s "
-            f"({1000 * (t4 - t3 - (t3 - t2)) / len(tokens):.0f} ms per caption); JVM peak RSS {rss:.0f} MB"
+            f"4 one JVM, all {len(tokens)} captions: {t4 - t3:.1f} s, i.e. parse "
+            f"{t4 - t3 - (t3 - t2):.1f} s ({1000 * (t4 - t3 - (t3 - t2)) / len(tokens):.0f} ms per "
+            f"caption); JVM peak RSS {rss:.0f} MB"
         )
         entries = {t: {"tuples": p, "synsets": spice._synsets_of(p)} for t, p in parses.items()}
         t5 = time.perf_counter()
         print(
-            f"5 synsets (Meteor's synonym tables{' built' if not args.meteor_warm else ''}): {t5 - t4:.1f} s"
+            f"5 synsets (Meteor's synonym tables{' built' if not args.meteor_warm else ''}): "
+            f"{t5 - t4:.1f} s"
         )
         tok = dict(zip(texts, metric.tokenizer.tokenize_joined(texts)))
         results = spice._evaluate(

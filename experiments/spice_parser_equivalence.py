@@ -80,8 +80,8 @@ def main() -> int:
 
     differ = [t for t in texts if ours[t] != reference[t]]
     print(
-        f"captions: {len(texts)} ({len(texts) - len(missing)} reference tuples from the parse cache, "
-        f"{len(missing)} parsed by the jar's start in {jar_seconds:.1f} s)"
+        f"captions: {len(texts)} ({len(texts) - len(missing)} reference tuples from the parse "
+        f"cache, {len(missing)} parsed by the jar's start in {jar_seconds:.1f} s)"
     )
     print(f"capmetrics' start: {our_seconds:.1f} s for {len(texts)} captions")
     print(f"captions whose tuples differ: {len(differ)}")
