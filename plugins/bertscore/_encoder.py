@@ -3,14 +3,13 @@
 The encoder is loaded once per (model, layer, device) and shared by every component of the run
 (``bertscore`` and ``trm(distance=bertscore)`` alike); its token embeddings are kept in a
 process-wide cache keyed by model identity, layer and text, so a text seen by one metric is not
-embedded again by another. Texts are tokenized as bert-score 0.3.13 does (stripped, special
-tokens added, truncated to the tokenizer's maximum length). On the CPU they are embedded in
-batches of one token length each (no padding), which makes a text's vectors independent of the
-other texts of a run, bit for bit, and they are also kept on disk (``capmetrics.io.embedding_cache``,
-keyed by the model's checksum, layer, tokenizer and library versions): a later run embeds only new
-texts. On another device (a GPU) they are embedded in large length-sorted padded batches (a
-token budget per pass), as bert-score does with bigger batches: few passes, not bit invariant,
-never on disk.
+embedded again by another. Texts are tokenized as bert-score 0.3.13 does (stripped, special tokens
+added, truncated to the tokenizer's maximum length). On the CPU they are embedded in batches of one
+token length each (no padding), which makes a text's vectors independent of the other texts of a
+run, bit for bit, and they are also kept on disk (``capmetrics.io.embedding_cache``, keyed by the
+model's checksum, layer, tokenizer and library versions): a later run embeds only new texts. On
+another device (a GPU) they are embedded in large length-sorted padded batches (a token budget per
+pass), as bert-score does with bigger batches: few passes, not bit invariant, never on disk.
 """
 
 from __future__ import annotations
@@ -308,7 +307,8 @@ class TokenEncoder:
         return [(emb, ids) for emb, ids, _ in self._entries(texts)]
 
     def mean_pooled(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Mean token embedding (dim, float32; before any normalisation) and token ids of each text."""
+        """Mean token embedding (dim, float32; before any normalisation) and token ids of each
+        text."""
         return [(mean, ids) for _, ids, mean in self._entries(texts)]
 
     def _entries(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:

@@ -57,7 +57,8 @@ def plain_weights(ids: np.ndarray, special: set[int]) -> np.ndarray:
 
 
 def read_baseline(path: str, layer: int, depth: int) -> np.ndarray:
-    """The (P, R, F) baseline of ``layer`` from a bert-score baseline file, float32 as bert-score."""
+    """The (P, R, F) baseline of ``layer`` from a bert-score baseline file, float32 as
+    bert-score."""
     file = Path(path).expanduser()
     if not file.is_file():
         raise MetricError(f"baseline={path!r}: file not found")
