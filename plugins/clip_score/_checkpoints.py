@@ -163,9 +163,10 @@ def torchscript_refusal(path: str) -> str:
     """The one-line refusal of a TorchScript archive, with how to convert it."""
     stem = Path(path).with_suffix("").name
     return (
-        f"model={path!r} is a TorchScript archive: loading one runs the code inside it, so capmetrics does "
-        "not, unless you trust where it came from and say so (clip-model(..., trust_code=true) or --trust-code). "
-        "Or convert it once, in a Python session you trust: import torch; torch.save(torch.jit.load("
+        f"model={path!r} is a TorchScript archive: loading one runs the code inside it, so "
+        "capmetrics does not, unless you trust where it came from and say so (clip-model(..., "
+        "trust_code=true) or --trust-code). Or convert it once, in a Python session you trust: "
+        "import torch; torch.save(torch.jit.load("
         f'{path!r}, map_location="cpu").state_dict(), "{stem}-state-dict.pt"); then use that file'
     )
 
@@ -179,9 +180,9 @@ def weights_only_refusal(path: str, err: BaseException) -> str:
     )
     first = next((line.strip() for line in text.splitlines() if line.strip()), type(err).__name__)
     return (
-        f"model={path!r}: its weights are a pickle that holds more than tensors ({first}); capmetrics "
-        "reads checkpoints with torch.load(weights_only=True) and never runs code from them: use a state dict "
-        "saved with torch.save(model.state_dict()) or a .safetensors file"
+        f"model={path!r}: its weights are a pickle that holds more than tensors ({first}); "
+        "capmetrics reads checkpoints with torch.load(weights_only=True) and never runs code from "
+        "them: use a state dict saved with torch.save(model.state_dict()) or a .safetensors file"
     )
 
 
@@ -225,7 +226,8 @@ def _read_state_dict(p: Path, path: str, trust_code: bool = False) -> tuple[dict
         obj, fmt = obj["state_dict"], "pac-s-state-dict"
     if not isinstance(obj, dict) or not all(isinstance(k, str) for k in obj):
         raise MetricError(
-            f"model={path!r} is not a CLIP checkpoint (expected a state dict, got {type(obj).__name__})"
+            f"model={path!r} is not a CLIP checkpoint (expected a state dict, got "
+            f"{type(obj).__name__})"
         )
     if obj and all(k.startswith("module.") for k in obj):
         obj = {k[len("module.") :]: v for k, v in obj.items()}
@@ -347,7 +349,8 @@ def openai_layout_model(state: dict[str, Any], path: str, activation: str) -> tu
 def longclip_positions(sd: dict[str, Any], path: str) -> Any:
     """Long-CLIP's text position table (``longclip-B.pt``, ``longclip-L.pt``): its ``encode_text``
     adds ``positional_embedding`` at the first :data:`LONGCLIP_KEPT` positions and
-    ``positional_embedding_res`` at the others (its ``mask1``/``mask2``); one table does the same."""
+    ``positional_embedding_res`` at the others (its ``mask1``/``mask2``); one table does the
+    same."""
     import torch
 
     pos, res = sd["positional_embedding"], sd["positional_embedding_res"]
@@ -513,7 +516,8 @@ def _open_clip_folder(p: Path, path: str, activation: str, trust_code: bool = Fa
         or isinstance(vision.get("layers"), list)
     ):
         raise MetricError(
-            f"model={path!r}: only open_clip's own ViT towers are supported (not timm, HF text or ResNet)"
+            f"model={path!r}: only open_clip's own ViT towers are supported (not timm, HF text or "
+            "ResNet)"
         )
     unsupported = [
         k
@@ -541,7 +545,8 @@ def _open_clip_folder(p: Path, path: str, activation: str, trust_code: bool = Fa
         or pre.get("resize_mode", "shortest") != "shortest"
     ):
         raise MetricError(
-            f"model={path!r}: open_clip preprocessing other than bicubic shortest-side resize is not supported"
+            f"model={path!r}: open_clip preprocessing other than bicubic shortest-side resize is "
+            "not supported"
         )
     preprocess = Preprocess(
         size, size, tuple(pre.get("mean", OPENAI_MEAN)), tuple(pre.get("std", OPENAI_STD))

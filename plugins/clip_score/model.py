@@ -271,7 +271,8 @@ class ClipModel(ImageTextModel):
         values: list[Any],
         compute: Callable[[Sequence[Any]], np.ndarray],
     ) -> np.ndarray:
-        """Vectors of ``values``, each distinct key computed once per run (and per call outside a run)."""
+        """Vectors of ``values``, each distinct key computed once per run (and per call outside a
+        run)."""
         table: dict[Hashable, np.ndarray] = shared(("clip-embeddings", what, self._run_key()), dict)
         todo: dict[Hashable, Any] = {}
         for key, value in zip(keys, values):
