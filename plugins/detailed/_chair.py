@@ -162,7 +162,8 @@ def mentions(
     if "toilet" in merged and "seat" in merged:
         merged = [w for w in merged if w != "seat"]
     keep = [k for k, w in enumerate(merged) if w in vocabulary.words]
-    # chair.py takes positions from the list before the "seat" removal, by index in the list after it
+    # chair.py takes positions from the list before the "seat" removal, by index in the list after
+    # it
     return Mentions(
         tuple(merged[k] for k in keep),
         tuple(vocabulary.object_of[merged[k]] for k in keep),

@@ -81,7 +81,8 @@ def check_factual(graph: Any, where: str) -> list[Mapping[str, Any]]:
 
 
 def relation_word(relation: str) -> str:
-    """A SPICE relation as its scene graph names it: without a leading ``be`` (``be on`` -> ``on``)."""
+    """A SPICE relation as its scene graph names it: without a leading ``be`` (``be on`` ->
+    ``on``)."""
     return relation.removeprefix("be ")
 
 

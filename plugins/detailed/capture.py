@@ -181,7 +181,8 @@ class Capture(Distance):
             )
             raise MetricError(
                 f"capture: some items carry scene graphs and item(s) {missing[:10]} do not; give "
-                "candidate_graph and reference_graphs for every item, or use capture(graphs=corenlp)"
+                "candidate_graph and reference_graphs for every item, or use "
+                "capture(graphs=corenlp)"
             )
         if use_given:
             self._parser = "given"
@@ -200,7 +201,8 @@ class Capture(Distance):
             first = next(i for i, c in enumerate(carried) if not c)
             name = items[first].id if items[first] is not None else first
             raise MetricError(
-                f"capture(graphs=given): item {name!r} carries no candidate_graph and reference_graphs"
+                f"capture(graphs=given): item {name!r} carries no candidate_graph and "
+                "reference_graphs"
             )
         out = []
         j = 0
@@ -250,7 +252,8 @@ class Capture(Distance):
 
 def corenlp_graphs(texts: Sequence[str]) -> dict[str, tuple[tuple[tuple[str, ...], ...], ...]]:
     """Each text's sentences parsed by SPICE's CoreNLP parser (tokenized as SPICE does, each
-    distinct sentence parsed once, ever, through SPICE's parse cache): text -> per-sentence tuples."""
+    distinct sentence parsed once, ever, through SPICE's parse cache): text -> per-sentence
+    tuples."""
     from capmetrics.plugins.spice import Spice, parse_cache
 
     spice = Spice()

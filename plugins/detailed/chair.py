@@ -213,7 +213,8 @@ class Chair(Distance):
             )
             if unknown:
                 raise MetricError(
-                    f"chair: item id(s) {unknown[:10]} are not image ids of {Path(self.instances).name}"
+                    f"chair: item id(s) {unknown[:10]} are not image ids of "
+                    f"{Path(self.instances).name}"
                 )
         for refs, item in zip(references, items):
             key = tuple(refs)
