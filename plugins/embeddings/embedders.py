@@ -2,8 +2,9 @@
 contextual ``elmo`` and sentence-level ``bert`` / ``sentence-transformer``.
 
 Constructors only store parameters; files and models load on first use and stay cached on the
-instance (vector files also in a compact on-disk cache, see :mod:`capmetrics.plugins.embeddings.vectors`).
-Heavy libraries (gensim, fasttext, torch, sentence-transformers) are imported only then.
+instance (vector files also in a compact on-disk cache, see
+:mod:`capmetrics.plugins.embeddings.vectors`). Heavy libraries (gensim, fasttext, torch,
+sentence-transformers) are imported only then.
 """
 
 from __future__ import annotations

@@ -90,5 +90,8 @@ def _read_vocab(vocab: Path) -> VectorTable:
     words = [strings[i] for i in found.tolist()]
     meta = vocab.parent / "meta.json"
     name = json.loads(meta.read_text()) if meta.is_file() else {}
-    ident = f"spacy:{name.get('lang', '?')}_{name.get('name', vocab.parent.name)}=={name.get('version', '?')}"
+    ident = (
+        f"spacy:{name.get('lang', '?')}_{name.get('name', vocab.parent.name)}"
+        f"=={name.get('version', '?')}"
+    )
     return VectorTable(words, vectors, ident, str(vocab), rows=rows[at[found]].tolist())

@@ -54,7 +54,8 @@ def vocabulary(
     repeats kept), and the vectors of the known words (one row per id)."""
     if is_contextual(embedder):
         raise MetricError(
-            f"embedder {embedder.spec} gives contextual vectors; this metric needs static word vectors"
+            f"embedder {embedder.spec} gives contextual vectors; this metric needs static word "
+            "vectors"
         )
     position: dict[str, int] = {}
     raw = [unique_index(s, position) for s in sentences]
