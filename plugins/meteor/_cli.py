@@ -102,8 +102,8 @@ def _aligner_line(root: Path) -> tuple[str, bool]:
         if _try_load(module) is not None:
             return f"aligner: compiled module in {module} (loads; checksum verified)", True
         return (
-            f"damaged: the compiled aligner in {module} does not load or fails its checksum; a run would "
-            "compile it again: run `capmetrics setup meteor`"
+            f"damaged: the compiled aligner in {module} does not load or fails its checksum; a run "
+            "would compile it again: run `capmetrics setup meteor`"
         ), False
     try:
         import numba  # noqa: F401 - what a run without the compiled module imports
@@ -119,8 +119,8 @@ def _aligner_line(root: Path) -> tuple[str, bool]:
     if module.is_dir() or _failed(module).is_file():
         return f"aligner: {how} (the compiled module is off or could not be built)", True
     return (
-        f"aligner: not compiled yet ({module}); the first use (or `capmetrics setup meteor`) builds it; "
-        f"until then {how}"
+        f"aligner: not compiled yet ({module}); the first use (or `capmetrics setup meteor`) "
+        f"builds it; until then {how}"
     ), True
 
 

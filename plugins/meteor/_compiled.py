@@ -2,15 +2,15 @@
 imports neither numba nor its JIT.
 
 numba's just-in-time path costs every fresh process about half a second before the first pair is
-aligned (importing numba, its type system and loading the cached machine code), which is more
-than aligning all of Flickr8k-Expert. So on first use ``_align.align_all`` is compiled once (by a
-child process that announces it on stderr, so numba and LLVM never stay in the scoring process)
-with numba's ahead-of-time compiler (``numba.pycc``; it needs a C compiler) into an ordinary extension
+aligned (importing numba, its type system and loading the cached machine code), which is more than
+aligning all of Flickr8k-Expert. So on first use ``_align.align_all`` is compiled once (by a child
+process that announces it on stderr, so numba and LLVM never stay in the scoring process) with
+numba's ahead-of-time compiler (``numba.pycc``; it needs a C compiler) into an ordinary extension
 module under the cache folder (``meteor/aligner-<key>/``, keyed by the aligner's source and the
-numba, numpy and Python versions), with its SHA-256 next to it. Later processes check the
-checksum and import the module: a few milliseconds, no numba. The generated code is the same
-kernel: tests/plugins/test_meteor_native.py checks it against the just-in-time and plain-Python
-runs of the same functions.
+numba, numpy and Python versions), with its SHA-256 next to it. Later processes check the checksum
+and import the module: a few milliseconds, no numba. The generated code is the same kernel:
+tests/plugins/test_meteor_native.py checks it against the just-in-time and plain-Python runs of the
+same functions.
 
 Where it cannot be built (no C compiler, no numba) the reason is stored next to it and the
 aligner runs through numba's JIT (or as plain Python without numba): same numbers, slower start.
@@ -96,7 +96,8 @@ def _sha256(path: Path) -> str:
 
 
 def _load(folder: Path) -> Callable[..., np.ndarray] | None:
-    """The compiled ``align_all`` in ``folder``, or None where it is missing or fails its checksum."""
+    """The compiled ``align_all`` in ``folder``, or None where it is missing or fails its
+    checksum."""
     files = list(folder.glob(f"{MODULE}*{sysconfig.get_config_var('EXT_SUFFIX')}"))
     check = folder / "sha256"
     if len(files) != 1 or not check.is_file() or check.read_text().strip() != _sha256(files[0]):
@@ -246,7 +247,8 @@ _COMPILING: dict[Path, Any] = {}
 
 
 def _wanted(root: Path) -> bool:
-    """Whether this process would compile the module for ``root`` (it is on, not built, not failed)."""
+    """Whether this process would compile the module for ``root`` (it is on, not built, not
+    failed)."""
     if (
         os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0")
         or os.environ.get(OFF_ENV, "1") == "0"

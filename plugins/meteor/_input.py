@@ -24,7 +24,8 @@ def clean_segment(tokens: Sequence[str], max_tokens: int | None) -> tuple[str, b
 def segmenter(
     tokenizer: Tokenizer, texts: Sequence[str], max_tokens: int | None, metric: str
 ) -> Callable[[str], str]:
-    """Tokenize the distinct ``texts`` once; return text -> cleaned segment (warns on truncation)."""
+    """Tokenize the distinct ``texts`` once; return text -> cleaned segment (warns on
+    truncation)."""
     distinct = list(dict.fromkeys(texts))
     cleaned = [clean_segment(t, max_tokens) for t in tokenizer.tokenize_shared(distinct)]
     cut = sum(truncated for _, truncated in cleaned)

@@ -139,7 +139,8 @@ class Lexicon:
         self._word_arrays = None
 
     def synsets(self, word: str) -> frozenset[int]:
-        """The WordNet synsets of ``word`` and of its base forms (Meteor's getSynSets ∪ getStemSynSets)."""
+        """The WordNet synsets of ``word`` and of its base forms (Meteor's getSynSets ∪
+        getStemSynSets)."""
         if word not in self._word_ids:
             self._add_words([word])
         return frozenset(self._synsets[self._word_ids[word]])

@@ -121,7 +121,8 @@ class _Phrases:
         self.lengths: list[np.ndarray] = []
 
     def number(self, phrases: list[str], words: _Words, entry0: int, as_ref: bool) -> np.ndarray:
-        """The temporary numbers of ``phrases`` (the reference or paraphrase of entries ``entry0..``)."""
+        """The temporary numbers of ``phrases`` (the reference or paraphrase of entries
+        ``entry0..``)."""
         keys = np.fromiter(map(hash, phrases), dtype=np.int64, count=len(phrases))
         checks = _checks(phrases)
         distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)

@@ -55,7 +55,8 @@ _JAVA_SPACE = re.compile("[ \t\n\r\f]+")
 
 
 def java_split(text: str) -> list[str]:
-    """Split on the five characters java.util.StringTokenizer splits on (space, \\t, \\n, \\r, \\f)."""
+    """Split on the five characters java.util.StringTokenizer splits on (space, \\t, \\n, \\r,
+    \\f)."""
     if _PY_ONLY_SPACE.search(text) is None:
         return text.split()
     return [t for t in _JAVA_SPACE.split(text) if t]
@@ -235,7 +236,8 @@ def _known_digest(path: Path) -> str:
 
 
 def cache_root(cache_dir: str | None = None) -> Path:
-    """The cache folder: ``cache_dir`` or every component's (:func:`capmetrics.io.cache.cache_root`)."""
+    """The cache folder: ``cache_dir`` or every component's
+    (:func:`capmetrics.io.cache.cache_root`)."""
     return Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
 
 

@@ -5,7 +5,8 @@ PyStemmer and snowballstemmer implement today's Snowball English, which differs 
 ``inter``, ``-ogist``, ``added`` -> ``add``, ``vying`` -> ``vie``, ...). This module is an
 independent implementation of the earlier published algorithm (snowballstem.org, "The English
 (Porter2) stemming algorithm": prefixes ``gener``/``commun``/``arsen`` only), checked against the
-jar's stemmer on the Flickr8k, synonym and paraphrase vocabularies (tests/plugins/test_meteor_native.py).
+jar's stemmer on the Flickr8k, synonym and paraphrase vocabularies
+(tests/plugins/test_meteor_native.py).
 
 Words are handled as Java strings: one character per UTF-16 code unit (see :func:`java_units`).
 """
@@ -150,7 +151,8 @@ def _regions(w: str) -> tuple[int, int]:
 
 
 def _short_syllable_at_end(w: str) -> bool:
-    """Does ``w`` end with a short syllable (non-vowel, vowel, non-vowel not w/x/Y; or vowel-first)?"""
+    """Does ``w`` end with a short syllable (non-vowel, vowel, non-vowel not w/x/Y; or
+    vowel-first)?"""
     n = len(w)
     if n >= 3 and w[-1] not in SHORT_EXEMPT and w[-2] in VOWELS and w[-3] not in VOWELS:
         return True

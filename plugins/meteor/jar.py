@@ -54,7 +54,8 @@ def meteor_files() -> tuple[Path, Path]:
     for path in (jar, table):
         if not path.is_file():
             raise MetricError(
-                f"meteor: {path} is missing; reinstall pycocoevalcap (pip install 'capmetrics[coco]')"
+                f"meteor: {path} is missing; reinstall pycocoevalcap (pip install "
+                "'capmetrics[coco]')"
             )
     return jar, table
 
@@ -200,7 +201,8 @@ class MeteorJar(Distance):
         return self._score_segments(cands, [[segment(r) for r in refs] for refs in references])
 
     def pairwise(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
-        """Distances 1 − METEOR(a_i, [b_j]); every text is tokenized once, all pairs go in batches."""
+        """Distances 1 − METEOR(a_i, [b_j]); every text is tokenized once, all pairs go in
+        batches."""
         segment = self._segmenter([*a, *b])
         sa, sb = [segment(x) for x in a], [segment(y) for y in b]
         values = self._score_segments(

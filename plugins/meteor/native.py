@@ -1,4 +1,5 @@
-"""METEOR 1.5 in Python: the jar's numbers (``-l en -norm``, coco-caption's configuration) without Java.
+"""METEOR 1.5 in Python: the jar's numbers (``-l en -norm``, coco-caption's configuration) without
+Java.
 
 Each candidate is aligned to each of its references (normalisation, four matching modules, beam
 search: see ``_normalize`` and ``_align``); the reference whose alignment scores highest (the
@@ -111,8 +112,8 @@ class Meteor(Distance):
             english = dict(zip(MODULES, ENGLISH_WEIGHTS))
             suggested = ", ".join(repr(english[m]) for m in modules)
             raise MetricError(
-                f"meteor: give one weight per module: {len(modules)} modules, {len(weights)} weights "
-                f"(the English weights of these modules: weights=[{suggested}])"
+                f"meteor: give one weight per module: {len(modules)} modules, {len(weights)} "
+                f"weights (the English weights of these modules: weights=[{suggested}])"
             )
         for name in ("alpha", "beta", "gamma", "delta"):
             value = getattr(self, name)
@@ -145,8 +146,8 @@ class Meteor(Distance):
     ) -> None:
         """Load METEOR's resources and compiled aligner now (on first use: build the tables and
         compile the aligner, in child processes), in the background of a run
-        (``capmetrics.engine.prestart``); ``score`` then finds them loaded. The texts are not needed.
-        Once ``stop`` is set, the build's children are terminated and this returns."""
+        (``capmetrics.engine.prestart``); ``score`` then finds them loaded. The texts are not
+        needed. Once ``stop`` is set, the build's children are terminated and this returns."""
         self._checked()
         with stoppable(stop):
             if not stop.is_set():

@@ -54,5 +54,6 @@ def _english() -> Lexicon:
 
 
 def word_synsets(word: str) -> frozenset[int]:
-    """The synset numbers of ``word`` and of its WordNet base forms (Meteor's getSynSets ∪ getStemSynSets)."""
+    """The synset numbers of ``word`` and of its WordNet base forms (Meteor's getSynSets ∪
+    getStemSynSets)."""
     return _english().synsets(word)
