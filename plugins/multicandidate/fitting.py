@@ -12,10 +12,11 @@ from capmetrics.components.protocols import CountsInParts, FitsInParts, parts_in
 class FitsDistance:
     """For statistics over a ``distance``: :meth:`fit` fits it on every item's references.
 
-    The statistic takes part in the statistics protocol (:mod:`capmetrics.components.protocols`) through
-    its distance: it has the methods of :class:`~capmetrics.components.protocols.FitsInParts` and
-    :class:`~capmetrics.components.protocols.CountsInParts`, and :meth:`supports_protocol` says whether
-    its distance supports them (CIDEr-D's document frequencies are sums over items), so the
+    The statistic takes part in the statistics protocol (:mod:`capmetrics.components.protocols`)
+    through its distance: it has the methods of
+    :class:`~capmetrics.components.protocols.FitsInParts` and
+    :class:`~capmetrics.components.protocols.CountsInParts`, and :meth:`supports_protocol` says
+    whether its distance supports them (CIDEr-D's document frequencies are sums over items), so the
     executor computes the parts on its workers and :meth:`fit_states` joins them.
     """
 
@@ -42,7 +43,8 @@ class FitsDistance:
 
     @property
     def fits_in_parts(self) -> bool:
-        """Whether the distance fits in parts (:class:`~capmetrics.components.protocols.FitsInParts`)."""
+        """Whether the distance fits in parts
+        (:class:`~capmetrics.components.protocols.FitsInParts`)."""
         return supports(self.distance, FitsInParts)
 
     def fit_state(self, references: Sequence[Sequence[str]]) -> Any:
@@ -61,8 +63,8 @@ class FitsDistance:
     @property
     def counts_in_parts(self) -> bool:
         """Whether the distance has the compact form of fitting in parts
-        (:class:`~capmetrics.components.protocols.CountsInParts`: CIDEr-D's frequencies as integer arrays,
-        cheap to send between processes)."""
+        (:class:`~capmetrics.components.protocols.CountsInParts`: CIDEr-D's frequencies as integer
+        arrays, cheap to send between processes)."""
         return supports(self.distance, CountsInParts)
 
     def count_state(self, references: Sequence[Sequence[str]]) -> Any:
