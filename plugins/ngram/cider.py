@@ -256,7 +256,7 @@ class CiderD(BatchDistance):
         self.tokenizer = tokenizer
         self.df = df
 
-    # -- document frequencies (capmetrics.components.protocols: FitsInParts and CountsInParts) ----------
+    # -- document frequencies (capmetrics.components.protocols: FitsInParts and CountsInParts) -----
     def fit(self, references: Sequence[Sequence[str]]) -> CiderD:
         """Fix the document frequencies from ``references`` (one reference list per image).
 
@@ -385,7 +385,8 @@ class CiderD(BatchDistance):
         return merged
 
     def save_df(self, path: str | Path) -> None:
-        """Write the fixed document frequencies (fitted or loaded) to a JSON file (``.gz``: gzipped)."""
+        """Write the fixed document frequencies (fitted or loaded) to a JSON file (``.gz``:
+        gzipped)."""
         fixed = self.fixed_df()
         if fixed is None:
             raise MetricError(
@@ -445,7 +446,8 @@ class CiderD(BatchDistance):
         m: Matches,
         fixed: tuple[dict[str, int], int] | None,
     ) -> np.ndarray:
-        """ln N − ln max(1, df) for each n-gram (global ids of ``m``): fixed df, else the batch's own."""
+        """ln N − ln max(1, df) for each n-gram (global ids of ``m``): fixed df, else the batch's
+        own."""
         if fixed is not None:
             table_df, n_images = fixed
             fitted = getattr(self, "_index", None)
@@ -509,8 +511,8 @@ class CiderD(BatchDistance):
         fixed = self.fixed_df()
         if fixed is None and len(batch) == 1:
             warnings.warn(
-                f"{self.name} with document frequencies from the scored corpus and a single item is "
-                "always 0 (ln N = 0); fit() on a larger corpus or pass df=<file>",
+                f"{self.name} with document frequencies from the scored corpus and a single item "
+                "is always 0 (ln N = 0); fit() on a larger corpus or pass df=<file>",
                 stacklevel=3,
             )
         # coco-caption's order of operations: the references' values added one after the other,

@@ -191,7 +191,8 @@ def _check(candidates: Sequence[str], references: Sequence[Sequence[str]], metri
     if not bad:  # str subclasses (numpy's str_) are strings
         return
     raise MetricError(
-        f"{metric}: item(s) {bad[:10]} need a candidate string and a non-empty list of reference strings"
+        f"{metric}: item(s) {bad[:10]} need a candidate string and a non-empty list of reference "
+        "strings"
     )
 
 
@@ -285,8 +286,9 @@ def make_pairwise_batch(
 class Ngrams:
     """The distinct n-grams of one order in every sentence, with their counts.
 
-    Entries are sorted by sentence, then by the n-gram's first position in it (so an item's sums
-    do not depend on the rest of the batch); ``starts[s]:starts[s + 1]`` are sentence s's entries. ``first[g]`` is a flat token position where n-gram g occurs.
+    Entries are sorted by sentence, then by the n-gram's first position in it (so an item's sums do
+    not depend on the rest of the batch); ``starts[s]:starts[s + 1]`` are sentence s's entries.
+    ``first[g]`` is a flat token position where n-gram g occurs.
     """
 
     order: int
@@ -415,7 +417,8 @@ def match(batch: Batch, tables: Ngrams | Sequence[Ngrams], set_grams: bool = Fal
     entry_offsets = np.cumsum([0] + [len(t.gram) for t in tables])
 
     def entries(sent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Entries of each sentence in ``sent``, table by table: (entry index, entries per sentence)."""
+        """Entries of each sentence in ``sent``, table by table: (entry index, entries per
+        sentence)."""
         starts = np.concatenate([t.starts[sent] + off for t, off in zip(tables, entry_offsets)])
         n = np.concatenate([t.starts[sent + 1] - t.starts[sent] for t in tables])
         return expand_ranges(starts, n), n
@@ -572,7 +575,7 @@ class BatchDistance(Distance):
             return None
         return self.score_batch(make_id_batch(ids, lengths, words, references, refset, self.name))
 
-    # -- a corpus scored in parts (capmetrics.components.protocols.ScoresInParts) ---------------------------
+    # -- a corpus scored in parts (capmetrics.components.protocols.ScoresInParts) ------------------
     def score_part(
         self, candidates: Sequence[str], references: Sequence[Sequence[str]]
     ) -> tuple[Scores, Any]:

@@ -67,7 +67,8 @@ class IntTable:
         return self.keys[used], self.values[used]
 
     def _home(self, keys: np.ndarray) -> np.ndarray:
-        """The first slot tried for each key: the top ``bits`` bits of key x multiplier (mod 2^64)."""
+        """The first slot tried for each key: the top ``bits`` bits of key x multiplier (mod
+        2^64)."""
         return (keys.view(np.uint64) * _MULTIPLIER >> np.uint64(64 - self.bits)).view(np.int64)
 
     def get(self, keys: np.ndarray) -> np.ndarray:
