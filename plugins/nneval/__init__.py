@@ -1,9 +1,9 @@
 """NNEval (Sharif et al., ECCV 2018): a learned caption metric over other metrics' scores.
 
 Registers the learner ``nneval`` (:mod:`.learner`; network in :mod:`.network`, training data in
-:mod:`.training_data`, cached features in :mod:`.features`), the distance ``nneval`` (:mod:`.metric`:
-a shipped model by default, see :mod:`.model_files`) and the ``capmetrics nneval`` command group
-(:mod:`.cli`). See docs/metrics/nneval.md.
+:mod:`.training_data`, cached features in :mod:`.features`), the distance ``nneval``
+(:mod:`.metric`: a shipped model by default, see :mod:`.model_files`) and the ``capmetrics nneval``
+command group (:mod:`.cli`). See docs/metrics/nneval.md.
 """
 
 from collections.abc import Callable

@@ -43,7 +43,8 @@ def _validation(
     seed: int,  # type: ignore[no-untyped-def]
     images: Path | None = None,
 ):
-    """Validation judgments: a preset name or a JSONL file, optionally one seeded half of its images."""
+    """Validation judgments: a preset name or a JSONL file, optionally one seeded half of its
+    images."""
     from capmetrics.analysis.meta import PRESETS
     from capmetrics.cli.meta import load_judgments_arg
     from capmetrics.data.judgments import Judgments
@@ -103,8 +104,8 @@ def _rating_sets(
     seed: int,
     images: Path | None = None,
 ) -> tuple[list[Any], list[Any], int, int]:
-    """(training, early-stopping) judgments for ``fit_ratings``: of a seeded share ``fraction`` of the
-    images judged in any of the sets (the same images in every set; the rest stays unseen), a
+    """(training, early-stopping) judgments for ``fit_ratings``: of a seeded share ``fraction`` of
+    the images judged in any of the sets (the same images in every set; the rest stays unseen), a
     seeded ``stop_share`` early-stops on ``stop_specs``, the others train on ``fit_specs``."""
     from capmetrics.data.judgments import choose_groups
     from capmetrics.plugins.nneval.rating_targets import of_images, split_images
@@ -192,26 +193,38 @@ def build_cli() -> typer.Typer:
             list[str] | None,
             typer.Option(
                 "--ratings",
-                help="Fit P(human) to these human ratings instead (flickr8k-expert, flickr8k-cf or a JSONL file; repeat).",
+                help=(
+                    "Fit P(human) to these human ratings instead (flickr8k-expert, flickr8k-cf or "
+                    "a JSONL file; repeat)."
+                ),
             ),
         ] = None,
         rating_fraction: Annotated[
             float,
             typer.Option(
-                help="With --ratings: use this seeded share of the judged images, the same in every set (the rest stays unseen)."
+                help=(
+                    "With --ratings: use this seeded share of the judged images, the same in "
+                    "every set (the rest stays unseen)."
+                )
             ),
         ] = 1.0,
         early_stopping_share: Annotated[
             float,
             typer.Option(
-                help="With --ratings: of those images, this seeded share early-stops, the rest trains."
+                help=(
+                    "With --ratings: of those images, this seeded share early-stops, the rest "
+                    "trains."
+                )
             ),
         ] = 0.25,
         stop_on: Annotated[
             list[str] | None,
             typer.Option(
                 "--stop-on",
-                help="With --ratings: early-stop on these judgments (repeat); default: the --ratings sets.",
+                help=(
+                    "With --ratings: early-stop on these judgments (repeat); default: the "
+                    "--ratings sets."
+                ),
             ),
         ] = None,
         seed: Annotated[
@@ -228,7 +241,10 @@ def build_cli() -> typer.Typer:
         images: Annotated[
             Path | None,
             typer.Option(
-                help="Folder of the items' images, for features that need images (clip-score, ...): relative image paths resolve against it (Flickr8k: its .jpg files)."
+                help=(
+                    "Folder of the items' images, for features that need images (clip-score, "
+                    "...): relative image paths resolve against it (Flickr8k: its .jpg files)."
+                )
             ),
         ] = None,
     ) -> None:
@@ -248,8 +264,8 @@ def build_cli() -> typer.Typer:
             if ratings:
                 if train or flickr8k_split or system_output or validation:
                     raise SpecError(
-                        "--ratings trains on judged images: give none of --train, --flickr8k-split, "
-                        "--system-output, --validation"
+                        "--ratings trains on judged images: give none of --train, "
+                        "--flickr8k-split, --system-output, --validation"
                     )
                 fit, stop, n_fit, n_stop = _rating_sets(
                     ratings,
@@ -315,7 +331,10 @@ def build_cli() -> typer.Typer:
             list[str] | None,
             typer.Option(
                 "--file",
-                help="A file the model's features need that is not in its folder (e.g. a CLIP checkpoint); repeat.",
+                help=(
+                    "A file the model's features need that is not in its folder (e.g. a CLIP "
+                    "checkpoint); repeat."
+                ),
             ),
         ] = None,
         trust_code: TrustCode = False,

@@ -113,8 +113,8 @@ def build_interaction(spec: str, source: str) -> Embedder:
     extras = missing_extras([spec])
     if extras:
         raise MetricError(
-            f"{source}: the interaction embedder {spec!r} needs capmetrics[{extras[spec]}], which is "
-            f"not installed; pip install 'capmetrics[{extras[spec]}]'"
+            f"{source}: the interaction embedder {spec!r} needs capmetrics[{extras[spec]}], which "
+            f"is not installed; pip install 'capmetrics[{extras[spec]}]'"
         )
     try:
         return compose(spec, "embedder")  # type: ignore[return-value]
@@ -285,7 +285,8 @@ def feature_matrix(
     ids: Sequence[object] | None = None,
 ) -> np.ndarray:
     """One column per metric (see :func:`feature_column`; ``images`` and ``ids`` for the metrics
-    that need images), then ``interaction``'s :func:`interaction_inputs` when given (cached likewise)."""
+    that need images), then ``interaction``'s :func:`interaction_inputs` when given (cached
+    likewise)."""
     from capmetrics.engine.prepared import run_scope
     from capmetrics.engine.progress import work
 

@@ -53,7 +53,8 @@ from capmetrics.plugins.nneval.model_files import (
 
 
 class NNEval(Learner):
-    """The NNEval learner: an MLP over metric scores trained on human-vs-machine captions or ratings.
+    """The NNEval learner: an MLP over metric scores trained on human-vs-machine captions or
+    ratings.
 
     Args:
         features: feature metric specs; ``None`` for the paper's set (CIDEr-D, BLEU-1..4,
@@ -75,8 +76,8 @@ class NNEval(Learner):
             e.g. ``[c, b]`` for Flickr8k-Expert then Flickr8k-CF, their presets' statistics).
         nonfinite: ``worst`` or ``raise`` (module docstring).
         interaction: a sentence embedder spec (e.g. ``bert``, the bundled MiniLM): the inputs also
-            get, per candidate, ``[c ⊙ r, |c − r|]`` of its unit vector ``c`` and the unit mean ``r``
-            of its references' (scaled like the features); ``None``: metric scores only.
+            get, per candidate, ``[c ⊙ r, |c − r|]`` of its unit vector ``c`` and the unit mean
+            ``r`` of its references' (scaled like the features); ``None``: metric scores only.
         ensemble: ``none``: one network over all training examples; ``per-set``: with
             :meth:`fit_ratings`, one network per training judgment set, each early-stopped on all
             validation sets; a caption's score is then the logistic of the mean of their log-odds.
@@ -85,7 +86,8 @@ class NNEval(Learner):
     """
 
     name = "nneval"
-    #: Settings left out of a model file at their default, so files written before they existed stay byte-identical.
+    #: Settings left out of a model file at their default, so files written before they existed
+    #: stay byte-identical.
     _DEFAULTS: ClassVar[dict[str, object]] = {"interaction": None, "ensemble": "none"}
 
     def __init__(
@@ -155,7 +157,8 @@ class NNEval(Learner):
             self.interaction,
         ):  # built once: a JVM or a model loads once
             metrics = check_features(specs, "NNEval")
-            # the interaction embedder of a feature metric (e.g. embedding-cosine's) is reused: loaded once
+            # the interaction embedder of a feature metric (e.g. embedding-cosine's) is reused:
+            # loaded once
             shared = (
                 m.embedder
                 for m in metrics
@@ -255,8 +258,9 @@ class NNEval(Learner):
         return self
 
     def fit_ratings(self, training: Sequence[Any], validation: Sequence[Any] = ()) -> NNEval:
-        """Fit P(human) to human ratings: every item of the :class:`~capmetrics.data.judgments.Judgments`
-        in ``training`` is an example whose target is its mean rating rescaled to [0, 1]
+        """Fit P(human) to human ratings: every item of the
+        :class:`~capmetrics.data.judgments.Judgments` in ``training`` is an example whose target is
+        its mean rating rescaled to [0, 1]
         (:func:`~capmetrics.plugins.nneval.rating_targets.rating_targets`); early-stops on the mean
         Kendall τ over the ``validation`` judgments."""
         self.features_ = self.feature_specs()
@@ -271,7 +275,8 @@ class NNEval(Learner):
         training: Sequence[tuple[np.ndarray, Any]],
         validation: Sequence[tuple[np.ndarray, Any]] = (),
     ) -> NNEval:
-        """:meth:`fit_ratings` on precomputed raw features: (raw features per item, Judgments) pairs."""
+        """:meth:`fit_ratings` on precomputed raw features: (raw features per item, Judgments)
+        pairs."""
         from capmetrics.plugins.nneval.rating_targets import rating_targets, source_name
 
         if not training:
@@ -351,7 +356,8 @@ class NNEval(Learner):
 
     def _validator(self, sets: list[tuple[np.ndarray, Any]]) -> Callable[[Any], float]:
         """The early-stopping criterion: Kendall τ (``kendall``: the variant, or one per set) of
-        P(human) against each validation set's ratings (``validation_rating``), averaged over the sets."""
+        P(human) against each validation set's ratings (``validation_rating``), averaged over the
+        sets."""
         from capmetrics.analysis.meta import correlations
 
         variants = self.kendall if isinstance(self.kendall, list) else [self.kendall] * len(sets)
@@ -387,7 +393,8 @@ class NNEval(Learner):
             raise NotFittedError("NNEval is not fitted; call fit() or NNEval.load(path)")
 
     def predict_features(self, raw: np.ndarray) -> np.ndarray:
-        """P(human) from raw feature rows (with several networks, the logistic of their mean log-odds)."""
+        """P(human) from raw feature rows (with several networks, the logistic of their mean
+        log-odds)."""
         self._check_fitted()
         inputs = self._inputs(raw)
         if len(self.members_) == 1:

@@ -15,11 +15,12 @@ class NNEvalMetric(Distance):
 
     Args:
         model: a shipped model (``flickr8k-paper``, the default: the paper's features;
-            ``flickr8k-embeddings``: adds ROUGE-L, CIDEr, WEmbSim, MiniLM embedding cosine and BERTScore;
-            ``flickr8k-paper-spice``: the paper's features with SPICE, which needs ``capmetrics setup spice``;
-            ``flickr8k-embeddings-spice``: the embedding features, SPICE and MiniLM vectors, two networks
-            fitted to Flickr8k-Expert and -CF ratings, the best on unseen Flickr8k images)
-            or the folder of a model written by ``capmetrics nneval train`` (or ``NNEval.save``).
+            ``flickr8k-embeddings``: adds ROUGE-L, CIDEr, WEmbSim, MiniLM embedding cosine and
+            BERTScore; ``flickr8k-paper-spice``: the paper's features with SPICE, which needs
+            ``capmetrics setup spice``; ``flickr8k-embeddings-spice``: the embedding features,
+            SPICE and MiniLM vectors, two networks fitted to Flickr8k-Expert and -CF ratings, the
+            best on unseen Flickr8k images) or the folder of a model written by
+            ``capmetrics nneval train`` (or ``NNEval.save``).
         files: files the model's features need that are not in its folder (e.g. the CLIP
             checkpoint of a ``clip-score`` feature), matched by file name and checksum.
 

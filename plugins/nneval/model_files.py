@@ -91,7 +91,8 @@ def read_model_json(path: Path) -> dict[str, Any]:
 
 
 def write_weights(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """An .npz that ``np.load`` reads, with fixed zip timestamps so equal arrays give equal bytes."""
+    """An .npz that ``np.load`` reads, with fixed zip timestamps so equal arrays give equal
+    bytes."""
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for key in sorted(arrays):
             buffer = io.BytesIO()
@@ -340,8 +341,8 @@ def attach_feature_files(
         path = given.get(name) or (str(folder / name) if (folder / name).exists() else None)
         if path is None:
             raise MetricError(
-                f"{source}: a feature needs the file {name!r}; put it in the model's folder or pass "
-                f'it: nneval(model=..., files=["/path/to/{name}"])'
+                f"{source}: a feature needs the file {name!r}; put it in the model's folder or "
+                f'pass it: nneval(model=..., files=["/path/to/{name}"])'
             )
         if file_digest(path) != digest:
             raise MetricError(

@@ -38,7 +38,8 @@ class MinMaxScaler:
 
 
 def init_weights(sizes: list[int], scheme: str, rng: np.random.Generator) -> list[np.ndarray]:
-    """Weight matrices for layer sizes ``sizes``: Glorot-uniform (paper) or He-normal (released code)."""
+    """Weight matrices for layer sizes ``sizes``: Glorot-uniform (paper) or He-normal (released
+    code)."""
     weights = []
     for fan_in, fan_out in itertools.pairwise(sizes):
         if scheme == "glorot-uniform":

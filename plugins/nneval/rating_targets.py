@@ -18,7 +18,8 @@ def rating_targets(judgments: Judgments) -> np.ndarray:
     low, high = float(judgments.point_rating.min()), float(judgments.point_rating.max())
     if not high > low:
         raise MetricError(
-            f"{source_name(judgments)}: every rating is {low}; rating targets need at least two values"
+            f"{source_name(judgments)}: every rating is {low}; rating targets need at least two "
+            "values"
         )
     return (judgments.item_rating("mean") - low) / (high - low)
 
