@@ -106,7 +106,10 @@ def build_cli() -> Any:
             typer.Option(
                 "--metric",
                 "-m",
-                help="Composition, e.g. mean_max_normcount_prefix0; repeat. Default: the paper's 504.",
+                help=(
+                    "Composition, e.g. mean_max_normcount_prefix0; repeat. Default: the paper's "
+                    "504."
+                ),
             ),
         ] = None,
         every: Annotated[

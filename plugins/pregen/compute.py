@@ -45,7 +45,8 @@ class RaggedProbs:
     Attributes:
         p: probability of the reference token at every position (float64, END included).
         top: True where the reference token had the highest probability (ties count as top).
-        caption_offsets: positions of caption ``c`` are ``caption_offsets[c]:caption_offsets[c + 1]``.
+        caption_offsets: positions of caption ``c`` are
+            ``caption_offsets[c]:caption_offsets[c + 1]``.
         item_offsets: captions of item ``i`` are ``item_offsets[i]:item_offsets[i + 1]``.
         item_ids: one id per item.
         model: a label for the model that produced the probabilities.
@@ -261,7 +262,8 @@ def _aggregator(name: str) -> Aggregator:
 
 
 def evaluate(probs: RaggedProbs, compositions: Sequence[Composition | str]) -> np.ndarray:
-    """Values of ``compositions`` on ``probs`` (one float each, ±inf where the paper's rules give it).
+    """Values of ``compositions`` on ``probs`` (one float each, ±inf where the paper's rules give
+    it).
 
     Raises:
         MetricError: for an empty dataset.

@@ -268,7 +268,8 @@ def plot_best(
     colour_by: Sequence[Any] | None = None,
     composition: str | None = None,
 ) -> Path:
-    """Scatter the best composition against each post-gen metric (the paper's Fig. 4) into ``path``."""
+    """Scatter the best composition against each post-gen metric (the paper's Fig. 4) into
+    ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")

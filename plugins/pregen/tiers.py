@@ -78,7 +78,8 @@ class TopFilter(TokenFilter):
 
 
 class NonTopFilter(TokenFilter):
-    """Keep the positions whose reference token was not the top choice (the released code's filter0)."""
+    """Keep the positions whose reference token was not the top choice (the released code's
+    filter0)."""
 
     name = "nonmax"
 
@@ -261,7 +262,8 @@ class Composition:
 
 
 def parse_composition(name: str) -> Composition:
-    """Parse ``tier4_tier3_tier2_tier1`` (``_`` or ``-`` between tiers; tier names may contain ``-``).
+    """Parse ``tier4_tier3_tier2_tier1`` (``_`` or ``-`` between tiers; tier names may contain
+    ``-``).
 
     Raises:
         SpecError: naming the part that is not a known option of its tier.
