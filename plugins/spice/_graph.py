@@ -45,18 +45,20 @@ COMMON_COLORS = frozenset(
 )
 SIZE_ADJECTIVES = frozenset(
     (
-        "baby illimitable scrawny beefy immeasurable short big immense sizable bony infinitesimal skeletal "
-        "boundless lanky skimpy brawny large skinny broad lean slender bulky life-size slim chunky limitless "
-        "small colossal little squat compact mammoth stocky corpulent massive stout cosmic meager strapping "
-        "cubby measly sturdy curvy microscopic tall elfin mini teensy emaciated miniature teeny endless "
-        "minuscule teeny-tiny enormous minute teeny-weeny epic narrow thick expansive obese thickset extensive "
-        "outsized thin fat oversize tiny fleshy overweight titanic full-size paltry towering gargantuan petite "
-        "trifling gaunt pint-size trim giant plump tubby gigantic pocket-size undersized grand portly "
-        "underweight great pudgy unlimited heavy puny vast hefty rotund wee huge scanty whopping hulking "
-        "scraggy wide"
+        "baby illimitable scrawny beefy immeasurable short big immense sizable bony infinitesimal "
+        "skeletal boundless lanky skimpy brawny large skinny broad lean slender bulky life-size "
+        "slim chunky limitless small colossal little squat compact mammoth stocky corpulent "
+        "massive stout cosmic meager strapping cubby measly sturdy curvy microscopic tall elfin "
+        "mini teensy emaciated miniature teeny endless minuscule teeny-tiny enormous minute "
+        "teeny-weeny epic narrow thick expansive obese thickset extensive outsized thin fat "
+        "oversize tiny fleshy overweight titanic full-size paltry towering gargantuan petite "
+        "trifling gaunt pint-size trim giant plump tubby gigantic pocket-size undersized grand "
+        "portly underweight great pudgy unlimited heavy puny vast hefty rotund wee huge scanty "
+        "whopping hulking scraggy wide"
     ).split()
 )
-#: The categories of SPICE's ``-subset`` output, in coco-caption's order, and the per-category fields.
+#: The categories of SPICE's ``-subset`` output, in coco-caption's order, and the per-category
+#: fields.
 CATEGORIES = ("All", "Object", "Attribute", "Relation", "Color", "Cardinality", "Size")
 FIELDS = ("pr", "re", "f", "tp", "fp", "fn")
 _LEADING_BE = re.compile(r"^be ")
@@ -64,7 +66,8 @@ _JAVA_SPACE = "".join(chr(c) for c in range(33))
 
 
 def lookup_key(word: str) -> str:
-    """The form a word or phrase is looked up in WordNet by (Java-trimmed, lower case, ``_`` for spaces)."""
+    """The form a word or phrase is looked up in WordNet by (Java-trimmed, lower case, ``_`` for
+    spaces)."""
     return word.strip(_JAVA_SPACE).lower().replace(" ", "_")
 
 
@@ -74,7 +77,8 @@ def relation_word(relation: str) -> str:
 
 
 def synset_keys(tuples: Tuples) -> set[str]:
-    """The lookup keys of every concept a caption's tuples make (what its synsets are needed for)."""
+    """The lookup keys of every concept a caption's tuples make (what its synsets are needed
+    for)."""
     keys = set()
     for t in tuples:
         words = [t[0], t[1], relation_word(t[2])] if len(t) == 3 else t
@@ -142,7 +146,8 @@ class Edge:
 
 
 class Graph:
-    """One scene graph built from tuples in order; ``synsets(word)`` gives a word's WordNet synsets."""
+    """One scene graph built from tuples in order; ``synsets(word)`` gives a word's WordNet
+    synsets."""
 
     def __init__(
         self, synsets: Callable[[str], frozenset[int]], last_in_ties: bool = False
@@ -171,7 +176,8 @@ class Graph:
             self.add_relation(source, target, self.concept(relation_word(tuple_[2])))
 
     def node(self, word: str) -> Node:
-        """The node ``word`` belongs to: equal object, else merged into the most similar, else new."""
+        """The node ``word`` belongs to: equal object, else merged into the most similar, else
+        new."""
         concept = self.concept(word)
         equal = [n for n in self.nodes if n.object.words == concept.words and n.object == concept]
         if equal:
@@ -289,7 +295,8 @@ def prepare(graph: Graph) -> Prepared:
 
 
 def evaluate(test: Graph, ref: Graph) -> np.ndarray:
-    """One item's row: ``FIELDS`` of each of ``CATEGORIES`` (as ``_jar.to_row`` reads the jar's output)."""
+    """One item's row: ``FIELDS`` of each of ``CATEGORIES`` (as ``_jar.to_row`` reads the jar's
+    output)."""
     test_rows, _, test_sizes = prepare(test)
     _, ref_by_size, ref_sizes = prepare(ref)
     tp = dict.fromkeys(CATEGORIES, 0)

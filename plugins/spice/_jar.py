@@ -42,12 +42,14 @@ def parse_cache_dir() -> Path:
 
 
 def parse_cache_supported() -> bool:
-    """The jar's parse cache uses lmdbjni, whose native libraries are x86-64 only (Linux, macOS, Windows)."""
+    """The jar's parse cache uses lmdbjni, whose native libraries are x86-64 only (Linux, macOS,
+    Windows)."""
     return platform.machine().lower() in ("x86_64", "amd64")
 
 
 def classpath(corenlp_jars: Sequence[Path], extra_jars: Sequence[Path]) -> str:
-    """spice-1.0.jar, the CoreNLP jars, every other jar of pycocoevalcap's spice/lib, then ``extra_jars``."""
+    """spice-1.0.jar, the CoreNLP jars, every other jar of pycocoevalcap's spice/lib, then
+    ``extra_jars``."""
     folder = spice_dir()
     names = {p.name for p in corenlp_jars}
     jars = [folder / "spice-1.0.jar", *corenlp_jars]
@@ -88,7 +90,8 @@ def command(
 def run_jar(
     cmd_for: Any, items: list[dict[str, Any]], timeout: float, retries: int = 1
 ) -> list[dict[str, Any]]:
-    """Run the jar on ``items`` (``image_id``/``test``/``refs``); ``cmd_for(in, out)`` builds the command.
+    """Run the jar on ``items`` (``image_id``/``test``/``refs``); ``cmd_for(in, out)`` builds the
+    command.
 
     A JVM killed by a signal (e.g. the out-of-memory killer) is started again, up to ``retries``
     times; any other failure is reported at once with the end of the jar's error output.
@@ -128,7 +131,8 @@ def scores_by_id(results: list[dict[str, Any]], n_items: int) -> list[dict[str, 
 
 
 def number(value: Any) -> float:
-    """A JSON number of the jar's output as a float (``null``/``"NaN"`` -> NaN), as coco-caption converts it."""
+    """A JSON number of the jar's output as a float (``null``/``"NaN"`` -> NaN), as coco-caption
+    converts it."""
     try:
         return float(value)
     except (TypeError, ValueError):
@@ -143,7 +147,8 @@ def to_row(scores: dict[str, Any]) -> np.ndarray:
 
 
 def details_arrays(rows: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
-    """``{category: {field: per-item array}}`` (coco-caption's ``imgToEval``) from stacked :func:`to_row` vectors."""
+    """``{category: {field: per-item array}}`` (coco-caption's ``imgToEval``) from stacked
+    :func:`to_row` vectors."""
     table = np.asarray(rows, dtype=float).reshape(-1, len(CATEGORIES), len(FIELDS))
     return {
         c: {f: table[:, i, j].copy() for j, f in enumerate(FIELDS)}

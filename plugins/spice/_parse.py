@@ -34,7 +34,8 @@ from capmetrics.plugins.spice._parse_cache import Parse, valid_parse
 from capmetrics.plugins.spice._resources import java_options
 
 HELPER_CLASS = "CapmetricsSpiceParse"
-#: Makes the helper start the parser as the jar does (its constructor, CoreNLP with ``ner``), for comparisons.
+#: Makes the helper start the parser as the jar does (its constructor, CoreNLP with ``ner``), for
+#: comparisons.
 JAR_START = "-Dcapmetrics.spice.jar_pipeline=true"
 #: Captions per chunk: what a killed JVM can lose, and the unit written at once.
 CHUNK = 50
@@ -49,11 +50,11 @@ HEAP = "1G"
 #: The heap of a JVM started again after one died (out of memory on a very long caption, say).
 RETRY_HEAP = "4G"
 #: The serial collector (no collector threads competing with the parser for 2 cores; 25-30 % less
-#: wall time and RSS than G1 in the measurements of docs/metrics/spice.md), an exit on running
-#: out of memory, so that the shard is run again with :data:`RETRY_HEAP` instead of hanging, and
-#: C2 (the optimising JIT) only for methods ~10x hotter than its defaults: C2 compiling ~800
-#: methods took 16 of a cold run's 69 CPU seconds, competing with the parse for the cores; with
-#: these thresholds a cold run takes ~10 % less (1,690 and 4,992 Flickr8k captions, the same tuples).
+#: wall time and RSS than G1 in the measurements of docs/metrics/spice.md), an exit on running out
+#: of memory, so that the shard is run again with :data:`RETRY_HEAP` instead of hanging, and C2 (the
+#: optimising JIT) only for methods ~10x hotter than its defaults: C2 compiling ~800 methods took 16
+#: of a cold run's 69 CPU seconds, competing with the parse for the cores; with these thresholds a
+#: cold run takes ~10 % less (1,690 and 4,992 Flickr8k captions, the same tuples).
 JVM_OPTIONS = (
     "-XX:+UseSerialGC",
     "-XX:+ExitOnOutOfMemoryError",

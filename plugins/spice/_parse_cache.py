@@ -28,7 +28,10 @@ from typing import Any, TypeVar
 
 from capmetrics.plugins.spice._resources import private_folder, warn
 
-SCHEMA = "CREATE TABLE IF NOT EXISTS parses (key TEXT PRIMARY KEY, value BLOB NOT NULL, sha256 TEXT NOT NULL)"
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS parses "
+    "(key TEXT PRIMARY KEY, value BLOB NOT NULL, sha256 TEXT NOT NULL)"
+)
 #: ``PRAGMA application_id`` of a capmetrics SPICE parse cache ("cmSP").
 APPLICATION_ID = 0x636D5350
 #: SQLite's error names for a file that is damaged or not a database.
@@ -150,7 +153,8 @@ class ParseCache:
         return connection
 
     def _move_aside(self, reason: str, inode: int | None) -> None:
-        """Rename the damaged file (and its journal) out of the way, unless another run already did."""
+        """Rename the damaged file (and its journal) out of the way, unless another run already
+        did."""
         try:
             if inode is not None and self.path.stat().st_ino != inode:
                 return  # another process has already replaced it
@@ -163,14 +167,14 @@ class ParseCache:
                 os.replace(journal, aside.with_name(aside.name + "-journal"))
         except OSError as err:
             warn(
-                f"spice: the parse cache {self.path} is damaged ({reason}) and cannot be moved aside "
-                f"({err}); this run parses without it"
+                f"spice: the parse cache {self.path} is damaged ({reason}) and cannot be moved "
+                f"aside ({err}); this run parses without it"
             )
             self.usable = False
             return
         warn(
-            f"spice: the parse cache {self.path} is damaged or not a parse cache ({reason}); moved it to "
-            f"{aside.name} and started a new one (its captions are parsed again)"
+            f"spice: the parse cache {self.path} is damaged or not a parse cache ({reason}); moved "
+            f"it to {aside.name} and started a new one (its captions are parsed again)"
         )
 
     def _run(self, operation: Callable[[sqlite3.Connection], T], default: T) -> T:
@@ -195,14 +199,16 @@ class ParseCache:
             except sqlite3.DatabaseError as err:
                 if not _is_corrupt(err):
                     warn(
-                        f"spice: the parse cache {self.path} cannot be used ({err}); this run parses without it"
+                        f"spice: the parse cache {self.path} cannot be used ({err}); this run "
+                        "parses without it"
                     )
                     self.usable = False
                     return default
                 reason = str(err)
             except OSError as err:
                 warn(
-                    f"spice: the parse cache {self.path} cannot be used ({err}); this run parses without it"
+                    f"spice: the parse cache {self.path} cannot be used ({err}); this run parses "
+                    "without it"
                 )
                 self.usable = False
                 return default
@@ -227,7 +233,8 @@ class ParseCache:
             for start in range(0, len(keys), 900):
                 chunk = keys[start : start + 900]
                 rows = connection.execute(
-                    f"SELECT key, value, sha256 FROM parses WHERE key IN ({','.join('?' * len(chunk))})",
+                    "SELECT key, value, sha256 FROM parses WHERE key IN "
+                    f"({','.join('?' * len(chunk))})",
                     chunk,
                 )
                 for key, value, digest in rows:

@@ -73,7 +73,8 @@ class Problem:
 
 def cache_root() -> Path:
     """SPICE's folder in the user cache: ``spice/`` under capmetrics' cache root
-    (``$CAPMETRICS_CACHE_DIR``, else ``$XDG_CACHE_HOME/capmetrics``, else ``~/.cache/capmetrics``)."""
+    (``$CAPMETRICS_CACHE_DIR``, else ``$XDG_CACHE_HOME/capmetrics``, else
+    ``~/.cache/capmetrics``)."""
     return component_cache("spice")
 
 
@@ -183,13 +184,15 @@ def find_corenlp(corenlp: str | None = None) -> list[Path]:
 
 
 def java_major(version: str) -> int:
-    """The major version of a ``java -version`` string: ``"1.8.0_392"`` -> 8, ``"17.0.15"`` -> 17."""
+    """The major version of a ``java -version`` string: ``"1.8.0_392"`` -> 8, ``"17.0.15"`` ->
+    17."""
     numbers = [int(n) for n in re.findall(r"\d+", version)[:2]] or [0]
     return numbers[1] if numbers[0] == 1 and len(numbers) > 1 else numbers[0]
 
 
 def find_js_engine() -> list[Path]:
-    """Jars of a javax.script JavaScript engine: the user cache's ``js/``, then the system's Rhino."""
+    """Jars of a javax.script JavaScript engine: the user cache's ``js/``, then the system's
+    Rhino."""
     cached = sorted(js_home().glob("*.jar")) if js_home().is_dir() else []
     if cached:
         return cached

@@ -266,8 +266,8 @@ def parse(
                 if entry is None:
                     if _done(raw) != len(texts) or len(seen) != len(texts):
                         warn(
-                            f"spice: the parser server's answer broke off or is malformed after {len(seen)} of "
-                            f"{len(texts)} captions; this run parses the rest itself"
+                            "spice: the parser server's answer broke off or is malformed after "
+                            f"{len(seen)} of {len(texts)} captions; this run parses the rest itself"
                         )
                     break
                 chunk[entry[0]] = entry[1]
