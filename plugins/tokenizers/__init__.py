@@ -47,12 +47,14 @@ class WhitespaceTokenizer(Tokenizer):
 
 
 class PTBTokenizer(Tokenizer):
-    """coco-caption's tokenization (PTBTokenizer jar, lower-casing, punctuation removal) in pure Python.
+    """coco-caption's tokenization (PTBTokenizer jar, lower-casing, punctuation removal) in pure
+    Python.
 
     Token for token equal to pycocoevalcap's ``PTBTokenizer`` on caption text, with no Java. As in
-    coco-caption, the ``-lrb-``/``-rrb-`` bracket tokens and runs like ``!!`` are kept, and a fraction
-    such as "1 1/2" is one token containing a non-breaking space. Like the jar, the tokens of a caption
-    ending in a one-letter acronym ("... I.") depend on the first word of the next caption of the batch.
+    coco-caption, the ``-lrb-``/``-rrb-`` bracket tokens and runs like ``!!`` are kept, and a
+    fraction such as "1 1/2" is one token containing a non-breaking space. Like the jar, the tokens
+    of a caption ending in a one-letter acronym ("... I.") depend on the first word of the next
+    caption of the batch.
     """
 
     name = "ptb"
@@ -63,7 +65,8 @@ class PTBTokenizer(Tokenizer):
 
 
 class PTBJarTokenizer(Tokenizer):
-    """coco-caption's tokenization run by the CoreNLP 3.4.1 jar shipped with pycocoevalcap (needs Java).
+    """coco-caption's tokenization run by the CoreNLP 3.4.1 jar shipped with pycocoevalcap (needs
+    Java).
 
     One JVM call per :meth:`tokenize` batch; the input file goes to a temporary directory.
     Line breaks inside a caption become spaces (coco-caption does this for ``\\n`` only).
@@ -109,7 +112,8 @@ class PTBJarTokenizer(Tokenizer):
         proc = run_with_retries(cmd, "the PTBTokenizer jar", env=env)
         if proc.returncode != 0:
             raise MetricError(
-                f"the PTBTokenizer jar failed (exit {proc.returncode}): {proc.stderr.decode(errors='replace')[-500:]}"
+                f"the PTBTokenizer jar failed (exit {proc.returncode}): "
+                f"{proc.stderr.decode(errors='replace')[-500:]}"
             )
         return proc.stdout.decode("utf-8")
 

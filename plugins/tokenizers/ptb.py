@@ -1,11 +1,12 @@
 """A pure-Python re-implementation of coco-caption's tokenization (CoreNLP 3.4.1 PTBTokenizer).
 
-coco-caption runs ``edu.stanford.nlp.process.PTBTokenizer -preserveLines -lowerCase`` on its captions and
-then drops punctuation tokens. This module reproduces the lexer's behaviour on caption-like text with
-longest-match rules over whitespace-separated chunks (a token of the lexer spans a space only in the
-fractions "1 1/2", handled on the whole line, and in phone numbers and SGML tags with attributes, which
-are not reproduced). The rules follow the lexer's token classes; the character classes were measured
-on the jar; tests/plugins/test_tokenizers.py compares everything with the jar's output.
+coco-caption runs ``edu.stanford.nlp.process.PTBTokenizer -preserveLines -lowerCase`` on its
+captions and then drops punctuation tokens. This module reproduces the lexer's behaviour on
+caption-like text with longest-match rules over whitespace-separated chunks (a token of the lexer
+spans a space only in the fractions "1 1/2", handled on the whole line, and in phone numbers and
+SGML tags with attributes, which are not reproduced). The rules follow the lexer's token classes;
+the character classes were measured on the jar; tests/plugins/test_tokenizers.py compares everything
+with the jar's output.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from itertools import chain
 from capmetrics.plugins.tokenizers.ptb_chars import DIGITS, LETTERS, SYMBOLS
 
 #: Tokens coco-caption removes after tokenization (pycocoevalcap ``PUNCTUATIONS``). The bracket
-#: escapes are upper case there, so the lower-cased ``-lrb-`` ... survive, exactly as in coco-caption.
+#: escapes are upper case there, so the lower-cased ``-lrb-`` ... survive, exactly as in
+#: coco-caption.
 PUNCTUATION = frozenset(
     [
         "''",
@@ -71,8 +73,8 @@ class CharClasses:
     symbols: str
 
 
-#: The classes measured on the jar, and their ASCII parts (equal on ASCII text, much faster to compile;
-#: tests/plugins/test_tokenizers.py checks they are the intersections).
+#: The classes measured on the jar, and their ASCII parts (equal on ASCII text, much faster to
+#: compile; tests/plugins/test_tokenizers.py checks they are the intersections).
 UNICODE = CharClasses(LETTERS, DIGITS, SYMBOLS)
 ASCII = CharClasses("A-Za-z", "", r"$%&'*+,:;<=>\\^`|~")
 
@@ -195,10 +197,12 @@ _SINGLE = {
     "\u2154": "2/3",
 }
 _PAREN_ESCAPES = str.maketrans({"(": "-LRB-", ")": "-RRB-"})
-# After a one-letter acronym ("I."), these words make the lexer end the sentence: "I" + "." instead of "I.".
+# After a one-letter acronym ("I."), these words make the lexer end the sentence: "I" + "." instead
+# of "I.".
 _STARTERS = frozenset(
-    "A About According Additionally After An As At But Earlier He Her Here However If In It Last Many More Mr. Ms."
-    " Now Once One Other Our She Since So Some Such That The Their Then There These They This We When While What"
+    "A About According Additionally After An As At But Earlier He Her Here However If In It Last "
+    "Many More Mr. Ms. Now Once One Other Our She Since So Some Such That The Their Then There "
+    "These They This We When While What"
     " Yet You".split()
 )
 _ABBREV3 = frozenset(
@@ -249,7 +253,8 @@ def _normalize(kind: str, text: str) -> list[str]:
 
 
 def lex_chunk(chunk: str) -> list[str]:
-    """Tokenize one whitespace-free chunk as the 3.4.1 lexer does (case preserved, nothing removed)."""
+    """Tokenize one whitespace-free chunk as the 3.4.1 lexer does (case preserved, nothing
+    removed)."""
     tokens: list[str] = []
     lex = lexer(chunk.isascii())
     pos, end = 0, len(chunk)
@@ -298,7 +303,8 @@ def _is_starter(word: str) -> bool:
 
 
 def _ends_with_letter_acronym(chunk: str) -> bool:
-    """Whether the chunk ends with a one-letter acronym such as "I." (standing alone in its token)."""
+    """Whether the chunk ends with a one-letter acronym such as "I." (standing alone in its
+    token)."""
     return (
         len(chunk) >= 2
         and chunk[-1] == "."
@@ -330,7 +336,8 @@ def _tokenize_dotted(chunks: list[str], memo: ChunkTokens, next_word: str) -> li
 
 
 def _next_word(lines: list[str], index: int) -> str:
-    """First word of the next non-empty caption: the jar reads all captions of a batch as one text."""
+    """First word of the next non-empty caption: the jar reads all captions of a batch as one
+    text."""
     for line in lines[index + 1 :]:
         words = line.split(maxsplit=1)
         if words:
@@ -339,7 +346,8 @@ def _next_word(lines: list[str], index: int) -> str:
 
 
 def split_lines(texts: Iterable[str]) -> list[str]:
-    """The captions with line breaks replaced by spaces (coco-caption replaces "\\n"; the jar breaks on all)."""
+    """The captions with line breaks replaced by spaces (coco-caption replaces "\\n"; the jar breaks
+    on all)."""
     lines = list(texts)
     joined = "\n".join(lines)
     if (
@@ -351,7 +359,8 @@ def split_lines(texts: Iterable[str]) -> list[str]:
 
 
 def tokenize(texts: Iterable[str]) -> list[list[str]]:
-    """Tokenize captions exactly like coco-caption's PTBTokenizer (one memo per call, nothing global)."""
+    """Tokenize captions exactly like coco-caption's PTBTokenizer (one memo per call, nothing
+    global)."""
     memo = ChunkTokens()
     lookup = memo.__getitem__
     flatten = chain.from_iterable

@@ -1,10 +1,11 @@
-"""Character classes of the CoreNLP 3.4.1 PTB lexer, measured by running the jar on every BMP code point.
+"""Character classes of the CoreNLP 3.4.1 PTB lexer, measured by running the jar on every BMP code
+point.
 
 Generated once from the jar (each character alone and between two letters); regex class bodies.
 """
 
-# Characters that the lexer joins into words (letters, marks and a few symbols), except digits and "_"
-# (which joins only between letters or digits).
+# Characters that the lexer joins into words (letters, marks and a few symbols), except digits and
+# "_" (which joins only between letters or digits).
 LETTERS = (
     r"\u0041-\u005a\u0061-\u007a\u00aa\u00b5\u00ba\u00c0-\u00d6\u00d8-\u00f6"
     r"\u00f8-\u037d\u0384-\u0386\u0388-\u038a\u038c\u038e-\u03a1\u03a3-\u0481\u0483-\u0487"
