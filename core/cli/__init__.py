@@ -287,8 +287,9 @@ def score_cli(
         str,
         typer.Option(
             "--empty-candidates",
-            help="score: empty candidates get each metric's value for an empty caption (coco-caption's "
-            "behaviour), counted with one warning; error: refuse them (with --skip-invalid: skip their items).",
+            help="score: empty candidates get each metric's value for an empty caption "
+            "(coco-caption's behaviour), counted with one warning; error: refuse them "
+            "(with --skip-invalid: skip their items).",
         ),
     ] = "score",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
@@ -296,7 +297,8 @@ def score_cli(
         bool | None,
         typer.Option(
             "--progress/--no-progress",
-            help="Show progress on stderr: a bar on a terminal, a line every 10 s elsewhere (default: on a terminal only).",
+            help="Show progress on stderr: a bar on a terminal, a line every 10 s elsewhere "
+            "(default: on a terminal only).",
             show_default=False,
         ),
     ] = None,
@@ -322,23 +324,26 @@ def score_cli(
         int | None,
         typer.Option(
             "--chunk-size",
-            help="Stream a JSONL file in chunks of this many lines (bounded memory, same values); JSONL files "
-            "over 256 MiB stream in chunks of 10,000 without it. Distances with a mergeable corpus value only.",
+            help="Stream a JSONL file in chunks of this many lines (bounded memory, same values); "
+            "JSONL files over 256 MiB stream in chunks of 10,000 without it. Distances with a "
+            "mergeable corpus value only.",
         ),
     ] = None,
     device: Annotated[
         str,
         typer.Option(
-            help="auto, cpu, cuda or cuda:N: where embedders without a device of their own run (auto: CUDA "
-            "when torch sees a GPU). Only the main process uses it; workers get arrays.",
+            help="auto, cpu, cuda or cuda:N: where embedders without a device of their own run "
+            "(auto: CUDA when torch sees a GPU). Only the main process uses it; workers get "
+            "arrays.",
         ),
     ] = "auto",
     lang: Annotated[
         str | None,
         typer.Option(
             "--lang",
-            help="The text's language: zh, ja, ko or en. Gives every metric its segmenter (jieba, mecab, "
-            "kiwi), refuses English-only metrics by name, and drops them from the default set (with a note).",
+            help="The text's language: zh, ja, ko or en. Gives every metric its segmenter "
+            "(jieba, mecab, kiwi), refuses English-only metrics by name, and drops them from the "
+            "default set (with a note).",
         ),
     ] = None,
     normalize: Annotated[
@@ -356,8 +361,9 @@ def score_cli(
         Path | None,
         typer.Option(
             "--images",
-            help="Folder of the items' images (image-grounded metrics such as clip-score): relative "
-            "'image' paths and COCO file_name resolve against it; an item without one gets <DIR>/<id>.jpg.",
+            help="Folder of the items' images (image-grounded metrics such as clip-score): "
+            "relative 'image' paths and COCO file_name resolve against it; an item without one "
+            "gets <DIR>/<id>.jpg.",
         ),
     ] = None,
     max_input_size: Annotated[
@@ -534,11 +540,13 @@ def check_run_options(
         )
     if jobs > 1 and scheduler is not None:
         raise SpecError(
-            f"--jobs {jobs} sizes a local cluster; the Dask cluster at --scheduler has its own workers"
+            f"--jobs {jobs} sizes a local cluster; the Dask cluster at --scheduler has its own "
+            "workers"
         )
     if sample_seed != 0 and sample_candidates is None and sample_references is None:
         raise SpecError(
-            "--sample-seed seeds --sample-candidates/--sample-references; give one of them or drop it"
+            "--sample-seed seeds --sample-candidates/--sample-references; give one of them or "
+            "drop it"
         )
     from capmetrics.io.strict_json import is_stdin
 

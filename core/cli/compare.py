@@ -102,8 +102,8 @@ def compare_cli(
         str | None,
         typer.Option(
             "--lang",
-            help="The text's language (zh, ja, ko, en): every metric gets its segmenter; English-only "
-            "metrics are refused by name (as in `capmetrics score`).",
+            help="The text's language (zh, ja, ko, en): every metric gets its segmenter; "
+            "English-only metrics are refused by name (as in `capmetrics score`).",
         ),
     ] = None,
     out: Annotated[
@@ -273,7 +273,7 @@ def plot_p_values_cli(
     ] = None,
     alpha: Annotated[float, typer.Option(help="Significance level drawn as a line.")] = 0.05,
 ) -> None:
-    """Plot the per-item p-values of a multi-candidate statistic, with their harmonic mean p-value."""
+    """Plot the per-item p-values of a multi-candidate statistic, with their harmonic mean p-value."""  # noqa: E501
     from capmetrics.analysis.plots import plot_p_values
     from capmetrics.components.pvalues import harmonic_mean_p
 

@@ -1,4 +1,5 @@
-"""``capmetrics meta``: agreement of metrics with human judgments (see :mod:`capmetrics.analysis.meta`)."""
+"""``capmetrics meta``: agreement of metrics with human judgments (see
+:mod:`capmetrics.analysis.meta`)."""
 
 from __future__ import annotations
 
@@ -125,8 +126,8 @@ def register(app: typer.Typer) -> None:
         judgments: Annotated[
             str | None,
             typer.Argument(
-                help="Judgments JSONL (rated or pairwise), a CLIPScore-format .json (flickr8k.json) "
-                "or a Polaris .csv."
+                help="Judgments JSONL (rated or pairwise), a CLIPScore-format .json "
+                "(flickr8k.json) or a Polaris .csv."
             ),
         ] = None,
         preset: Annotated[str | None, typer.Option(help="flickr8k-expert or flickr8k-cf.")] = None,
@@ -158,8 +159,9 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(
                 "--lang",
-                help="The text's language (zh, ja, ko, en): every metric gets its segmenter, English-only "
-                "metrics are refused by name and left out of the default set (as in `capmetrics score`).",
+                help="The text's language (zh, ja, ko, en): every metric gets its segmenter, "
+                "English-only metrics are refused by name and left out of the default set (as in "
+                "`capmetrics score`).",
             ),
         ] = None,
         images: Annotated[

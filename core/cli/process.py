@@ -5,10 +5,10 @@ signal handlers, the C allocator and interpreter teardown belong to the host pro
 command owns its process, and tunes it here, in one place:
 
 - :func:`tune` (at the start of :func:`capmetrics.cli.main`): the collector is kept off the
-  dataset while it is scored and paused while files are parsed (:mod:`capmetrics.runtime.collector`),
-  freed heap memory is kept for reuse once statistics run here (:mod:`capmetrics.runtime.allocator`),
-  SIGTERM and SIGHUP clean up as Ctrl-C does (:mod:`capmetrics.runtime.interrupts`), and warnings are
-  one line on stderr.
+  dataset while it is scored and paused while files are parsed
+  (:mod:`capmetrics.runtime.collector`), freed heap memory is kept for reuse once statistics run
+  here (:mod:`capmetrics.runtime.allocator`), SIGTERM and SIGHUP clean up as Ctrl-C does
+  (:mod:`capmetrics.runtime.interrupts`), and warnings are one line on stderr.
 - :func:`exit_now` (at the end of :func:`capmetrics.cli.run`, the script): the process ends
   without tearing the interpreter down.
 

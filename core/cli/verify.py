@@ -213,7 +213,8 @@ def verify_cli(
         Path | None,
         typer.Option(
             "--record",
-            help="Write the reference values of every metric that runs here to this file (for maintainers) instead of checking.",
+            help="Write the reference values of every metric that runs here to this file "
+            "(for maintainers) instead of checking.",
         ),
     ] = None,  # noqa: UP045
 ) -> None:
