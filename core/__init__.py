@@ -3,7 +3,8 @@ generation.
 
 >>> import capmetrics
 >>> capmetrics.compute(predictions=["a dog runs on the grass"],
-...                    references=[["a dog is running on the grass", "a dog runs"]], metrics="bleu-1")
+...                    references=[["a dog is running on the grass", "a dog runs"]],
+...                    metrics="bleu-1")
 {'bleu-1': 0.8464817246084536}
 >>> capmetrics.compose("mean")([1.0, 2.0, 6.0])
 3.0

@@ -1,10 +1,10 @@
 """Former module paths, kept working: ``capmetrics.scoring`` is :mod:`capmetrics.engine.scoring`.
 
 Core is laid out by concern (``runtime``, ``io``, ``data``, ``components``, ``engine``,
-``analysis``, ``integrations``, ``cli``). Every module that lived at the top level before keeps its old import
-path as an alias: importing it gives the very module object at its new place (``import``,
-``from ... import``, ``mock.patch`` targets and pickles that name the old path all reach the same
-objects). The finder imports nothing until an old path is asked for.
+``analysis``, ``integrations``, ``cli``). Every module that lived at the top level before keeps
+its old import path as an alias: importing it gives the very module object at its new place
+(``import``, ``from ... import``, ``mock.patch`` targets and pickles that name the old path all
+reach the same objects). The finder imports nothing until an old path is asked for.
 """
 
 from __future__ import annotations

@@ -467,10 +467,10 @@ def _same_float(a: float, b: float) -> bool:
 
 @_check(*METRIC_KINDS)
 def check_merged_parts(spec: str, ctx: CheckContext) -> None:
-    """A component of the statistics protocol (:mod:`capmetrics.components.protocols`) gives from parts of
-    the corpus (of unequal sizes, one empty) exactly what it gives on the whole: ``score_part``
-    and ``merge_scores`` the same values and corpus value, also from the parts' summed
-    statistics (what DDP ranks exchange); ``fit_state``/``merge_fit_states``/``fit_states``
+    """A component of the statistics protocol (:mod:`capmetrics.components.protocols`) gives from
+    parts of the corpus (of unequal sizes, one empty) exactly what it gives on the whole:
+    ``score_part`` and ``merge_scores`` the same values and corpus value, also from the parts'
+    summed statistics (what DDP ranks exchange); ``fit_state``/``merge_fit_states``/``fit_states``
     (and ``count_state``/``fit_counts``) the same fitted state as ``fit``. Every part is plain
     data and is pickled on the way, as to a worker. Other components pass."""
     from capmetrics.components.protocols import CountsInParts, FitsInParts, ScoresInParts, supports

@@ -149,7 +149,8 @@ def paired_test(
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape or a.ndim != 1 or len(a) < 2:
         raise MetricError(
-            f"a paired test needs two equally long lists of at least 2 values, got {a.shape} and {b.shape}"
+            "a paired test needs two equally long lists of at least 2 values, got "
+            f"{a.shape} and {b.shape}"
         )
     if not 0.0 < confidence < 1.0:
         raise MetricError(f"the confidence level must lie in (0, 1), got {confidence}")

@@ -258,7 +258,8 @@ def metric_scores(metric: str | Component, dataset: Dataset) -> np.ndarray:
 
 
 def leave_one_out(dataset: Dataset, groups: Sequence[str] | None = None) -> Dataset:
-    """Every reference of every distinct image as a candidate against the image's other references."""
+    """Every reference of every distinct image as a candidate against the image's other
+    references."""
     groups = list(groups) if groups is not None else [str(i) for i in dataset.ids]
     seen: set[str] = set()
     items = []

@@ -112,7 +112,8 @@ class Component:
 
     @property
     def spec(self) -> str:
-        """The canonical spec: ``name(key=value, ...)`` with parameters at their default left out."""
+        """The canonical spec: ``name(key=value, ...)`` with parameters at their default left
+        out."""
         from capmetrics.components.spec import format_component
 
         return format_component(self)

@@ -5,7 +5,8 @@ tokenizer that leaves it unsegmented (every caption one "word").
 
 A component declares the languages it serves with its ``languages`` class attribute
 (``("en",)`` for one that parses English; ``None``, the default, for any). A parameter
-annotated with :class:`~capmetrics.components.base.Tokenizer` is where the language's tokenizer goes.
+annotated with :class:`~capmetrics.components.base.Tokenizer` is where the language's tokenizer
+goes.
 """
 
 from __future__ import annotations

@@ -346,7 +346,8 @@ def with_pooled(
     matrices = statistic.pooled_many([items[i] for i in valid]) if valid else []
     if len(matrices) != len(valid):
         raise MetricError(
-            f"{statistic.name}: pooled_many returned {len(matrices)} matrices for {len(valid)} items"
+            f"{statistic.name}: pooled_many returned {len(matrices)} matrices for "
+            f"{len(valid)} items"
         )
     for i, matrix in zip(valid, matrices):
         pooled[i] = matrix

@@ -1,8 +1,8 @@
 """The statistics protocol: how a component is computed in parts and the parts are joined.
 
-Executors (:mod:`capmetrics.engine.parallel`), streaming (:mod:`capmetrics.engine.streaming`) and the
-integrations (torchmetrics under DDP, training rewards) split a corpus into **parts** (chunks
-of a file, chunks on worker processes, the shards of DDP ranks), compute each part's
+Executors (:mod:`capmetrics.engine.parallel`), streaming (:mod:`capmetrics.engine.streaming`)
+and the integrations (torchmetrics under DDP, training rewards) split a corpus into **parts**
+(chunks of a file, chunks on worker processes, the shards of DDP ranks), compute each part's
 **sufficient statistics** where the part is, and join them where the result is needed. A
 component takes part by implementing one or more of the protocols below: plain methods, found
 by structure (:func:`typing.runtime_checkable`), so a third-party class needs no base class
@@ -80,9 +80,9 @@ class ScoresInParts(Protocol):
     """
 
     def score_part(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> Part:
-        """:meth:`~capmetrics.components.base.Distance.score` of one part of a corpus, with the part's
-        statistics that the corpus value comes from: ``None`` when the corpus value is the mean
-        of the item values, else a numpy array of numbers that **adds** over parts (summed
+        """:meth:`~capmetrics.components.base.Distance.score` of one part of a corpus, with the
+        part's statistics that the corpus value comes from: ``None`` when the corpus value is the
+        mean of the item values, else a numpy array of numbers that **adds** over parts (summed
         n-gram counts, lengths). Both cross process boundaries (:func:`check_portable`)."""
         ...
 

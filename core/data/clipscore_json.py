@@ -3,7 +3,8 @@
 
     {"<image key>": {"image_path": "Flickr8k_Dataset/<image>.jpg",
                      "ground_truth": ["ref 1", ...],
-                     "human_judgement": [{"image_id", "image_path", "caption", "rating"}, ...]}, ...}
+                     "human_judgement": [{"image_id", "image_path", "caption", "rating"},
+                                         ...]}, ...}
 
 Every judgement entry is a data point (Flickr8k-Expert: 3 per candidate, 16,992 in all); entries
 with the same image and caption are one item with several ratings, which gives the correlations

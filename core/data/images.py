@@ -66,12 +66,14 @@ class ImageLimits:
         if width * height > self.max_pixels:
             return (
                 f"is {width} × {height} = {width * height:,} pixels, more than the limit of "
-                f"{self.max_pixels:,} (raise it with --max-image-pixels or CAPMETRICS_MAX_IMAGE_PIXELS)"
+                f"{self.max_pixels:,} (raise it with --max-image-pixels or "
+                "CAPMETRICS_MAX_IMAGE_PIXELS)"
             )
         if max(width, height) > self.max_aspect * min(width, height):
             return (
-                f"is {width} × {height}, an aspect ratio over the limit of {self.max_aspect:g}:1 (raise it "
-                "with --max-image-aspect or CAPMETRICS_MAX_IMAGE_ASPECT)"
+                f"is {width} × {height}, an aspect ratio over the limit of "
+                f"{self.max_aspect:g}:1 (raise it with --max-image-aspect or "
+                "CAPMETRICS_MAX_IMAGE_ASPECT)"
             )
         return None
 
@@ -99,7 +101,8 @@ _LIMITS: ContextVar[ImageLimits | None] = ContextVar("capmetrics_image_limits", 
 
 
 def image_limits() -> ImageLimits:
-    """The limits in force: :func:`use_image_limits`'s, else the environment's, else the defaults."""
+    """The limits in force: :func:`use_image_limits`'s, else the environment's, else the
+    defaults."""
     return _LIMITS.get() or _env_limits()
 
 
@@ -187,7 +190,8 @@ def _open_header(path: str, limits: ImageLimits) -> Any:
             count = f"{pixels:,} pixels" if pixels else "too many pixels"
             if pixels is None or pixels > limits.max_pixels:
                 raise ImageRefused(
-                    f"image {_short(path)} is {count}, more than the limit of {limits.max_pixels:,} "
+                    f"image {_short(path)} is {count}, more than the limit of "
+                    f"{limits.max_pixels:,} "
                     "(raise it with --max-image-pixels or CAPMETRICS_MAX_IMAGE_PIXELS)"
                 ) from None
             raise ImageRefused(

@@ -107,7 +107,8 @@ class Judgments:
         return int(self.point_item.size)
 
     def item_rating(self, how: str = "mean") -> np.ndarray:
-        """One rating per item: ``mean``, ``median`` or ``mode`` (ties: the median of the tied modes)."""
+        """One rating per item: ``mean``, ``median`` or ``mode`` (ties: the median of the tied
+        modes)."""
         out = np.empty(len(self.dataset))
         order = np.argsort(self.point_item, kind="stable")
         bounds = np.searchsorted(self.point_item[order], np.arange(len(self.dataset) + 1))

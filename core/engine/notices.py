@@ -1,14 +1,15 @@
 """One-line notices for one-time steps (a resource cache built on first use, a compile, a set-up),
 so that a first run says what it is doing instead of sitting silent.
 
->>> with one_time_step("building the METEOR resource cache", "about 20 s") as advance:  # doctest: +SKIP
+>>> with one_time_step("building the METEOR resource cache",
+...                    "about 20 s") as advance:  # doctest: +SKIP
 ...     for chunk in chunks:
 ...         advance(len(chunk))
 
 On stderr it prints ``capmetrics: building the METEOR resource cache (once; usually about 20 s)...``
 and, when done, ``capmetrics: ... done in 12.3 s``, above a run's progress bar when one is live
-(:func:`capmetrics.engine.progress.message`). On a terminal, and when ``total`` is given, a progress bar
-shows the advance: the run's own bar when one is up (never a second one beside it).
+(:func:`capmetrics.engine.progress.message`). On a terminal, and when ``total`` is given, a
+progress bar shows the advance: the run's own bar when one is up (never a second one beside it).
 ``CAPMETRICS_QUIET=1`` silences it.
 """
 

@@ -72,7 +72,8 @@ class Prestart:
         self._all: list[threading.Thread] = []
 
     def worthwhile(self) -> bool:
-        """Whether anything can run beside a preparation (more than one metric, one of them prepares)."""
+        """Whether anything can run beside a preparation (more than one metric, one of them
+        prepares)."""
         return len(self.components) > 1 and any(preparing(c) for c in self.components)
 
     def __enter__(self) -> Prestart:  # noqa: PYI034 - Python 3.10 has no typing.Self

@@ -1,7 +1,7 @@
 """Results of a scoring run: per-candidate, per-item and corpus values with a signature.
 
-JSON layout (``schema`` = ``capmetrics.engine.results/1``; documented in docs/usage/results.md), objects
-indented by 2 and each item on one line::
+JSON layout (``schema`` = ``capmetrics.engine.results/1``; documented in docs/usage/results.md),
+objects indented by 2 and each item on one line::
 
     {"schema": "capmetrics.engine.results/1", "capmetrics": "0.1.0",
      "data": {"source": ..., "items": N, "candidates": M, "skipped": [{"item": id, "problem": ...}],
@@ -203,7 +203,8 @@ class MetricResult:
         n_cands = sum(len(v) for v in self.candidate_values)
         p = f", p (HMP) {_fmt(self.details['hmp'], 4)}" if "hmp" in self.details else ""
         return (
-            f"<MetricResult {self.name}: corpus {_fmt(self.corpus, 4)}{p} over {len(self.item_ids)} items "
+            f"<MetricResult {self.name}: corpus {_fmt(self.corpus, 4)}{p} over "
+            f"{len(self.item_ids)} items "
             f"({n_cands} values); {self.signature_string}>"
         )
 
@@ -280,14 +281,18 @@ class Results(Mapping[str, MetricResult]):
     def __getitem__(self, name: str) -> MetricResult:
         if not isinstance(name, str):
             raise KeyError(
-                f"metrics are looked up by name, e.g. results[{self.metrics[0].name!r}]; got {name!r}"
+                (
+                    "metrics are looked up by name, e.g. "
+                    f"results[{self.metrics[0].name!r}]; got {name!r}"
+                )
                 if self.metrics
                 else f"no metric {name!r}: these results are empty"
             )
         found = find_metric(self.metrics, name)
         if found is None:
             raise KeyError(
-                f"no metric {name!r} in these results; have {', '.join(m.name for m in self.metrics)}"
+                f"no metric {name!r} in these results; have "
+                f"{', '.join(m.name for m in self.metrics)}"
             )
         return found
 
@@ -338,7 +343,8 @@ class Results(Mapping[str, MetricResult]):
         )
         notes += [f"{len(self.skipped)} item problem(s) skipped"] if self.skipped else []
         return (
-            f"<b>{html.escape(self.source)}</b>: {self.n_items} items, {self.n_candidates} candidates"
+            f"<b>{html.escape(self.source)}</b>: {self.n_items} items, "
+            f"{self.n_candidates} candidates"
             + _html_table(header, rows)
             + "".join(f"<small>{html.escape(n)}</small><br>" for n in notes)
         )
@@ -559,7 +565,8 @@ class Results(Mapping[str, MetricResult]):
             console.print(f"same for all: {common} (full signatures: --signatures)", **line)
         if self.empty_candidates:
             console.print(
-                f"{len(self.empty_candidates)} empty candidate(s) scored (data.empty_candidates in JSON)",
+                f"{len(self.empty_candidates)} empty candidate(s) scored "
+                "(data.empty_candidates in JSON)",
                 **line,
             )
         if self.skipped:

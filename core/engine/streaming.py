@@ -10,10 +10,11 @@ chunks in flight and the per-candidate values are in memory, and the values are 
 scoring the file whole gives.
 
 Metrics that can stream are the distances that take part in the statistics protocol
-(:mod:`capmetrics.components.protocols`): :class:`~capmetrics.components.protocols.ScoresInParts`, and
-:class:`~capmetrics.components.protocols.FitsInParts` as well when they have corpus statistics (the n-gram
-family: BLEU, ROUGE-L, CIDEr-D, CIDEr; chrF from its contrib package); any other metric is
-refused with the reason. A run with a metric whose parts need a model
+(:mod:`capmetrics.components.protocols`):
+:class:`~capmetrics.components.protocols.ScoresInParts`, and
+:class:`~capmetrics.components.protocols.FitsInParts` as well when they have corpus statistics
+(the n-gram family: BLEU, ROUGE-L, CIDEr-D, CIDEr; chrF from its contrib package); any other
+metric is refused with the reason. A run with a metric whose parts need a model
 (:func:`~capmetrics.components.protocols.parts_in_parent`: BERTScore) scores its chunks in this
 process, whatever the executor: workers never load the model.
 """
@@ -76,8 +77,8 @@ def streamable(component: Component) -> str | None:
         )
     if not isinstance(component, Distance):
         return (
-            f"{component.spec} is a {component.kind}; streaming scores distances only (multi-candidate "
-            "statistics need their whole corpus: score without --chunk-size)"
+            f"{component.spec} is a {component.kind}; streaming scores distances only "
+            "(multi-candidate statistics need their whole corpus: score without --chunk-size)"
         )
     if isinstance(component, ScoresInParts) and not supports_parts(component):  # it declines
         return (
@@ -86,13 +87,14 @@ def streamable(component: Component) -> str | None:
         )
     if not supports_parts(component):
         return (
-            f"{component.spec} has no score_part/merge_scores, so its corpus value cannot be joined from "
-            "chunks; score it without --chunk-size"
+            f"{component.spec} has no score_part/merge_scores, so its corpus value cannot be "
+            "joined from chunks; score it without --chunk-size"
         )
     if type(component).fit is not Distance.fit and not fits_in_parts(component):
         return (
-            f"{component.spec} has corpus statistics (fit) without fit_state/merge_fit_states/fit_states, "
-            "so they cannot be fitted from chunks; score it without --chunk-size"
+            f"{component.spec} has corpus statistics (fit) without "
+            "fit_state/merge_fit_states/fit_states, so they cannot be fitted from chunks; score it "
+            "without --chunk-size"
         )
     return None
 

@@ -9,7 +9,7 @@ components (they translate shapes and names and compute no metric of their own):
 - :mod:`capmetrics.integrations.torchmetrics`: torchmetrics ``Metric`` classes, sharded under DDP;
 - :mod:`capmetrics.integrations.hf`: a ``compute_metrics`` for Hugging Face's ``Trainer``.
 
-The former paths (``capmetrics.integrations.*``, ``capmetrics.integrations.rewards``, ``capmetrics.integrations.torchmetrics``,
-``capmetrics.integrations.hf``) re-export the same objects. Submodules are imported on use (torchmetrics and
-hf need their extras).
+The former paths (``capmetrics.integrations.*``, ``capmetrics.integrations.rewards``,
+``capmetrics.integrations.torchmetrics``, ``capmetrics.integrations.hf``) re-export the same
+objects. Submodules are imported on use (torchmetrics and hf need their extras).
 """

@@ -125,8 +125,9 @@ class _Collectives:
         return [g.cpu().numpy()[:n] for g, n in zip(gathered, lengths)]
 
     def objects(self, obj: Any, what: str = "a part") -> list[Any]:
-        """Every rank's object (plain data, :func:`~capmetrics.components.protocols.check_portable`), in
-        rank order: pickled and compressed here, gathered as bytes."""
+        """Every rank's object (plain data,
+        :func:`~capmetrics.components.protocols.check_portable`), in rank order: pickled and
+        compressed here, gathered as bytes."""
         if not self.active:
             return [obj]
         data = zlib.compress(
@@ -158,8 +159,8 @@ class CaptionMetric(Metric):
 
     Args:
         metrics: a spec (``"cider-d"``, ``"bleu-4"``, ``"meteor"``…) or a list of them; each must
-            combine across ranks (a :mod:`capmetrics.components.protocols` statistics protocol; others are
-            refused here).
+            combine across ranks (a :mod:`capmetrics.components.protocols` statistics protocol;
+            others are refused here).
         vocab: id -> word (a list or dict) for token-id input; ``end_id``, ``keep_end``: where
             sequences end (as :mod:`capmetrics.integrations.rewards` cuts them).
         kwargs: torchmetrics' (``process_group`` …); ``compute_with_cache`` is off by default

@@ -184,7 +184,8 @@ def _existing_target(path: Path) -> os.stat_result | None:
 
 def _is_device_path(path: Path) -> bool:
     """A path under ``/dev`` or an open descriptor's ``/proc/<pid>/fd/N``: ``/dev/stdout`` may be a
-    regular file the shell opened (``> out.txt``, ``>> log``), to be written into as the shell meant."""
+    regular file the shell opened (``> out.txt``, ``>> log``), to be written into as the shell
+    meant."""
     text = os.path.abspath(path)
     return text.startswith("/dev/") or (text.startswith("/proc/") and "/fd/" in text)
 

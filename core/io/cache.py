@@ -1,6 +1,6 @@
-"""One cache root for every component: ``$CAPMETRICS_CACHE_DIR``, else ``$XDG_CACHE_HOME/capmetrics``,
-else ``~/.cache/capmetrics``. Components keep their own sub-folder under it (``meteor/``,
-``spice/``, ``vectors/``...)."""
+"""One cache root for every component: ``$CAPMETRICS_CACHE_DIR``, else
+``$XDG_CACHE_HOME/capmetrics``, else ``~/.cache/capmetrics``. Components keep their own
+sub-folder under it (``meteor/``, ``spice/``, ``vectors/``...)."""
 
 from __future__ import annotations
 

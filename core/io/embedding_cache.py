@@ -49,7 +49,8 @@ from capmetrics.io.cache import component_cache
 
 #: ``0``, ``off``, ``false`` or ``no`` turns the cache off.
 ENABLE_ENV = "CAPMETRICS_EMBEDDING_CACHE"
-#: The size bound of the whole embedding cache: bytes, or a number with K, M, G or T (powers of 1024).
+#: The size bound of the whole embedding cache: bytes, or a number with K, M, G or T (powers of
+#: 1024).
 SIZE_ENV = "CAPMETRICS_EMBEDDING_CACHE_SIZE"
 #: The bound when ``$CAPMETRICS_EMBEDDING_CACHE_SIZE`` is not set.
 DEFAULT_MAX_BYTES = 2 << 30

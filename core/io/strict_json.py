@@ -9,8 +9,9 @@ Every file capmetrics reads whole (data, configs, cache manifests) goes through
 :func:`read_bytes`: it must be a regular file (a FIFO or ``/dev/zero`` would hang or never end)
 no larger than the input size limit (1 GiB; ``--max-input-size`` or ``$CAPMETRICS_MAX_INPUT_SIZE``
 raise it). Standard input (the data file ``-``) goes through :func:`read_stdin`, bounded by the
-same limit counted as the bytes come in. :func:`parse_json` turns every way JSON can be hostile (nesting past the parser's
-recursion limit, a 5000-digit integer, ``NaN``) into a one-line :class:`DataError`.
+same limit counted as the bytes come in. :func:`parse_json` turns every way JSON can be hostile
+(nesting past the parser's recursion limit, a 5000-digit integer, ``NaN``) into a one-line
+:class:`DataError`.
 """
 
 from __future__ import annotations
@@ -115,8 +116,8 @@ def parse_size(text: str, what: str = SIZE_ENV) -> int:
 
 
 def max_input_bytes() -> int:
-    """The size limit of a file read whole: :func:`limit_input`'s, else ``$CAPMETRICS_MAX_INPUT_SIZE``,
-    else 1 GiB."""
+    """The size limit of a file read whole: :func:`limit_input`'s, else
+    ``$CAPMETRICS_MAX_INPUT_SIZE``, else 1 GiB."""
     override = _limit_override.get()
     if override is not None:
         return override
@@ -336,7 +337,8 @@ def _bounded_int(text: str) -> int:
 
 
 def depth_over(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """Whether lists and dicts nest deeper than ``limit`` in ``value`` (walked without recursion)."""
+    """Whether lists and dicts nest deeper than ``limit`` in ``value`` (walked without
+    recursion)."""
     stack = [(value, 1)]
     while stack:
         node, depth = stack.pop()

@@ -143,7 +143,8 @@ LISTENED_BLOCK = 256
 def _halving(
     run: Callable[[Sequence[T], int], np.ndarray], items: Sequence[T], sizes: list[int], what: str
 ) -> np.ndarray:
-    """``run(items, sizes[0])``, halving ``sizes[0]`` (kept for the next block) while out of GPU memory."""
+    """``run(items, sizes[0])``, halving ``sizes[0]`` (kept for the next block) while out of GPU
+    memory."""
     while True:
         try:
             return run(items, sizes[0])
