@@ -28,8 +28,9 @@ class Untrusted:
     ``program_params`` (``java``, ``corenlp``, ``trust_code``, ...), its ``path_params`` must
     name files inside ``folder`` (relative, no ``..``, no link leading out), and no other text
     argument may be an absolute, ``~`` or ``..`` path, nor a relative one that names an existing
-    file or folder outside ``folder`` (it would be opened from the current folder). ``declared``: file names the model
-    declares (they may be passed by the user in place of the folder's copy)."""
+    file or folder outside ``folder`` (it would be opened from the current folder). ``declared``:
+    file names the model declares (they may be passed by the user in place of the folder's
+    copy)."""
 
     folder: Path
     label: str
@@ -40,8 +41,8 @@ class Untrusted:
         at = f"{self.label}: parameter {key!r} of {cls.name}() in spec {where!r}"
         if key in cls.program_params and value is not None and value is not False:
             raise UntrustedSpecError(
-                f"{at} names a program or code to run ({format_value(value)}); a model file may not "
-                f"choose what runs: give {key}= in your own spec, config or command line"
+                f"{at} names a program or code to run ({format_value(value)}); a model file may "
+                f"not choose what runs: give {key}= in your own spec, config or command line"
             )
         paths = list(_texts(value, bare=key in cls.path_params))
         for text in paths:
@@ -55,8 +56,8 @@ class Untrusted:
                 inside = not _looks_like_path(text) and not existing_outside(self.folder, text)
             if not inside:
                 raise UntrustedSpecError(
-                    f"{at} names {text!r}, outside the model's folder; a model file may name only files "
-                    "inside its own folder"
+                    f"{at} names {text!r}, outside the model's folder; a model file may name only "
+                    "files inside its own folder"
                 )
 
 

@@ -129,7 +129,8 @@ class Registry:
         for k in kinds:
             lines.append(f"Available {k}s: {', '.join(self.names(k)) or '(none)'}")
         lines.append(
-            "If it comes from a third-party package, install it; `capmetrics plugins` lists what is loaded."
+            "If it comes from a third-party package, install it; `capmetrics plugins` lists what "
+            "is loaded."
         )
         raise UnknownComponentError("\n".join(lines))
 

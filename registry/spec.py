@@ -1,5 +1,6 @@
-"""The spec language, kept importable here: it lives in core as :mod:`capmetrics.components.spec` (a value
-type core uses at run time; the registry resolves its names to components)."""
+"""The spec language, kept importable here: it lives in core as
+:mod:`capmetrics.components.spec` (a value type core uses at run time; the registry resolves its
+names to components)."""
 
 from capmetrics.components.spec import (
     MAX_DEPTH,
