@@ -3,7 +3,8 @@
 1. All 5,664 items (one candidate, ~5 references): bert-score ``BERTScorer(model_type=<MiniLM>,
    num_layers=6).score`` vs ``bertscore(floor=bert-score)`` from a cold cache; max |Δ| of P, R, F
    (target ≤ 1e-6), and the share of items where ``floor=zero`` (the clamp at 0) and the default
-   ``floor=off`` (the definition: bert-score at ``batch_size=1``) equal bert-score's default batches.
+   ``floor=off`` (the definition: bert-score at ``batch_size=1``) equal bert-score's default
+   batches.
 2. Cost relative to embedding the distinct sentences once (the encoder alone, cold cache).
 3. idf on: max |Δ| against ``BERTScorer(idf=True, idf_sents=<references>)``.
 4. ``trm(distance=bertscore)`` over the same captions grouped by image (judged candidates vs

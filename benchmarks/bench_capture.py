@@ -82,7 +82,9 @@ EXTRAS = [
 def caption(rng: random.Random) -> str:
     sentences = []
     for _ in range(rng.randint(3, 6)):
-        s = f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} {rng.choice(EXTRAS)}".strip()
+        s = (
+            f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} {rng.choice(EXTRAS)}"
+        ).strip()
         sentences.append(s[0].upper() + s[1:] + ".")
     return " ".join(sentences)
 

@@ -14,10 +14,11 @@ round of the default 220 images takes tens of minutes; ``--copies 5`` (55 images
 Model: a randomly initialised CLIP of ViT-B/32's shape (``--size vit-b-32``, the default: the
 forward pass costs what the real one does) or the tests' tiny CLIP, saved as TorchScript as
 OpenAI ships it (capmetrics reads the same weights from a state dict); nothing is downloaded.
-Images: the test photographs (tests/data/clip/images), copied ``--copies`` times under distinct names so that each is decoded and embedded. Both sides
-are timed after the model is loaded: clipscore.py's ``extract_all_images`` + ``get_clip_score``
-(its DataLoaders, 8 workers), and with ``--refs N`` (default 5 Flickr8k captions per image) its
-``get_refonlyclipscore`` and harmonic mean as its ``main`` computes RefCLIP-S, against
+Images: the test photographs (tests/data/clip/images), copied ``--copies`` times under distinct
+names so that each is decoded and embedded. Both sides are timed after the model is loaded:
+clipscore.py's ``extract_all_images`` + ``get_clip_score`` (its DataLoaders, 8 workers), and with
+``--refs N`` (default 5 Flickr8k captions per image) its ``get_refonlyclipscore`` and harmonic mean
+as its ``main`` computes RefCLIP-S, against
 ``capmetrics.score(dataset, ["clip-score(...)", "ref-clip-score(...)"])``. Each round times both
 sides (the reference first), wall clock and CPU time (every thread, and the reference's DataLoader
 worker processes, from ``getrusage``); the per-candidate values are compared.
@@ -45,7 +46,9 @@ CAPTIONS = ROOT.parent / "shared" / "data" / "flickr8k" / "Flickr8k.token.txt"
 REFERENCE = r"""
 import importlib.util, json, sys, time, types
 spec = importlib.util.find_spec("torchvision")
-pkg = types.ModuleType("torchvision"); pkg.__path__ = list(spec.submodule_search_locations); pkg.__spec__ = spec
+pkg = types.ModuleType("torchvision")
+pkg.__path__ = list(spec.submodule_search_locations)
+pkg.__spec__ = spec
 sys.modules["torchvision"] = pkg
 import torch, clip, numpy as np
 args = json.loads(sys.argv[1])
@@ -54,12 +57,14 @@ if args["make"]:
     if args["size"] == "tiny":
         sys.path.insert(0, args["tiny_dir"])
         import tiny_clip
-        model = clip.model.build_model({k: torch.from_numpy(v) for k, v in tiny_clip.tiny_clip_state_dict(0).items()})
+        state = tiny_clip.tiny_clip_state_dict(0)
+        model = clip.model.build_model({k: torch.from_numpy(v) for k, v in state.items()})
     else:
         model = clip.model.CLIP(512, 224, 12, 768, 32, 77, 49408, 512, 8, 12)
         clip.model.convert_weights(model)  # fp16 values, as OpenAI's checkpoint
     model = model.float().eval()
-    torch.jit.trace(model, (torch.zeros(1, 3, 224, 224), clip.tokenize(["a"])), check_trace=False).save(args["model"])
+    example = (torch.zeros(1, 3, 224, 224), clip.tokenize(["a"]))
+    torch.jit.trace(model, example, check_trace=False).save(args["model"])
     # capmetrics reads the same weights as a state dict (it refuses to run a TorchScript archive)
     torch.save(torch.jit.load(args["model"], map_location="cpu").state_dict(), args["state"])
     sys.exit(0)

@@ -1,8 +1,8 @@
 """pycocoevalcap's example flow (``COCOEvalCap(coco, cocoRes).evaluate()``) with pycocoevalcap and
-with ``capmetrics.integrations.pycocoevalcap``, on COCO files built from Flickr8k-Expert (each image's 5
-references, its first Expert candidate); every number checked bit-identical. SPICE is left out of
-both (pycocoevalcap's own Spice downloads CoreNLP). pycocoevalcap starts its METEOR JVM inside the
-timed run; capmetrics' METEOR is the native one.
+with ``capmetrics.integrations.pycocoevalcap``, on COCO files built from Flickr8k-Expert (each
+image's 5 references, its first Expert candidate); every number checked bit-identical. SPICE is
+left out of both (pycocoevalcap's own Spice downloads CoreNLP). pycocoevalcap starts its METEOR
+JVM inside the timed run; capmetrics' METEOR is the native one.
 
 Run: ``python benchmarks/bench_compat.py [--data DIR]``.
 """

@@ -1,13 +1,13 @@
-"""capmetrics.integrations.torchmetrics under DDP: ``CocoCaptionMetrics.compute`` (BLEU-1..4, METEOR, ROUGE-L,
-CIDEr-D) on 20,000 Flickr8k items (each image's caption j as the candidate, its other four as the
-references), one rank against two (torch.distributed gloo, CPU processes, one thread each), in one
-run. Each rank holds its DistributedSampler shard; the timed ``compute`` scores the shard and
-combines the statistics. Printed: the slowest rank's compute time, the speed-up, the bytes each rank
-received, and that the values are those of one rank. Each process first computes a 50-item warm-up
-(METEOR loads its tables once per process), as a training run's later validations would find.
-The CPU time of each rank's compute is printed too: where other work keeps the cores busy the
-wall-clock ratio says little, and 1-rank CPU / slowest rank's CPU is the speed-up when each rank
-has a core to itself. Target (issue 29): 2 ranks >= 1.6x one rank on a 2-core machine.
+"""capmetrics.integrations.torchmetrics under DDP: ``CocoCaptionMetrics.compute`` (BLEU-1..4,
+METEOR, ROUGE-L, CIDEr-D) on 20,000 Flickr8k items (each image's caption j as the candidate, its
+other four as the references), one rank against two (torch.distributed gloo, CPU processes, one
+thread each), in one run. Each rank holds its DistributedSampler shard; the timed ``compute`` scores
+the shard and combines the statistics. Printed: the slowest rank's compute time, the speed-up, the
+bytes each rank received, and that the values are those of one rank. Each process first computes a
+50-item warm-up (METEOR loads its tables once per process), as a training run's later validations
+would find. The CPU time of each rank's compute is printed too: where other work keeps the cores
+busy the wall-clock ratio says little, and 1-rank CPU / slowest rank's CPU is the speed-up when each
+rank has a core to itself. Target (issue 29): 2 ranks >= 1.6x one rank on a 2-core machine.
 
 Run: ``python benchmarks/bench_ddp.py [--items 20000] [--ranks 2]``
 """

@@ -109,7 +109,8 @@ def timed(device: str, fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def flickr_groups(n: int) -> list[list[str]]:
-    """The five captions of each of the first ``n`` Flickr8k images (a built-in set without the data)."""
+    """The five captions of each of the first ``n`` Flickr8k images (a built-in set without the
+    data)."""
     groups: dict[str, list[str]] = {}
     if CAPTIONS.is_file():
         for line in CAPTIONS.read_text(encoding="utf-8").splitlines():

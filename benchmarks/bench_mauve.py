@@ -1,4 +1,5 @@
-"""MAUVE permutation p-values: capmetrics' ``mauve`` against calling mauve-text 0.4.0 once per split.
+"""MAUVE permutation p-values: capmetrics' ``mauve`` against calling mauve-text 0.4.0 once per
+split.
 
 Items: Flickr8k-Expert images with at least 5 judged candidates, 5 candidates vs the image's 5
 references (MiniLM features, embedded once and given to both sides). mauve-text:

@@ -1,4 +1,5 @@
-"""METEOR 1.5: native ``meteor`` vs the jar (``meteor-jar``, one JVM) on Flickr8k, pinned to one core.
+"""METEOR 1.5: native ``meteor`` vs the jar (``meteor-jar``, one JVM) on Flickr8k, pinned to one
+core.
 
 Both get the same PTB-tokenized strings. "cold" is the first call of a new instance (for the jar:
 JVM + paraphrase table; for the native one: its cached resource tables and importing the

@@ -5,10 +5,12 @@ plugins, METEOR's JVM, the embedding models), run ``--repeat`` times interleaved
 the median wall time and the ratio model / features. The model side adds loading the model and
 one MLP pass, and must not train.
 
-    .venv/bin/python benchmarks/bench_nneval.py [--data core/sample/flickr8k_expert_sample.jsonl] [--models NAME ...]
+    .venv/bin/python benchmarks/bench_nneval.py \\
+        [--data core/sample/flickr8k_expert_sample.jsonl] [--models NAME ...]
 
-A model's features are its metrics; ``flickr8k-embeddings-spice`` also embeds each distinct text with
-MiniLM for its interaction inputs, which the model side pays and the features side does not.
+A model's features are its metrics; ``flickr8k-embeddings-spice`` also embeds each distinct text
+with MiniLM for its interaction inputs, which the model side pays and the features side does
+not.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Training-loop rewards: CIDEr-D for a self-critical batch of 50 images x 5 sampled captions
 against 5 references each, document frequencies fixed from the Flickr8k training captions
-(6,000 images), on one core. capmetrics.integrations.rewards against pycocoevalcap's ``CiderScorer`` given the
-same fixed df (the ``ciderD`` of self-critical.pytorch-style repositories is not on PyPI; its
-algorithm is CiderScorer's with a precomputed df), values checked equal.
+(6,000 images), on one core. capmetrics.integrations.rewards against pycocoevalcap's
+``CiderScorer`` given the same fixed df (the ``ciderD`` of self-critical.pytorch-style
+repositories is not on PyPI; its algorithm is CiderScorer's with a precomputed df), values
+checked equal.
 
 Also timed: token-id candidates (the model's padded ids with its vocabulary), the samples and
 their 50 greedy baselines scored by two calls or by one ``self_critical`` call, and BLEU-4.
@@ -52,7 +53,8 @@ def timed(repeat: int, fn) -> tuple[float, float, object]:  # type: ignore[no-un
 
 
 def coco_fixed_df(train: list[list[str]]):  # type: ignore[no-untyped-def]
-    """A function scoring (samples, refs) with pycocoevalcap's CiderScorer and the df of ``train``."""
+    """A function scoring (samples, refs) with pycocoevalcap's CiderScorer and the df of
+    ``train``."""
     from pycocoevalcap.cider.cider_scorer import CiderScorer, cook_refs
 
     df: defaultdict = defaultdict(float)

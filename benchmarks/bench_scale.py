@@ -159,7 +159,8 @@ def bench_dask(items: list, spec: str, rate_jobs2: float, idle_jobs2: float) -> 
 
 
 def write_jsonl(path: Path, count: int, caps: list[list[str]]) -> None:
-    """``count`` items: an image's 5 captions as references, another image's caption as candidate."""
+    """``count`` items: an image's 5 captions as references, another image's caption as
+    candidate."""
     rng = random.Random(0)
     with path.open("w", encoding="utf-8") as f:
         for i in range(count):

@@ -24,7 +24,8 @@ parity of every category's P/R/F, the items whose scene graphs met a merge tie, 
 
 Usage:
 
-    nice python benchmarks/bench_spice.py [--n 100] [--cf] [--jobs J] [--root /path/to/flickr8k] [--cold-only]
+    nice python benchmarks/bench_spice.py [--n 100] [--cf] [--jobs J] \\
+        [--root /path/to/flickr8k] [--cold-only]
     nice python benchmarks/bench_spice.py --full --jar-cache DIR
     python benchmarks/bench_spice.py --full --no-reference --cold [--server]
 """
@@ -49,7 +50,8 @@ DATA = os.environ.get("BENCH_SPICE_DATA", "expert")  # or "cf": Flickr8k-CF
 
 
 def items(root: str, n: int | None, shift: int = 0) -> tuple[list[str], list[list[str]]]:
-    """Every ``len/n``-th Flickr8k-Expert (or -CF) item, starting at ``shift`` (all items when ``n`` is None)."""
+    """Every ``len/n``-th Flickr8k-Expert (or -CF) item, starting at ``shift`` (all items when
+    ``n`` is None)."""
     from capmetrics.data.flickr8k import load_crowdflower, load_expert
 
     dataset, _ = (load_crowdflower if DATA == "cf" else load_expert)(root)
@@ -140,7 +142,8 @@ def phase(name: str, root: str, n: int | None, jobs: int | None, jar_cache: str 
 
 
 def run_phase(name: str, args: argparse.Namespace, cache: str | None) -> dict:
-    """``phase`` in a fresh process (whole-process wall time), with ``XDG_CACHE_HOME=cache`` if given."""
+    """``phase`` in a fresh process (whole-process wall time), with ``XDG_CACHE_HOME=cache`` if
+    given."""
     env = (
         dict(os.environ, XDG_CACHE_HOME=cache, CAPMETRICS_CACHE_DIR=str(Path(cache) / "capmetrics"))
         if cache

@@ -1,5 +1,5 @@
-"""Time capmetrics' pure-Python ``ptb`` tokenizer against pycocoevalcap's PTBTokenizer (Java, JVM start-up
-included) on all 40,460 Flickr8k captions, and check that both give the same tokens.
+"""Time capmetrics' pure-Python ``ptb`` tokenizer against pycocoevalcap's PTBTokenizer (Java, JVM
+start-up included) on all 40,460 Flickr8k captions, and check that both give the same tokens.
 
 Usage: python benchmarks/bench_tokenizer.py [path/to/Flickr8k.token.txt] [--repeat N]
 """

@@ -89,8 +89,8 @@ t = time.perf_counter()
 tok = PTBTokenizer()
 gts, cands = tok.tokenize(gts), tok.tokenize(cands)
 stages["PTB tokenizer (jar)"] = time.perf_counter() - t
-scorers = [(Bleu(4), ["Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4"]), (Meteor(), "METEOR"), (Rouge(), "ROUGE_L"),
-           (Cider(), "CIDEr")]
+scorers = [(Bleu(4), ["Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4"]), (Meteor(), "METEOR"),
+           (Rouge(), "ROUGE_L"), (Cider(), "CIDEr")]
 if spice == "1":
     from pycocoevalcap.spice.spice import Spice
     scorers.append((Spice(), "SPICE"))
@@ -106,7 +106,8 @@ if bert_model:
     import bert_score
     raw_cands = [res.imgToAnns[i][0]["caption"] for i in ids]
     raw_refs = [[a["caption"] for a in coco.imgToAnns[i]] for i in ids]
-    p, r, f = bert_score.score(raw_cands, raw_refs, model_type=bert_model, num_layers=6, batch_size=64)
+    p, r, f = bert_score.score(raw_cands, raw_refs, model_type=bert_model, num_layers=6,
+                               batch_size=64)
     stages["bert-score"] = time.perf_counter() - t
     values["BERTScore"] = float(f.mean())
     values["BERTScore_items"] = dict(zip(map(str, ids), f.tolist()))

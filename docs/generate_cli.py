@@ -17,14 +17,16 @@ HEADER = """# Command line
 (2 for usage and spec errors, 1 for data and metric errors and outputs that cannot be written,
 3 for a bug in capmetrics or a plugin, 128 + N after signal N: 130 Ctrl-C, 143 SIGTERM, 129
 SIGHUP, each cleaned up as Ctrl-C is; what each command promises about its outputs:
-[guarantees.md](guarantees.md)); `--debug` (or `CAPMETRICS_DEBUG=1`) shows the traceback instead; warnings are one line, `Warning: ...`. Plugins can add commands
+[guarantees.md](guarantees.md)); `--debug` (or `CAPMETRICS_DEBUG=1`) shows the traceback instead; \
+warnings are one line, `Warning: ...`. Plugins can add commands
 through the `register_commands` hook. This page is generated from the commands themselves
 (`python docs/generate_cli.py`).
 
 What a run shows:
 
 * **Progress** goes to stderr and counts work: items scored, sentences embedded (and what plugins
-  report through `capmetrics.engine.progress.work`), with the rate and the time left; one bar per run,
+  report through `capmetrics.engine.progress.work`), with the rate and the time left; one bar per \
+run,
   which names the running metric (k/N). Other libraries' bars (transformers' "Loading weights",
   tqdm) are silenced. When stderr is not a terminal nothing is printed, unless `--progress` asks
   for a line every 10 s; `--quiet` (or `--no-progress`) prints none anywhere.

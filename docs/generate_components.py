@@ -25,7 +25,8 @@ HEADER = """# Bundled components
 Every component below is registered by a bundled plugin (an entry point of capmetrics itself) and
 is usable by name in any spec. `capmetrics plugins` lists what is installed, third-party plugins
 included. Parameters are the constructor parameters; those at their default are left out of
-canonical specs. Metric notes: [metrics/](metrics/); the spec language: [usage/specs.md](usage/specs.md).
+canonical specs. Metric notes: [metrics/](metrics/); the spec language: \
+[usage/specs.md](usage/specs.md).
 """
 
 

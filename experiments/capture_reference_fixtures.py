@@ -1,4 +1,5 @@
-"""Make tests/data/capture/: items with FACTUAL-format scene graphs, and CAPTURE's own scores of them.
+"""Make tests/data/capture/: items with FACTUAL-format scene graphs, and CAPTURE's own scores of
+them.
 
 CAPTURE's code is run, not copied: ``capture_metric/capture.py`` of the ``capture-metric`` 0.1.13
 wheel on PyPI (identical to foundation-multimodal-models/CAPTURE's capture.py at 52eeb27) with
@@ -396,7 +397,8 @@ def main() -> None:
     import importlib.metadata as md
 
     fixture = {
-        "reference": "capture-metric 0.1.13 capture.py (= CAPTURE git 52eeb27), FactualSceneGraph 0.7.3, "
+        "reference": "capture-metric 0.1.13 capture.py (= CAPTURE git 52eeb27), "
+        "FactualSceneGraph 0.7.3, "
         f"nltk {md.version('nltk')}, numpy {np.__version__}, WordNet 3.0 (Debian wordnet-base)",
         "seeds": list(SEEDS),
         "configs": {name: {"params": params, "items": {}} for name, params in CONFIGS.items()},

@@ -6,9 +6,10 @@ sense named in ``SENSES`` where that one is not the object). Its row is the cate
 the lemma names (``_`` read as a space) of that synset and of its hyponyms down to ``DEPTH``
 levels, keeping only words of one or two tokens whose own most frequent noun sense lies in the
 category's synsets (so "ram", a sheep but first a memory, is left out), that are nouns only
-("delicious", an apple but mostly an adjective, is left out) and that no earlier row took; COCO's plural spellings are added where they differ. The table is written in chair.py's
-``synonyms.txt`` format. ``python experiments/chair_synonym_table.py [--check]`` (``--check``
-compares with the shipped file instead of writing it; the tests run it).
+("delicious", an apple but mostly an adjective, is left out) and that no earlier row took; COCO's
+plural spellings are added where they differ. The table is written in chair.py's ``synonyms.txt``
+format. ``python experiments/chair_synonym_table.py [--check]`` (``--check`` compares with the
+shipped file instead of writing it; the tests run it).
 """
 
 from __future__ import annotations

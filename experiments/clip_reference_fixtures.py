@@ -4,10 +4,12 @@ images with a tiny randomly initialised CLIP (tests/data/clip/tiny_clip.py).
 Runs beside the reference code, never inside capmetrics' venv (it needs torchvision):
 
     python3 -m venv /tmp/refvenv
-    /tmp/refvenv/bin/pip install torch==2.13.0 openai-clip 'setuptools<81' ftfy regex tqdm pillow numpy scikit-learn
+    /tmp/refvenv/bin/pip install torch==2.13.0 openai-clip 'setuptools<81' ftfy regex tqdm \\
+        pillow numpy scikit-learn
     /tmp/refvenv/bin/pip install --no-deps torchvision==0.28.0
     # jmhessel/clipscore @ 1036465276513621f77f1c2208d742e4a430781f checked out in CLIPSCORE_DIR,
-    # aimagelab/pacscore @ bfbc488e9f5cccd818e75c7cdfaa37e1c87f00eb (evaluation/, models/) in PACSCORE_DIR
+    # aimagelab/pacscore @ bfbc488e9f5cccd818e75c7cdfaa37e1c87f00eb (evaluation/, models/)
+    # in PACSCORE_DIR
     /tmp/refvenv/bin/python experiments/clip_reference_fixtures.py CLIPSCORE_DIR PACSCORE_DIR
 
 PyPI's torchvision 0.28.0 is a CUDA build whose package ``__init__`` fails beside the CPU torch

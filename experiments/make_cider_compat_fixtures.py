@@ -12,11 +12,11 @@ older ``dbb3960`` never sets ``document_frequency`` in corpus mode and prepro_ng
     ``<name>-idxs.p``;
   * self-critical.pytorch ``captioning/utils/rewards.py``: ``init_scorer`` and
     ``get_self_critical_reward`` with ruotianluo/cider's ``CiderD``/``Cider`` (and pycocoevalcap's
-    ``Bleu``) on a batch of 50 test images x 5 samples + 50 greedy captions. Per image, one sample is
-    another image's training label and four are the image's own references changed (as is, first
-    word dropped, first five words, second word replaced); greedy: a reference's first 8 words;
-    two samples have 16 ids and no end token, one is empty: real captions of the vocabulary with
-    self-critical's padding.
+    ``Bleu``) on a batch of 50 test images x 5 samples + 50 greedy captions. Per image, one sample
+    is another image's training label and four are the image's own references changed (as is,
+    first word dropped, first five words, second word replaced); greedy: a reference's first 8
+    words; two samples have 16 ids and no end token, one is empty: real captions of the
+    vocabulary with self-critical's padding.
 
 Only imports the scripts need and these runs never touch are stubbed (h5py, torchvision,
 skimage, PIL in prepro_labels; ``six`` must be importable: pass ``--six`` a folder holding

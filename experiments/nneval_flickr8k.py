@@ -4,7 +4,8 @@ Early stopping uses the Flickr8k-Expert judgments of half of the 1,000 judged im
 image, seeded); the table reports Kendall tau on the other half: tau-c over the Expert rating
 points and tau-b over the CF rows, as the ``flickr8k-expert`` / ``flickr8k-cf`` presets do.
 
-    python experiments/nneval_flickr8k.py --root ../shared/data/flickr8k --seed 0 --out nneval-flickr8k
+    python experiments/nneval_flickr8k.py --root ../shared/data/flickr8k --seed 0 \\
+        --out nneval-flickr8k
 
 Features are cached in ``--cache`` (default ``~/.cache/capmetrics/nneval``), so a second run
 only trains.

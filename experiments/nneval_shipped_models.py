@@ -259,17 +259,18 @@ def main() -> None:
         "versions": versions(),
     }
     impostor_training = {
-        "training_set": f"Flickr8k train split: {len(train_images)} images, {int(training.labels.sum())} human "
-        f"candidates, {int((training.labels == 0).sum())} random captions of other images",
-        "early_stopping": f"Flickr8k-Expert judgments of {len(val_images)} of the 1,000 judged images "
-        f"(Judgments.split_by_group(0.5, seed={SEED}))",
+        "training_set": f"Flickr8k train split: {len(train_images)} images, "
+        f"{int(training.labels.sum())} human candidates, "
+        f"{int((training.labels == 0).sum())} random captions of other images",
+        "early_stopping": f"Flickr8k-Expert judgments of {len(val_images)} of the 1,000 judged "
+        f"images (Judgments.split_by_group(0.5, seed={SEED}))",
     }
     rating_training = {
         "training_set": f"mean ratings of the {{sets}} items of {len(fit_images)} judged images "
         f"(choose_groups(seen half, {1 - EARLY_STOPPING_SHARE}, seed={SEED}))",
-        "early_stopping": f"mean of Kendall tau-c (Flickr8k-Expert) and tau-b (Flickr8k-CF) over the items of "
-        f"the other {len(stop_images)} images of the seen half ({len(val_images)} of the 1,000 "
-        f"judged images, Judgments.split_by_group(0.5, seed={SEED}))",
+        "early_stopping": "mean of Kendall tau-c (Flickr8k-Expert) and tau-b (Flickr8k-CF) over "
+        f"the items of the other {len(stop_images)} images of the seen half ({len(val_images)} "
+        f"of the 1,000 judged images, Judgments.split_by_group(0.5, seed={SEED}))",
     }
     for model_name, features in MODELS.items():
         cols = [column[f] for f in features]

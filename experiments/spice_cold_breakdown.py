@@ -1,6 +1,7 @@
 """Where a cold SPICE run's time goes (issue 31): 300 Flickr8k-Expert rows, empty caches.
 
-Run from the project root: ``.venv/bin/python experiments/spice_cold_breakdown.py [--n 300] [--meteor-warm]``.
+Run from the project root:
+``.venv/bin/python experiments/spice_cold_breakdown.py [--n 300] [--meteor-warm]``.
 Each step is timed on its own, in this order, in an empty cache folder (``CAPMETRICS_CACHE_DIR``
 in a temporary folder; with ``--meteor-warm`` METEOR's built tables are linked in, so only
 SPICE's parse cache is empty):

@@ -1,11 +1,13 @@
-"""Does capmetrics' SPICE parser start give the jar's tuples? Every distinct Flickr8k caption, compared.
+"""Does capmetrics' SPICE parser start give the jar's tuples? Every distinct Flickr8k caption,
+compared.
 
 ``plugins/spice/java/CapmetricsSpiceParse`` runs SPICE's ``SpiceParser`` with CoreNLP's
 ``tokenize,ssplit,parse,lemma`` (the jar's annotators less ``ner``, whose tags the parser never
 reads), without the constructor's synonym tables, and initialises slow classes on a second thread.
 This script parses every distinct PTB-tokenised Flickr8k caption (the captions SPICE sees: 40,128)
 that way and compares each caption's tuple list, order included, with the jar's own start
-(``-D...jar_pipeline=true``, ``_parse.JAR_START``: its constructor, its ``tokenize,ssplit,parse,lemma,ner``).
+(``-D...jar_pipeline=true``, ``_parse.JAR_START``: its constructor, its
+``tokenize,ssplit,parse,lemma,ner``).
 
 The reference tuples come from capmetrics' SPICE parse cache where it holds the caption (it was
 filled by the jar's own start; ``--reference jar`` parses them again instead), else from a run of

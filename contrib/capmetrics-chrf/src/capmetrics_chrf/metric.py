@@ -19,10 +19,11 @@ class ChrF(Distance):
     of its best-scoring reference; the corpus value comes from the summed statistics. Both follow
     sacrebleu's ``CHRF`` with its defaults (no lowercasing, effective-order averaging).
 
-    It takes part in capmetrics' statistics protocol (``capmetrics.components.protocols.ScoresInParts``):
-    :meth:`score_part` gives a part's summed statistics and :meth:`merge_scores` the corpus
-    value from their sum, so a file streams (``--chunk-size``), items fan out to workers and
-    DDP ranks combine sums, with the values of one process over everything.
+    It takes part in capmetrics' statistics protocol
+    (``capmetrics.components.protocols.ScoresInParts``): :meth:`score_part` gives a part's summed
+    statistics and :meth:`merge_scores` the corpus value from their sum, so a file streams
+    (``--chunk-size``), items fan out to workers and DDP ranks combine sums, with the values of one
+    process over everything.
 
     Args:
         char_order: highest character n-gram order.
