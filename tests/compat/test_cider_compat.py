@@ -1,6 +1,6 @@
-"""capmetrics.integrations.cider against ruotianluo/cider (at self-critical.pytorch's submodule commit)
-on real Flickr8k captions: the df pickles its ``scripts/prepro_ngrams.py`` wrote and the values
-and self-critical rewards the original code computed (tests/data/cider_compat/, made by
+"""capmetrics.integrations.cider against ruotianluo/cider (at self-critical.pytorch's submodule
+commit) on real Flickr8k captions: the df pickles its ``scripts/prepro_ngrams.py`` wrote and the
+values and self-critical rewards the original code computed (tests/data/cider_compat/, made by
 experiments/make_cider_compat_fixtures.py); corpus mode against pycocoevalcap's ``Cider``."""
 
 from __future__ import annotations
@@ -143,7 +143,8 @@ def test_bad_input(data_dir: Path, batch: dict, tmp_path: Path) -> None:
 def test_a_capmetrics_df_file_scores_as_the_pickle(
     data_dir: Path, batch: dict, tmp_path: Path
 ) -> None:
-    """convert_df writes the pickle as capmetrics' JSON df, which the shim reads to the same values."""
+    """convert_df writes the pickle as capmetrics' JSON df, which the shim reads to the same
+    values."""
     target = convert_df(f"{NAME}-idxs", tmp_path / "train300.json.gz")
     assert (
         read_df_pickle(data_dir / f"{NAME}-idxs.p")[0] == json.loads(gzip.open(target).read())["df"]
@@ -209,8 +210,9 @@ def self_cider() -> dict:
 def test_my_self_cider_equals_the_original(
     data_dir: Path, self_cider: dict, cls: type, key: str
 ) -> None:
-    """self-critical's self_cider_reward_weight > 0: Cider_scorer.my_self_cider([one image's samples]),
-    and all images at once, against ruotianluo/cider's (experiments/make_self_cider_fixtures.py)."""
+    """self-critical's self_cider_reward_weight > 0:
+    Cider_scorer.my_self_cider([one image's samples]), and all images at once, against
+    ruotianluo/cider's (experiments/make_self_cider_fixtures.py)."""
     scorer = cls(df=self_cider["df"])
     expected = [np.array(m) for m in self_cider[key]]
     got = scorer.my_self_cider(self_cider["res"])

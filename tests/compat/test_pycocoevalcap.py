@@ -1,7 +1,8 @@
-"""capmetrics.integrations.pycocoevalcap (also capmetrics.integrations.pycocoevalcap) against pycocoevalcap itself: the example flow of
-pycocoevalcap (COCO annotation and results files, ``COCOEvalCap(coco, cocoRes)``, ``evaluate()``)
-run both ways on Flickr8k-Expert, every number compared with ``==`` (types too); and the scorer
-classes on the same data. (test_exact_parity.py: all of Flickr8k and aac-metrics' inputs.)"""
+"""capmetrics.integrations.pycocoevalcap (also capmetrics.integrations.pycocoevalcap) against
+pycocoevalcap itself: the example flow of pycocoevalcap (COCO annotation and results files,
+``COCOEvalCap(coco, cocoRes)``, ``evaluate()``) run both ways on Flickr8k-Expert, every number
+compared with ``==`` (types too); and the scorer classes on the same data. (test_exact_parity.py:
+all of Flickr8k and aac-metrics' inputs.)"""
 
 from __future__ import annotations
 

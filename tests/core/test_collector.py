@@ -1,5 +1,5 @@
-"""capmetrics.runtime.collector: in the command's process, the dataset frozen for a run and parsing with
-the collector paused; in any other process, nothing."""
+"""capmetrics.runtime.collector: in the command's process, the dataset frozen for a run and parsing
+with the collector paused; in any other process, nothing."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""capmetrics.engine.prestart: slow first steps run beside the other metrics of a run, values unchanged
-to the bit, no thread or process left behind, preparations stopped when the run fails."""
+"""capmetrics.engine.prestart: slow first steps run beside the other metrics of a run, values
+unchanged to the bit, no thread or process left behind, preparations stopped when the run fails."""
 
 from __future__ import annotations
 

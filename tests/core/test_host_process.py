@@ -30,15 +30,18 @@ HOST = textwrap.dedent("""
     before = state()
     serial = capmetrics.score(capmetrics.load_dataset(sys.argv[1]), metrics)
     after_serial = state()
-    processes = capmetrics.score(dataset, metrics, executor=Executor("processes", jobs=2, chunk_size=5))
+    processes = capmetrics.score(dataset, metrics,
+                                 executor=Executor("processes", jobs=2, chunk_size=5))
     after_processes = state()
     after_processes["frozen"] -= after_serial["frozen"]  # a third call frees nothing frozen: 0
     gc.disable()
     capmetrics.load_dataset(sys.argv[1])
     disabled_stays = not gc.isenabled()
-    print(json.dumps({"before": before, "after_serial": after_serial, "after_processes": after_processes,
-                      "disabled_stays": disabled_stays, "allocator_tuned": allocator._outcome is not None,
-                      "same": [serial[m].corpus for m in serial] == [processes[m].corpus for m in processes]}))
+    print(json.dumps({"before": before, "after_serial": after_serial,
+                      "after_processes": after_processes, "disabled_stays": disabled_stays,
+                      "allocator_tuned": allocator._outcome is not None,
+                      "same": [serial[m].corpus for m in serial]
+                      == [processes[m].corpus for m in processes]}))
 """)
 
 

@@ -74,7 +74,10 @@ def png(path: Path, width: int, height: int, bit_depth: int = 8) -> Path:
     return path
 
 
-EPS = b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 10 10\n%%EndComments\nnewpath 0 0 moveto showpage\n%%EOF\n"
+EPS = (
+    b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 10 10\n%%EndComments\n"
+    b"newpath 0 0 moveto showpage\n%%EOF\n"
+)
 
 
 @pytest.fixture
@@ -376,7 +379,8 @@ def test_a_checkpoint_that_is_a_pipe_or_a_device_is_refused_at_once(tmp_path, ki
         os.mkfifo(path)
     code = (
         "from capmetrics.plugins.clip_score._checkpoints import load_checkpoint\n"
-        f"try:\n    load_checkpoint({path!r})\nexcept Exception as e:\n    print(type(e).__name__, e)"
+        f"try:\n    load_checkpoint({path!r})\n"
+        "except Exception as e:\n    print(type(e).__name__, e)"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT

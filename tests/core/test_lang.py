@@ -192,7 +192,8 @@ def test_compute_takes_lang() -> None:
         metrics=["bleu-1"],
         lang="zh",
     )
-    # jieba: 一只/狗/在/草地/上/奔跑 against 一只/狗/在/草地/上/跑: 6 of 6 unigrams match, equal lengths
+    # jieba: 一只/狗/在/草地/上/奔跑 against 一只/狗/在/草地/上/跑: 6 of 6 unigrams match,
+    # equal lengths
     assert out == {"bleu-1": pytest.approx(1.0, abs=1e-9)}
 
 

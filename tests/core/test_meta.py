@@ -352,7 +352,8 @@ def test_polaris_csv_bad_rows_are_all_named(tmp_path: Path) -> None:
 
     bad = tmp_path / "polaris_bad.csv"
     bad.write_text(
-        "mt,refs,score,imgid\n,\"['a']\",0.5,x.jpg\nok,not a list,0.5,x.jpg\nok,\"['a']\",high,x.jpg\n"
+        "mt,refs,score,imgid\n,\"['a']\",0.5,x.jpg\n"
+        "ok,not a list,0.5,x.jpg\nok,\"['a']\",high,x.jpg\n"
     )
     with pytest.raises(DataError) as err:
         load_polaris_csv(bad)

@@ -1,5 +1,5 @@
-"""capmetrics.components.protocols: which components take part in which protocol, delegation, and what may
-cross a process or rank boundary."""
+"""capmetrics.components.protocols: which components take part in which protocol, delegation, and
+what may cross a process or rank boundary."""
 
 from __future__ import annotations
 

@@ -152,7 +152,8 @@ def clipscore_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]
         )
     )
     reference = json.loads((CLIP_DATA / "reference.json").read_text(encoding="utf-8"))
-    expected = {}  # image stem -> {metric: the reference code's value of the item's first candidate}
+    # image stem -> {metric: the reference code's value of the item's first candidate}
+    expected = {}
     for k, cand in enumerate(reference["candidates"]):
         if cand["index"] == 0:
             stem = Path(next(it["image"] for it in items if it["id"] == cand["item"])).stem
@@ -233,8 +234,9 @@ def test_candidates_alone_score_with_reference_free_metrics_and_are_explained_ot
     proc = run_cli("score", folder / "results.json")
     assert proc.returncode == 1
     assert (
-        "a COCO results file (a list of {image_id, caption}): it holds candidates but no references; "
-        "give the COCO annotations (references) first and this file as --results" in proc.stderr
+        "a COCO results file (a list of {image_id, caption}): it holds candidates but no "
+        "references; give the COCO annotations (references) first and this file as --results"
+        in proc.stderr
     )
     assert "object without an id" not in proc.stderr
     proc = run_cli("score", folder / "cands.json")

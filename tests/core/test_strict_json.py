@@ -12,7 +12,8 @@ from capmetrics.io.strict_json import dumps, jsonable
 
 
 def _one_by_one(value: object) -> object:
-    """The element-by-element reading of an array (what jsonable did before its whole-array paths)."""
+    """The element-by-element reading of an array (what jsonable did before its whole-array
+    paths)."""
     if isinstance(value, np.ndarray):
         return [_one_by_one(v) for v in value.tolist()]
     if isinstance(value, list):

@@ -158,8 +158,8 @@ class LockedParts(PooledOverlap):
 
 
 class WordDf(Overlap):
-    """Fits document frequencies of words in parts (capmetrics.components.protocols.FitsInParts); its
-    fitted table is in the signature."""
+    """Fits document frequencies of words in parts (capmetrics.components.protocols.FitsInParts);
+    its fitted table is in the signature."""
 
     name = "kit-word-df"
 
@@ -257,7 +257,8 @@ def test_a_well_behaved_component_passes(kit_plugin):
     ],
 )
 def test_components_of_the_statistics_protocol_merge_parts_to_the_whole(kit_plugin, spec):
-    """The bundled n-gram metrics (and the well-behaved toys) give from parts what they give whole."""
+    """The bundled n-gram metrics (and the well-behaved toys) give from parts what they give
+    whole."""
     from capmetrics.components.protocols import PROTOCOLS, supports
     from capmetrics.registry.compose import compose
 

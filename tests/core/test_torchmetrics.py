@@ -134,7 +134,8 @@ def test_bad_input(items: tuple[list[str], list[list[str]]]) -> None:
 
 def test_meteor_shards_sum_to_the_corpus_value(items: tuple[list[str], list[list[str]]]) -> None:
     """meteor's score_shard/corpus_from_sums, which CaptionMetric combines ranks with: the halves'
-    summed fragment statistics give the whole set's corpus value (the jar's aggregate), to the bit."""
+    summed fragment statistics give the whole set's corpus value (the jar's aggregate), to the
+    bit."""
     cands, refs = items
     meteor = capmetrics.compose("meteor")
     whole = meteor.score(cands, refs)

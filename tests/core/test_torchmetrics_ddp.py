@@ -1,7 +1,7 @@
-"""capmetrics.integrations.torchmetrics under DDP: torch.distributed's gloo backend, 2 and 4 CPU processes
-(torch.multiprocessing spawn), DistributedSampler shards of an uneven set (its padding repeats
-samples on the last ranks; one rank also sees an item twice), strings and token ids: the values
-equal one process over the set (capmetrics.score), to the bit."""
+"""capmetrics.integrations.torchmetrics under DDP: torch.distributed's gloo backend, 2 and 4 CPU
+processes (torch.multiprocessing spawn), DistributedSampler shards of an uneven set (its padding
+repeats samples on the last ranks; one rank also sees an item twice), strings and token ids: the
+values equal one process over the set (capmetrics.score), to the bit."""
 
 from __future__ import annotations
 
@@ -162,8 +162,8 @@ def test_two_ranks_coco_set_equal_one_process(
             s: more[s].corpus for s in COCO_METRICS
         }  # update after compute: added
         assert (
-            "ranks have different metric specs: rank 0: ['cider-d', 'bleu-4']; rank 1: ['bleu-4', 'cider-d']"
-            in r["mismatch"]
+            "ranks have different metric specs: rank 0: ['cider-d', 'bleu-4']; "
+            "rank 1: ['bleu-4', 'cider-d']" in r["mismatch"]
         )
     # statistics, not strings: ids, values, word digests, the compressed df
     assert 0 < ranks[0]["bytes"] < 100_000
@@ -173,7 +173,8 @@ def test_two_ranks_coco_set_equal_one_process(
 def test_four_ranks_token_ids_equal_one_process(
     tmp_path: Path, one_process: dict[str, float]
 ) -> None:
-    """Also: 3 items on 4 ranks, the last rank holding only the sampler's padding (scoring nothing)."""
+    """Also: 3 items on 4 ranks, the last rank holding only the sampler's padding (scoring
+    nothing)."""
     specs = ["cider-d", "bleu-4", "rouge-l"]
     cands, refs = flickr8k_items(3)
     tiny = capmetrics.score(candidates=cands, references=refs, metrics=specs)
