@@ -1,6 +1,7 @@
 """A tiny randomly initialised CLIP (ViT image tower, OpenAI checkpoint layout), made from a
-seeded numpy generator so that the tests and the fixture script (experiments/clip_reference_fixtures.py,
-run beside the reference code) build the very same weights without storing them.
+seeded numpy generator so that the tests and the fixture script
+(experiments/clip_reference_fixtures.py, run beside the reference code) build the very same weights
+without storing them.
 
 Needs numpy only; ``tiny_clip_state_dict()`` returns float32 arrays under OpenAI CLIP's key
 names, which ``clip.model.build_model`` accepts and capmetrics' ``clip`` model loads.

@@ -1,7 +1,7 @@
 """Write escapes.json: pycocoevalcap's SPICE on captions full of what PTB tokenisation escapes or
 unescapes (``&apos;``, ``&amp;``, ``&quot;``, ``-LRB-``, quotes, ``'s``, ``n't``, brackets,
-slashes, non-ASCII), with the issue-30 item (``a black and white photo of a riding a horse &apos;s``:
-the jar's 1/9).
+slashes, non-ASCII), with the issue-30 item
+(``a black and white photo of a riding a horse &apos;s``: the jar's 1/9).
 
 Run from the project root after ``capmetrics setup spice`` (about a minute):
 ``.venv/bin/python tests/data/spice/make_escapes.py``. As make_expert40.py: texts are tokenised
@@ -97,8 +97,9 @@ def main() -> None:
         find_js_engine()[0],
     )
     out = {
-        "source": "captions with PTB escapes; pycocoevalcap 1.2 PTBTokenizer + Spice.compute_score, original "
-        "spice-1.0.jar, CoreNLP 3.6.0; made by make_escapes.py",
+        "source": "captions with PTB escapes; "
+        "pycocoevalcap 1.2 PTBTokenizer + Spice.compute_score, "
+        "original spice-1.0.jar, CoreNLP 3.6.0; made by make_escapes.py",
         "average": average,
         "tokenized": tok,
         "items": [

@@ -40,7 +40,8 @@ def main() -> None:
         find_js_engine()[0],
     )
     out = {
-        "source": "Flickr8k-Expert items 0, 141, ..., 5499 (+2 edge cases); pycocoevalcap 1.2 Spice.compute_score, "
+        "source": "Flickr8k-Expert items 0, 141, ..., 5499 (+2 edge cases); "
+        "pycocoevalcap 1.2 Spice.compute_score, "
         "original spice-1.0.jar, CoreNLP 3.6.0; made by make_expert40.py",
         "average": average,
         "items": [
