@@ -3,9 +3,9 @@
 pycocoevalcap's ``Spice.compute_score`` is used unchanged, from a copy of its ``spice`` package in a
 temporary folder (so its ``tmp/`` and ``cache/`` are not written into site-packages) whose ``lib/``
 links pycocoevalcap's jars and the two CoreNLP 3.6.0 jars, as its ``get_stanford_models`` would
-put them. Only its ``java -jar spice-1.0.jar`` call is adapted to Java 9+: the ``--add-opens`` the jar
-needs and, on Java 15+, a JavaScript engine next to the jar on the class path (the jar's manifest
-Class-Path still brings in ``lib/``). This module does not use capmetrics' SPICE code.
+put them. Only its ``java -jar spice-1.0.jar`` call is adapted to Java 9+: the ``--add-opens`` the
+jar needs and, on Java 15+, a JavaScript engine next to the jar on the class path (the jar's
+manifest Class-Path still brings in ``lib/``). This module does not use capmetrics' SPICE code.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ def _package_copy(corenlp: Path, folder: Path) -> Path:
 def coco_spice(
     candidates: Sequence[str], references: Sequence[Sequence[str]], corenlp: Path, js_jar: Path
 ) -> tuple[float, list[dict[str, dict[str, float]]]]:
-    """pycocoevalcap's ``Spice().compute_score`` on pre-tokenised texts: (average, per-item scores)."""
+    """pycocoevalcap's ``Spice().compute_score`` on pre-tokenised texts: (average, per-item
+    scores)."""
     with tempfile.TemporaryDirectory(prefix="coco-spice-") as tmp:
         _package_copy(corenlp, Path(tmp))
         sys.path.insert(0, tmp)

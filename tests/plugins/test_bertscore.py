@@ -24,7 +24,8 @@ ITEMS = 20
 
 @pytest.fixture(autouse=True)
 def _no_disk_cache(monkeypatch):
-    """These tests count the model's work: the disk cache (tests/core/test_embedding_cache.py) is off."""
+    """These tests count the model's work: the disk cache (tests/core/test_embedding_cache.py) is
+    off."""
     monkeypatch.setenv("CAPMETRICS_EMBEDDING_CACHE", "0")
 
 

@@ -1,5 +1,6 @@
-"""``capture`` against CAPTURE's own capture.py (fixtures: experiments/capture_reference_fixtures.py)
-and by hand; graphs given on the items, and SPICE's CoreNLP parse where it is set up."""
+"""``capture`` against CAPTURE's own capture.py (fixtures:
+experiments/capture_reference_fixtures.py) and by hand; graphs given on the items, and SPICE's
+CoreNLP parse where it is set up."""
 
 from __future__ import annotations
 
@@ -94,7 +95,8 @@ def test_the_fixture_exercises_each_stage() -> None:
 
 
 def test_by_hand_exact_matching() -> None:
-    """Objects {dog, cat} against {dog}: P = 1/(2+eps), R = 1/(1+eps); no attributes or relations."""
+    """Objects {dog, cat} against {dog}: P = 1/(2+eps), R = 1/(1+eps); no attributes or
+    relations."""
     eps = 1e-6
     item = capmetrics.data.Item(
         "x",
@@ -273,13 +275,16 @@ def test_meta_reads_the_detailcaps_layout_and_reports_length_bias(tmp_path) -> N
     from scipy.stats import kendalltau
 
     refs = {
-        "GT_Caption_GPT4O": "A man rides a red bicycle down a busy city street past tall buildings.",
+        "GT_Caption_GPT4O": (
+            "A man rides a red bicycle down a busy city street past tall buildings."
+        ),
         "GT_Caption_GPT4V": "A cyclist on a red bike in a city street with cars and buildings.",
     }
     captions = [
         "A man rides a bike.",
         "A man rides a red bicycle on a street.",
-        "A man rides a red bicycle down a busy street with cars, people, dogs, trees and many shops.",
+        "A man rides a red bicycle down a busy street with cars, people, dogs, trees "
+        "and many shops.",
         "A dog.",
         "A cyclist in a city street with tall buildings and cars.",
     ]

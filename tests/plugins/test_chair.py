@@ -1,5 +1,6 @@
-"""``chair`` against LisaAnne/Hallucination's chair.py (fixtures: experiments/chair_reference_fixtures.py,
-which says how the Python 2 original was run) and by hand."""
+"""``chair`` against LisaAnne/Hallucination's chair.py (fixtures:
+experiments/chair_reference_fixtures.py, which says how the Python 2 original was run) and by
+hand."""
 
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ def test_two_word_objects_and_special_rules() -> None:
     )
     net = _wordnet.wordnet()
     found = mentions(
-        "A man holds two hot dogs. Baby birds sit on the toilet seat; a passenger jet wears a bow tie.",
+        "A man holds two hot dogs. Baby birds sit on the toilet seat; "
+        "a passenger jet wears a bow tie.",
         vocab,
         lambda w: net.lemmatize(w, "n"),
         two_word_table(),
@@ -71,7 +73,8 @@ def test_two_word_objects_and_special_rules() -> None:
 
 
 def test_by_hand_with_the_default_table() -> None:
-    """Objects from the references (person, dog); the candidate names person, dog, hot dog and car."""
+    """Objects from the references (person, dog); the candidate names person, dog, hot dog and
+    car."""
     chair = Chair(measure="i")
     s = chair.score(
         ["A man and his puppy share a hot dog next to a car."], [["A person with a dog.", "A man."]]

@@ -235,7 +235,9 @@ import logging, jieba, capmetrics
 before = (jieba.default_logger.disabled, jieba.default_logger.level, logging.getLogger().level)
 for spec in ("jieba", "mecab", "sudachi", "kiwi", "char"):
     try:
-        capmetrics.compose(spec, "tokenizer").tokenize(["一只狗在草地上奔跑", "犬が走る", "개가 달린다"])
+        capmetrics.compose(spec, "tokenizer").tokenize(
+            ["一只狗在草地上奔跑", "犬が走る", "개가 달린다"]
+        )
     except capmetrics.MetricError:
         pass
 after = (jieba.default_logger.disabled, jieba.default_logger.level, logging.getLogger().level)

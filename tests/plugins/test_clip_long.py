@@ -182,8 +182,8 @@ def test_the_warning_counts_captions_and_tokens_with_clips_own_tokenizer(ckpts):
     # ref-clip-score counts the references too: "A woman." is one more; long_b is already counted
     _, messages = _score(data, f'ref-clip-score(model="{ckpts["clip"]}")')
     expected = (
-        f"ref-clip-score: 2 of 4 distinct captions longer than 77 tokens were cut (up to {max(cut)} "
-        f"tokens; {sum(n - 77 for n in cut)} tokens dropped in all;"
+        "ref-clip-score: 2 of 4 distinct captions longer than 77 tokens were cut "
+        f"(up to {max(cut)} tokens; {sum(n - 77 for n in cut)} tokens dropped in all;"
     )
     assert sum(m.startswith(expected) for m in messages) == 1, messages
     with pytest.raises(
@@ -338,7 +338,8 @@ def test_a_model_that_counts_no_tokens_gets_the_caption_count_only():
         metric.score_images(cands, [[]] * 3, [None] * 3)
     messages = [str(w.message) for w in record]
     assert messages[0].startswith(
-        "clip-score: 1 of 2 distinct captions longer than the text tower takes (with the prompt) were cut, "
+        "clip-score: 1 of 2 distinct captions longer than the text tower takes "
+        "(with the prompt) were cut, "
     )
     # long=chunk splits sentences without a token count; the pieces' features are averaged
     chunked = ClipScore(_NoCounts(), long="chunk")
@@ -355,8 +356,8 @@ def test_chunk_mode_cuts_a_word_longer_than_a_piece_with_the_warning_or_refuses_
     data = _dataset([("a", "images/astronaut.jpg", [f"A dog. {word}"], ["x"])])
     _, messages = _score(data, f'clip-score(model="{ckpts["clip"]}", long=chunk)')
     expected = (
-        f"clip-score: 1 of 2 distinct caption pieces longer than 77 tokens were cut (up to {n} tokens; "
-        f"{n - 77} tokens dropped in all;"
+        "clip-score: 1 of 2 distinct caption pieces longer than 77 tokens were cut "
+        f"(up to {n} tokens; {n - 77} tokens dropped in all;"
     )
     assert sum(m.startswith(expected) for m in messages) == 1, messages
     with pytest.raises(

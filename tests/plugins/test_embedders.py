@@ -1,4 +1,5 @@
-"""Embedders: file formats, the compact cache, checksums, corrupt files, ELMo, sentence-transformers."""
+"""Embedders: file formats, the compact cache, checksums, corrupt files, ELMo,
+sentence-transformers."""
 # ruff: noqa: F811  (pytest fixtures imported from embedding_fixtures are test parameters)
 
 from __future__ import annotations
@@ -271,8 +272,10 @@ def test_missing_extra_names_pip_extra(monkeypatch):
 
 def test_plugin_modules_import_light():
     code = (
-        "import sys, capmetrics.plugins.embeddings.embedders, capmetrics.plugins.embeddings.wmd, capmetrics.plugins.embeddings.wembsim\n"
-        "heavy = {'torch', 'gensim', 'ot', 'sentence_transformers', 'h5py', 'fasttext', 'pyarrow'}\n"
+        "import sys, capmetrics.plugins.embeddings.embedders, "
+        "capmetrics.plugins.embeddings.wmd, capmetrics.plugins.embeddings.wembsim\n"
+        "heavy = {'torch', 'gensim', 'ot', 'sentence_transformers', "
+        "'h5py', 'fasttext', 'pyarrow'}\n"
         "print(sorted(heavy & set(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

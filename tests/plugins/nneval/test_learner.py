@@ -164,7 +164,8 @@ def test_interaction_inputs_and_per_set_ensemble(plugins, tmp_path: Path) -> Non
 
     from tests.plugins.nneval.toys import WordCounts
 
-    # [c * r, |c - r|]: c the candidate's unit vector, r the unit mean of its references' unit vectors
+    # [c * r, |c - r|]: c the candidate's unit vector, r the unit mean of its references' unit
+    # vectors
     inputs = interaction_inputs(WordCounts(), ["w1 w1", "w2 x"], [["w1", "w1 w2"], ["w3"]])
     c = np.array([1.0, 0.0, 0.0])
     r = np.array([1.0, 0.0, 0.0]) + np.array([1.0, 1.0, 0.0]) / np.sqrt(2)

@@ -178,7 +178,8 @@ def test_spice_models_score_the_sample_without_training(
         np.all((values > 0) & (values < 1))
         and np.corrcoef(values, results["nneval"].item_values)[0, 1] > 0.5
     )
-    # the ratings model: the logistic of its two networks' mean log-odds, close to the sentence cosine
+    # the ratings model: the logistic of its two networks' mean log-odds, close to the sentence
+    # cosine
     rated = results[both].item_values
     assert results[both].signature["nneval_model"] == "flickr8k-embeddings-spice"
     assert (

@@ -112,7 +112,8 @@ def toy_ratings(
     n: int = 120, seed: int = 0, source: str = "toy.jsonl", scale: float = 3.0
 ) -> Judgments:
     """Rated candidates of n/2 images (2 each): the rating (``1 + scale * share``, 2 raters) grows
-    with the share of the candidate's words found in its reference, so ``test-overlap`` predicts it."""
+    with the share of the candidate's words found in its reference, so ``test-overlap`` predicts
+    it."""
     rng = np.random.default_rng(seed)
     words = [f"w{i}" for i in range(30)]
     items, ratings = [], []
