@@ -1,6 +1,6 @@
-"""METEOR 1.5 jar (``meteor-jar``): the line-process helper (with a tiny Python child, fast), Java discovery, input rules,
-and the real jar: exact parity with pycocoevalcap's ``Meteor`` on Flickr8k-Expert, the published
-Kendall tau-c, edge cases, pairwise, and a JVM killed mid-batch."""
+"""METEOR 1.5 jar (``meteor-jar``): the line-process helper (with a tiny Python child, fast), Java
+discovery, input rules, and the real jar: exact parity with pycocoevalcap's ``Meteor`` on
+Flickr8k-Expert, the published Kendall tau-c, edge cases, pairwise, and a JVM killed mid-batch."""
 
 from __future__ import annotations
 

@@ -105,9 +105,11 @@ def test_stemmer_equals_the_jar_on_every_known_word(tmp_path: Path) -> None:
         "import java.io.*; import org.tartarus.snowball.ext.englishStemmer;\n"
         "public class StemProbe { public static void main(String[] a) throws Exception {\n"
         ' BufferedReader in = new BufferedReader(new InputStreamReader(System.in, "UTF-8"));\n'
-        ' PrintStream out = new PrintStream(new BufferedOutputStream(System.out), false, "UTF-8");\n'
+        " PrintStream out = new PrintStream(new BufferedOutputStream(System.out), "
+        'false, "UTF-8");\n'
         " englishStemmer s = new englishStemmer(); String w;\n"
-        " while ((w = in.readLine()) != null) { s.setCurrent(w); s.stem(); out.println(s.getCurrent()); }\n"
+        " while ((w = in.readLine()) != null) { s.setCurrent(w); s.stem(); "
+        "out.println(s.getCurrent()); }\n"
         " out.flush(); } }\n"
     )
     subprocess.run([javac, "-cp", str(jar), "StemProbe.java"], cwd=tmp_path, check=True)
@@ -268,7 +270,8 @@ def test_normalisation_cases_equal_the_jar(pair) -> None:  # type: ignore[no-unt
     native, jar = pair
     cases = [
         "Mr. Smith's dog can't run... it's 1990's U.S.-based e.g. 2,000 a,b 3.5 -- \u201cyes\u201d",
-        "caf\u00e9 \u00c9COLE na\u00efve \u0416\u0423\u041a \U0001f600\U0001f600 e\u0301 \u6771\u4eac.",
+        "caf\u00e9 \u00c9COLE na\u00efve \u0416\u0423\u041a "
+        "\U0001f600\U0001f600 e\u0301 \u6771\u4eac.",
         "A.B. x..y ... .... 'quoted' `a' ''b'' rock'n'roll o'clock 'tis 5'6 20's",
         "\u0130stanbul \u03a3\u039f\u03a3 \ufb01sh a\u00a0b \u3000 1,000,000 --a-- a - b",
     ]
@@ -310,7 +313,7 @@ def test_flickr8k_cf_equals_the_jar(pair, step: int, count: int) -> None:  # typ
     assert ours.corpus == theirs.corpus
 
 
-# ------------------------------------------------------------------ the compiled aligner and its fallback
+# ------------------------------------------------------------ the compiled aligner and its fallback
 PLAIN_PYTHON = """
 import json, sys
 from capmetrics.plugins.meteor import Meteor, _align
@@ -368,7 +371,8 @@ from capmetrics.plugins.meteor import Meteor
 from capmetrics.plugins.meteor._compiled import aligner
 from capmetrics.plugins.meteor._resources import cache_root
 from capmetrics.plugins.tokenizers import WhitespaceTokenizer
-assert type(aligner(cache_root())).__name__ == "CPUDispatcher"  # numba's JIT, not the compiled module
+# numba's JIT, not the compiled module
+assert type(aligner(cache_root())).__name__ == "CPUDispatcher"
 cands, refs = json.load(sys.stdin)
 print(json.dumps(Meteor(tokenizer=WhitespaceTokenizer()).pair_statistics(cands, refs).tolist()))
 """
@@ -400,7 +404,8 @@ def test_compiled_module_equals_the_jit_and_needs_no_numba() -> None:
     # a fresh process scoring METEOR through the compiled module never imports numba
     code = (
         "import sys\nfrom capmetrics.plugins.meteor import Meteor\n"
-        "print(Meteor().score(['a dog runs'], [['a dog is running']]).values[0], 'numba' in sys.modules)"
+        "print(Meteor().score(['a dog runs'], [['a dog is running']]).values[0], "
+        "'numba' in sys.modules)"
     )
     run = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600
@@ -664,7 +669,7 @@ def test_file_checksums_are_remembered_by_size_and_time(tmp_path: Path, monkeypa
     assert _resources._known_digest(data) == "not computed again"
 
 
-# ------------------------------------------------------------------ first use: streaming build, healing
+# -------------------------------------------------------------- first use: streaming build, healing
 def _reference_paraphrase_arrays(
     text: str,
 ) -> tuple[list[str], list[list[int]], list[int], list[int]]:
@@ -705,7 +710,8 @@ def test_streaming_build_equals_reading_the_table_whole(
     rng = random.Random(7)
     words = ["dog", "the", "a", "cat", "runs", "café", "über", "x"]
     entries = [
-        f"0.1\n{' '.join(rng.choices(words, k=rng.randint(1, 4)))}\n{' '.join(rng.choices(words, k=rng.randint(0, 3)))}\n"
+        f"0.1\n{' '.join(rng.choices(words, k=rng.randint(1, 4)))}\n"
+        f"{' '.join(rng.choices(words, k=rng.randint(0, 3)))}\n"
         for _ in range(400)
     ]
     for text in (TRICKY_TABLE, "".join(entries) + TRICKY_TABLE):
