@@ -1,4 +1,5 @@
-"""Probability sources: file formats, the torch adapter on a tiny real model, the SmolLM2 adapter."""
+"""Probability sources: file formats, the torch adapter on a tiny real model, the SmolLM2
+adapter."""
 
 from __future__ import annotations
 
@@ -181,7 +182,8 @@ def test_vocabulary_file_and_import_string(tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(VOCAB))
     source = capmetrics.compose(
-        f"torch-model(model='tests.plugins.test_pregen_sources:unconditional', vocabulary='{vocab}')"
+        "torch-model(model='tests.plugins.test_pregen_sources:unconditional', "
+        f"vocabulary='{vocab}')"
     )
     probs = source.probabilities(DATASET[:1])
     assert probs.n_captions == 3 and ((probs.p > 0) & (probs.p < 1)).all()

@@ -529,7 +529,8 @@ NER_CAPTIONS = [
 
 @needs_spice
 def test_the_helpers_quick_start_gives_the_jars_tuples(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """The helper's start (no NER, no synonym tables) against the jar's own start, on one JVM each."""
+    """The helper's start (no NER, no synonym tables) against the jar's own start, on one JVM
+    each."""
     java, corenlp = _resources.find_java(), _resources.find_corenlp()
     found = []
     for jar_start in (False, True):

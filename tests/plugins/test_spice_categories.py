@@ -1,7 +1,7 @@
 """SPICE by category as sub-metrics: ``spice(category=object)`` and the other subcategories the jar
 reports (attribute, relation, color, count, size), per item equal to the original jar's output on
-the 40 Flickr8k-Expert items (+ 2 edge cases) of SPICE's parity test (tests/data/spice/expert40.json,
-made by pycocoevalcap's own flow with spice-1.0.jar)."""
+the 40 Flickr8k-Expert items (+ 2 edge cases) of SPICE's parity test
+(tests/data/spice/expert40.json, made by pycocoevalcap's own flow with spice-1.0.jar)."""
 
 from __future__ import annotations
 

@@ -111,7 +111,10 @@ def test_a_file_that_is_not_a_parse_cache_is_moved_aside(cache_dir, capsys, cont
             db.execute(
                 "CREATE TABLE notes (x TEXT)"
                 if content == "foreign"
-                else "CREATE TABLE parses (key TEXT PRIMARY KEY, value BLOB NOT NULL, sha256 TEXT NOT NULL)"
+                else (
+                    "CREATE TABLE parses (key TEXT PRIMARY KEY, value BLOB NOT NULL, "
+                    "sha256 TEXT NOT NULL)"
+                )
             )
             if content == "other id":
                 db.execute("PRAGMA application_id = 7")
@@ -314,7 +317,8 @@ def _run_child(cache_dir: Path, tmp: Path, body: str) -> subprocess.Popen[bytes]
         from capmetrics.plugins.spice import _parse, _resources
         java, corenlp = _resources.find_java(), _resources.find_corenlp()
         {body}
-        _parse.parse_captions(["a dog"] * 1, lambda t, i, o: _parse.parse_command(java, corenlp, "2G", t, i, o),
+        _parse.parse_captions(["a dog"] * 1,
+                              lambda t, i, o: _parse.parse_command(java, corenlp, "2G", t, i, o),
                               1, 600, lambda parsed: None)
     """)
     env = {**os.environ, "TMPDIR": str(tmp)}
