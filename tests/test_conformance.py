@@ -11,7 +11,10 @@ from capmetrics.testing import parametrize_with_checks, registered_specs
 
 #: Components the kit cannot build from their defaults on this machine, and where they are tested.
 NEEDS_USER_FILES = {
-    "spice": "each new caption starts CoreNLP (about a minute); tests/plugins/test_spice.py checks 40 items against the jar",
+    "spice": (
+        "each new caption starts CoreNLP (about a minute); "
+        "tests/plugins/test_spice.py checks 40 items against the jar"
+    ),
     "nneval": "scores with 7 feature metrics (about a minute here); tests/plugins/nneval/ cover it",
     "clip": "needs a CLIP model folder (tests/plugins/test_bow_clip.py builds a tiny one)",
     "elmo": "needs ELMo options/weights files (tests/plugins/test_embedders.py builds a tiny one)",
@@ -21,7 +24,10 @@ NEEDS_USER_FILES = {
     "torch-model": "needs the user's torch caption model (tests/plugins/test_pregen_sources.py)",
     "hf-causal-lm": "needs a Hugging Face causal LM (tests/plugins/test_pregen_sources.py, slow)",
     **{
-        name: "needs a CLIP checkpoint and images (tests/plugins/test_clip_score.py builds a tiny CLIP)"
+        name: (
+            "needs a CLIP checkpoint and images "
+            "(tests/plugins/test_clip_score.py builds a tiny CLIP)"
+        )
         for name in ("clip-score", "ref-clip-score", "pac-score", "ref-pac-score", "clip-model")
     },
 }

@@ -13,7 +13,8 @@ from tests.plugins.coco_reference import FLICKR8K, needs_coco, needs_flickr8k
 
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="needs java")
 
-# Expected tokens, taken from the jar's output (coco-caption pipeline: tokenize, lower-case, drop punctuation).
+# Expected tokens, taken from the jar's output (coco-caption pipeline: tokenize, lower-case, drop
+# punctuation).
 KNOWN = {
     "": [],
     "   ": [],
@@ -259,17 +260,35 @@ SYNTHETIC = [
     "A. B. C.",
     '"a" "1" "$5" "(x)" x"y x""y "" """ " "\' \'"',
     "'hello' 'a 'I ' a ' I' ''ok'' ``ok'' `ok`",
-    "dog'sx rock'n roll 'em 'till 'cause 'n '90 90' x'y xy'z abc'de I'll ol' somethin' Dunkin' I'ma ya'll",
-    "Shi'ite B'Gosh d'Avignon l'amour c'mon ne'er li'l nat'l in'the blue'and a'unicycle gotta'mouth gimme'x",
-    "- -- --- ---- ----- a-b-c a--b -a- x-- --x -5 5- 5-5 a-5 3-d 2nd 1990s 10am 10:30pm a,-gravel b.-brings",
+    (
+        "dog'sx rock'n roll 'em 'till 'cause 'n '90 90' x'y xy'z abc'de I'll ol' somethin' "
+        "Dunkin' I'ma ya'll"
+    ),
+    (
+        "Shi'ite B'Gosh d'Avignon l'amour c'mon ne'er li'l nat'l in'the blue'and a'unicycle "
+        "gotta'mouth gimme'x"
+    ),
+    (
+        "- -- --- ---- ----- a-b-c a--b -a- x-- --x -5 5- 5-5 a-5 3-d 2nd 1990s 10am 10:30pm "
+        "a,-gravel b.-brings"
+    ),
     "A.B A.B. a.b.c a.b.c. ab.cd ab.cd. e.g., dog., dog.. dog.' dog.\" dog.) dog.! dog?. dog!?",
-    "3.5. 1,000. 1.000,5 3.5.6 1.2.3.4 $3.50 3. 30s. 5'10\" 6' 6'' 1/2/3 12/25/2009 #1 1/2 <3 3/4 2 2/3s",
+    (
+        "3.5. 1,000. 1.000,5 3.5.6 1.2.3.4 $3.50 3. 30s. 5'10\" 6' 6'' 1/2/3 12/25/2009 #1 1/2 "
+        "<3 3/4 2 2/3s"
+    ),
     "a&b A&B Q&A R&B b&w AT&T's A+Oklahoma &lt; &gt; &quot; &#39; &nbsp; &foo;",
-    "a/b/c w/o /x x/ 24/7 A/C zürich/a http://x.com/a?b=c&d http://x.com& www.x.com www.x.com_match foo@bar.com",
+    (
+        "a/b/c w/o /x x/ 24/7 A/C zürich/a http://x.com/a?b=c&d http://x.com& www.x.com "
+        "www.x.com_match foo@bar.com"
+    ),
     "€5 £5 ¢5 ¥5 $ $$ A$5 US$5 # ## @ @@ @1 #a1 #_a @_a @user #tag ^ ~ | \\ + ++ * ** = == a=b",
     ":) :( :D :P ;-) :-) =) :o :] :-/ 8) ^_^ </3 >.< x:y 1:2:3",
     "→ • · ★ ♥ © ® ™ ± × ÷ ¶ § ¡ ¿ « » ‹ › „ ‚ ″ ′ ‐ ‑ ‒ – — ― … ․ ‥ \u00ad x\u00ady",
-    "Ünïcödé ß İstanbul ΣΟΦΟΣ Ελλάδα Москва العربية हिन्दी 中文 한국어 ＡＢＣ １２３ q_z a_b 3_4 _ mountains_. in.a_b",
+    (
+        "Ünïcödé ß İstanbul ΣΟΦΟΣ Ελλάδα Москва العربية हिन्दी 中文 한국어 ＡＢＣ １２３ q_z a_b "
+        "3_4 _ mountains_. in.a_b"
+    ),
     "",
     "The end I.",
 ]
@@ -277,7 +296,8 @@ SYNTHETIC = [
 
 @pytest.fixture(scope="session")
 def jar_tokens(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[list[str]]]:
-    """The jar's tokens for the synthetic lines and for every Flickr8k caption, cached in a pytest tmp dir."""
+    """The jar's tokens for the synthetic lines and for every Flickr8k caption, cached in a pytest
+    tmp dir."""
     cache = tmp_path_factory.getbasetemp() / "ptb_jar_tokens.json"
     if cache.exists():
         return json.loads(cache.read_text(encoding="utf-8"))
