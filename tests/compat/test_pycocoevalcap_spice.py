@@ -56,6 +56,14 @@ class _JarSpice:
         return "SPICE"
 
 
+@pytest.mark.slow(
+    full=True,
+    reason=(
+        "the whole pycocoevalcap flow with SPICE's jar on both sides (~50 s); SPICE parity "
+        "runs in CI in tests/plugins/test_spice.py (expert40) and the flow without SPICE in "
+        "test_pycocoevalcap.py"
+    ),
+)
 def test_example_flow_with_spice_gives_pycocoevalcaps_numbers(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import pycocoevalcap.eval as reference
     from capmetrics.plugins.spice._resources import find_corenlp

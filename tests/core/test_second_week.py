@@ -365,6 +365,13 @@ def counts(raw: str, unit: str) -> set[tuple[int, int]]:
     return {(int(a), int(b)) for a, b in re.findall(rf"(\d+)/(\d+) {unit}\b", raw)}
 
 
+@pytest.mark.slow(
+    full=True,
+    reason=(
+        "trains and scores NNEval with BERTScore features (~50 s); the bar's embedding units "
+        "run in CI in test_first_contact.py (in_halving_batches)"
+    ),
+)
 def test_bertscore_and_nneval_move_the_bar_while_they_embed_and_compute_features(
     tmp_path: Path,
 ) -> None:

@@ -169,6 +169,13 @@ def test_two_ranks_coco_set_equal_one_process(
     assert 0 < ranks[0]["bytes"] < 100_000
 
 
+@pytest.mark.slow(
+    full=True,
+    reason=(
+        "four gloo ranks over Flickr8k (~22 s); two ranks, uneven shards and an idle rank run"
+        " in CI in this file"
+    ),
+)
 @needs_flickr8k
 def test_four_ranks_token_ids_equal_one_process(
     tmp_path: Path, one_process: dict[str, float]
@@ -201,6 +208,14 @@ def test_bertscore_embeds_each_rank_s_texts_and_sums_idf(tmp_path: Path) -> None
     assert np.abs(half - results[specs[1]].item_values[::2]).max() > 1e-3
 
 
+@pytest.mark.slow(
+    full=True,
+    reason=(
+        "four gloo ranks of BERTScore (~20 s); two ranks with idf run in CI "
+        "(test_bertscore_embeds_each_rank_s_texts_and_sums_idf) and parts to the bit in "
+        "tests/plugins/test_bertscore.py"
+    ),
+)
 @needs_flickr8k
 def test_bertscore_on_4_ranks_is_one_process_to_the_bit(tmp_path: Path) -> None:
     """On the CPU BERTScore takes part through the statistics protocol alone and an item's

@@ -327,6 +327,13 @@ def test_killed_mid_batch_returns_every_score(jar: MeteorJar, expert_scores) -> 
     assert again.corpus == expert_scores.corpus
 
 
+@pytest.mark.slow(
+    full=True,
+    reason=(
+        "re-scores all 5,664 Flickr8k-Expert captions in a second JVM (~25 s); determinism "
+        "runs in CI through the kit's check_determinism on meteor-jar"
+    ),
+)
 @needs_java
 @needs_coco
 @needs_flickr8k
