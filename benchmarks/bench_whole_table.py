@@ -50,6 +50,7 @@ import time
 from pathlib import Path
 
 from bench_default_set import tree_rss_kb  # the one /proc walk of a process tree
+from capmetrics.plugins.spice._resources import OPENED_PACKAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 FLICKR = Path(os.environ.get("CAPMETRICS_FLICKR8K", ROOT.parent / "shared" / "data" / "flickr8k"))
@@ -159,15 +160,7 @@ def run(command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
 #: What SPICE's jar needs of a Java newer than 8 when run as pycocoevalcap runs it
 #: (``java -jar spice-1.0.jar``): FST's serialisation of its LMDB cache reflects on these
 #: packages of java.base (without them Java 17 stops with InaccessibleObjectException).
-REFERENCE_OPENS = (
-    "java.lang",
-    "java.util",
-    "java.math",
-    "java.util.concurrent",
-    "java.net",
-    "java.text",
-    "java.io",
-)
+REFERENCE_OPENS = OPENED_PACKAGES  # the packages capmetrics' own SPICE runs open
 AGENT = """public final class ClassPathAgent {
     public static void premain(String args) {}
 }

@@ -21,7 +21,7 @@ import stat
 from pathlib import Path
 
 from capmetrics.errors import MetricError
-from capmetrics.io.strict_json import SIZE_ENV, max_input_bytes
+from capmetrics.io.strict_json import SIZE_ENV, file_kind, max_input_bytes
 
 #: Files read as tensors (the size limit does not apply; they must still be regular files).
 WEIGHT_SUFFIXES = frozenset(
@@ -62,23 +62,11 @@ MAX_ENTRIES = 20_000
 MAX_DEPTH = 8
 
 
-def _kind(mode: int) -> str:
-    for test, word in (
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return word
-    return "not a regular file"
-
-
 def _check_file(file: str, info: os.stat_result, name: str, what: str, limit: int) -> None:
     if not stat.S_ISREG(info.st_mode):
         raise MetricError(
-            f"{what}: {name} is {_kind(info.st_mode)}, not a regular file; a model folder holds "
-            "regular files only (a pipe would hang the run, a device would never end)"
+            f"{what}: {name} is {file_kind(info.st_mode)}, not a regular file; a model folder "
+            "holds regular files only (a pipe would hang the run, a device would never end)"
         )
     if info.st_size > limit and Path(file).suffix.lower() not in WEIGHT_SUFFIXES:
         raise MetricError(

@@ -145,7 +145,8 @@ def _problem(
     )
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, in words (``a FIFO (named pipe)``, ...)."""
     for test, word in (
         (stat.S_ISDIR, "a folder"),
         (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -177,7 +178,9 @@ def check_regular_file(
         raise _problem(source, f"cannot read: {err}", header=header) from err
     if not stat.S_ISREG(info.st_mode):
         raise _problem(
-            source, f"{what} must be a regular file; this is {_kind(info.st_mode)}", header=header
+            source,
+            f"{what} must be a regular file; this is {file_kind(info.st_mode)}",
+            header=header,
         )
     return info.st_size
 
