@@ -8,8 +8,9 @@ followed, dot-folders such as ``.git`` left out) must be a regular file, and the
 library parses whole (configs, tokenizers: anything but weights) must be within the input size
 limit (1 GiB; ``--max-input-size``, ``$CAPMETRICS_MAX_INPUT_SIZE``). Weight files
 (``.safetensors``, ``.bin``, ``.pt``, ...) are read as tensors, memory-mapped where the format
-allows, so only their kind is checked. A folder found safe is not walked again in the same
-process while its own modification time stays the same. The first file that fails is a one-line
+allows, so only their kind is checked. The folder is walked on every check (a FIFO put in a
+subfolder later leaves the folder's own modification time as it was; walking costs little next to
+loading a model). The first file that fails is a one-line
 :class:`~capmetrics.errors.MetricError` naming it and what it is. A name that is no local path
 (a model hub name) is left to the library.
 """
@@ -55,8 +56,6 @@ SIDE_FILES = (
     "merges.txt",
     "tokenizer.model",
 )
-#: Folders found safe in this process: (real path, inode, mtime) -> True (checked once).
-_CHECKED: dict[tuple[str, int, int], bool] = {}
 #: A folder with more entries than this, or nested deeper, is not a model folder.
 MAX_ENTRIES = 20_000
 MAX_DEPTH = 8
@@ -105,10 +104,7 @@ def check_model_path(path: str | os.PathLike[str], what: str | None = None) -> s
                 continue
             _check_file(beside, side_info, repr(beside), what, limit)
         return text
-    key = (os.path.realpath(text), info.st_ino, info.st_mtime_ns)
-    if key not in _CHECKED:
-        _check_folder(text, info, what, limit)
-        _CHECKED[key] = True
+    _check_folder(text, info, what, limit)
     return text
 
 

@@ -3,17 +3,19 @@
 A model folder is identified by its files: the SHA-256 of its weight and configuration files
 (``.safetensors``, ``.bin``, ``.json``; each one's path relative to the folder, then its bytes,
 in sorted order), so the same files anywhere have the same identity and any changed byte gives
-another. A name that is no folder (a model hub name) is identified by its name and revision, a
-bundled default model by its package's version.
+another. The digest is remembered across runs by the files' ``stat`` (``capmetrics.io.digests``):
+a folder whose files are unchanged is not read again. A name that is no folder (a model hub
+name) is identified by its name and revision, a bundled default model by its package's version.
 """
 
 from __future__ import annotations
 
-import hashlib
 from importlib.metadata import version
 from pathlib import Path
 
-__all__ = ["IDENTITY_SUFFIXES", "folder_digest", "model_identity"]
+from capmetrics.io.digests import file_digest, files_digest
+
+__all__ = ["IDENTITY_SUFFIXES", "file_digest", "folder_digest", "model_identity"]
 
 #: The files of a model folder that its identity covers.
 IDENTITY_SUFFIXES = (".safetensors", ".bin", ".json")
@@ -22,14 +24,8 @@ IDENTITY_SUFFIXES = (".safetensors", ".bin", ".json")
 def folder_digest(folder: str | Path) -> str:
     """``sha256:<hex>`` of the folder's files with :data:`IDENTITY_SUFFIXES` (subfolders too)."""
     root = Path(folder)
-    sha = hashlib.sha256()
     files = sorted(p for p in root.rglob("*") if p.suffix in IDENTITY_SUFFIXES and p.is_file())
-    for p in files:
-        sha.update(p.relative_to(root).as_posix().encode())
-        with p.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                sha.update(block)
-    return f"sha256:{sha.hexdigest()}"
+    return f"sha256:{files_digest(files, root)}"
 
 
 def model_identity(
