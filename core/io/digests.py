@@ -119,8 +119,9 @@ def files_digest(
     started = time.time_ns()
     stamps = [_stamp(p) for p in paths]
     key = hashlib.sha256(
-        json.dumps([[n.decode("utf-8", "surrogateescape"), *s] for n, s in zip(names, stamps)])
-        .encode("utf-8", "surrogateescape")
+        json.dumps(
+            [[n.decode("utf-8", "surrogateescape"), *s] for n, s in zip(names, stamps)]
+        ).encode("utf-8", "surrogateescape")
     ).hexdigest()[:40]
     with _lock:
         entries = _read()

@@ -10,6 +10,12 @@ run, bit for bit, and they are also kept on disk (``capmetrics.io.embedding_cach
 model's checksum, layer, tokenizer and library versions): a later run embeds only new texts. On
 another device (a GPU) they are embedded in large length-sorted padded batches (a token budget per
 pass), as bert-score does with bigger batches: few passes, not bit invariant, never on disk.
+
+A BERT model folder is read without transformers where it can be (``_light``: the tokenizer from
+``tokenizer.json`` with the ``tokenizers`` library, the model a torch-only copy of transformers'
+BERT on the tensors of ``model.safetensors``): the same ids and hidden states to the bit, and a
+cold run spared transformers' import. ``TokenEncoder.backend`` says which path a model takes and
+why; ``$CAPMETRICS_BERTSCORE_BACKEND=transformers`` forces transformers' path.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import Any
 
 import numpy as np
 from capmetrics import MetricError, embedding_cache
+from capmetrics.io.digests import files_digest
 from capmetrics.io.embedding_cache import EmbeddingStore
 from capmetrics.io.model_folder import check_model_path
 from capmetrics.plugins.embeddings.vectors import require
@@ -101,6 +108,7 @@ class TokenEncoder:
         self._tokenizer: Any = None
         self._encoder: Any = None
         self._uncut: Any = None
+        self._light: tuple[Any, str] | None = None
         self._cache: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._cached_bytes = 0
         self.forward_passes = 0
@@ -165,7 +173,31 @@ class TokenEncoder:
             f"model name ({first})"
         )
 
+    @property
+    def backend(self) -> tuple[str, str]:
+        """Which code embeds for this encoder, ``light`` (``_light``: no transformers) or
+        ``transformers``, and why (a few words)."""
+        folder, why = self._light_folder()
+        return ("light" if folder is not None else "transformers"), why
+
+    def _light_folder(self) -> tuple[Any, str]:
+        """The model folder as the light path reads it (or None) and why (decided once)."""
+        if self._light is None:
+            from capmetrics.plugins.bertscore._light import light_path
+
+            self._light = light_path(self._model_name, self.path)
+        return self._light
+
     def _load_tokenizer(self) -> None:
+        folder, _ = self._light_folder()
+        if folder is not None:
+            from capmetrics.plugins.bertscore._light import LightTokenizer
+
+            try:
+                self._tokenizer = LightTokenizer(folder)
+                return
+            except Exception as err:  # noqa: BLE001 - tokenizers' errors: transformers decides
+                self._light = (None, f"the light tokenizer failed ({type(err).__name__})")
         require("transformers", "torch")
         from transformers import AutoTokenizer
 
@@ -177,9 +209,9 @@ class TokenEncoder:
             raise self._failed(err) from None
 
     def _tokenizer_facts(self) -> dict[str, Any]:
-        """What the loaded tokenizer says of itself (part of the manifest)."""
-        import transformers
-
+        """What the loaded tokenizer says of itself (part of the manifest); the transformers
+        version from the package metadata, also on the light path (the cache keys are the same
+        whichever path fills the cache)."""
         tok = self._tokenizer
         names = sorted(set(getattr(tok, "vocab_files_names", {}).values()))
         return {
@@ -188,11 +220,17 @@ class TokenEncoder:
             "empty_ids": list(tok.encode("", add_special_tokens=True)),
             "vocab_files": names,
             "tokenizer": vocab_digest(self.path, names),
-            "transformers": transformers.__version__,
+            "transformers": _version("transformers"),
         }
 
     def _load_uncut(self) -> int:
-        """Load the encoder with all its layers (kept until ``_load_model``); its depth."""
+        """Load the encoder with all its layers (kept until ``_load_model``); its depth. On the
+        light path only the configuration is read: ``_load_model`` reads the layers it keeps."""
+        folder, _ = self._light_folder()
+        if folder is not None:
+            require("torch", "torch")
+            self._uncut = folder
+            return int(folder.config["num_hidden_layers"])
         require("transformers", "torch")
         from transformers import AutoModel
 
@@ -211,6 +249,12 @@ class TokenEncoder:
         import torch
 
         encoder, self._uncut = self._uncut, None
+        folder, _ = self._light_folder()
+        if folder is not None and encoder is folder:
+            from capmetrics.plugins.bertscore._light import load_model
+
+            self._encoder = load_model(folder, self.layer, self.device)
+            return
         owner, attr = _layer_list(encoder, self._model_name)
         setattr(owner, attr, torch.nn.ModuleList(list(getattr(owner, attr))[: self.layer]))
         self._encoder = encoder.eval().to(self.device)
@@ -465,12 +509,8 @@ class TokenEncoder:
 
 def vocab_digest(path: str, names: Sequence[str]) -> str:
     """sha256 of the tokenizer's vocabulary files ``names`` in the model folder (names, bytes)."""
-    digest = hashlib.sha256()
-    for name in names:
-        file = Path(path) / name
-        if file.is_file():
-            digest.update(name.encode() + b"\0" + file.read_bytes())
-    return digest.hexdigest()[:32]
+    files = [Path(path) / name for name in names if (Path(path) / name).is_file()]
+    return files_digest(files, path, b"\0")[:32]
 
 
 def _write_json(file: Path, content: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 from capmetrics import MetricError
+from capmetrics.io import digests
 
 
 @dataclass(frozen=True)
@@ -90,4 +91,4 @@ def read_baseline(path: str, layer: int, depth: int) -> np.ndarray:
 
 
 def file_digest(path: str) -> str:
-    return "sha256:" + hashlib.sha256(Path(path).expanduser().read_bytes()).hexdigest()[:16]
+    return "sha256:" + digests.file_digest(Path(path).expanduser())[:16]

@@ -23,7 +23,6 @@ files (or folders of them): a FIFO or a device is refused before it is read.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
 import stat
@@ -34,6 +33,7 @@ from typing import Any
 
 import numpy as np
 from capmetrics.errors import MetricError
+from capmetrics.io.digests import files_digest
 from capmetrics.io.model_folder import check_model_path
 from capmetrics.plugins.clip_score._preprocess import OPENAI_MEAN, OPENAI_STD, Preprocess
 
@@ -79,14 +79,7 @@ class Loaded:
 
 def file_checksum(paths: list[Path], root: Path | None = None) -> str:
     """sha256 over the files' names (relative to ``root``) and bytes."""
-    sha = hashlib.sha256()
-    for p in paths:
-        if root is not None:
-            sha.update(p.relative_to(root).as_posix().encode())
-        with p.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                sha.update(block)
-    return "sha256:" + sha.hexdigest()
+    return "sha256:" + files_digest(paths, root)
 
 
 def load_checkpoint(path: str, activation: str = "auto", trust_code: bool = False) -> Loaded:

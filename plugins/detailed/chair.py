@@ -14,7 +14,6 @@ a caption names (NaN for an image without objects).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any, Literal
 import numpy as np
 from capmetrics import Distance, Scores
 from capmetrics.errors import MetricError
+from capmetrics.io.digests import file_digest
 from capmetrics.plugins.detailed import _chair
 from capmetrics.plugins.detailed._wordnet import wordnet as load_wordnet
 
@@ -33,7 +33,7 @@ MEASURES = ("s", "i")
 
 
 def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return file_digest(path)[:16]
 
 
 def read_instances(path: str) -> tuple[dict[str, str], dict[Any, list[str]], frozenset[Any] | None]:

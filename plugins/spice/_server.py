@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from capmetrics.errors import MetricError
+from capmetrics.io.digests import files_digest
 from capmetrics.plugins.java import java_env
 from capmetrics.plugins.spice._parse import CHUNK, JVM_OPTIONS, helper_command, helper_dir
 from capmetrics.plugins.spice._parse_cache import Parse, valid_parse
@@ -70,10 +71,9 @@ def info_path() -> Path:
 def server_version(parser_version: str) -> str:
     """The parser version plus the helper classes' checksum: a server is used only by runs of the
     same parser and helper."""
-    digest = hashlib.sha256()
-    for path in sorted(helper_dir().glob("*.class")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return f"{parser_version}:helper-{digest.hexdigest()[:16]}"
+    folder = helper_dir()
+    digest = files_digest(sorted(folder.glob("*.class")), folder, b"\0")
+    return f"{parser_version}:helper-{digest[:16]}"
 
 
 def read_info() -> ServerInfo | None:

@@ -7,13 +7,12 @@ segments every distinct text once per instance (:class:`~._segmenter.Segmenter`)
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import os
 from pathlib import Path
 from typing import Any, Literal
 
 from capmetrics.errors import MetricError
+from capmetrics.io import digests
 from capmetrics.io.cache import component_cache
 from capmetrics.plugins.tokenizers._segmenter import (
     Normalize,
@@ -25,14 +24,9 @@ from capmetrics.plugins.tokenizers._segmenter import (
 )
 
 
-@functools.lru_cache(maxsize=8)
 def file_digest(path: str) -> str:
     """The first 16 hex digits of the sha256 of a file (a dictionary's identity)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()[:16]
+    return digests.file_digest(path)[:16]
 
 
 class JiebaTokenizer(Segmenter):
