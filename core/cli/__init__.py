@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from capmetrics.cli.compare import SampleC, SampleR, SampleSeed
+from capmetrics.cli.helptext import first_sentence, reflow_command_help
 from capmetrics.cli.untrusted import MaxImageAspect, MaxImagePixels, TrustCode, shared_file_options
 from capmetrics.components.base import KINDS
 from capmetrics.engine.scoring import DEFAULT_METRICS
@@ -92,11 +93,14 @@ def _plain_value_names(command: Any) -> None:
 
 class _Group(typer.core.TyperGroup):
     """The root command group (``typer.Typer(cls=...)``): when typer builds the command tree,
-    name the values in ``--help`` (:func:`_plain_value_names`), plugins' commands included."""
+    name the values in ``--help`` (:func:`_plain_value_names`) and reflow the help texts to the
+    terminal's width (:func:`~capmetrics.cli.helptext.reflow_command_help`), plugins' commands
+    included."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _plain_value_names(self)
+        reflow_command_help(self)
 
 
 app = typer.Typer(
@@ -231,8 +235,7 @@ def plugins_cli(
         if e.plugin.distribution and e.plugin.distribution != "capmetrics":  # a third-party package
             name += f" [{e.plugin.distribution}]"
         need = needs[(e.kind, e.name)]
-        first_sentence = e.summary.split(". ")[0].rstrip(".") + "."
-        cells = (e.kind, name, f"no: {need}" if need else "yes", first_sentence)
+        cells = (e.kind, name, f"no: {need}" if need else "yes", first_sentence(e.summary))
         table.add_row(*(Text(cell) for cell in cells))  # Text: brackets are not rich markup
     console = Console(highlight=False, emoji=False)
     console.print(table)

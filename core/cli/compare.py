@@ -27,7 +27,7 @@ SampleR = Annotated[
     int | None, typer.Option("--sample-references", help="Draw this many references per item.")
 ]
 SampleSeed = Annotated[
-    int, typer.Option("--sample-seed", help="Seed of --sample-candidates/--sample-references.")
+    int, typer.Option("--sample-seed", help="Seed of --sample-candidates and --sample-references.")
 ]
 References = Annotated[
     Path | None,

@@ -203,7 +203,7 @@ def _verdict(check: Check) -> str:
 def verify_cli(
     metric: Annotated[
         list[str] | None,
-        typer.Option("--metric", "-m", help="Verify only this metric (repeatable)."),
+        typer.Option("--metric", "-m", help="Verify only this metric; repeat for several."),
     ] = None,  # noqa: UP045 - typer
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     strict: Annotated[
