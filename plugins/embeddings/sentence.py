@@ -17,11 +17,13 @@ import json
 import os
 import sqlite3
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
 from capmetrics import Embedder
 from capmetrics.io import models
+from capmetrics.io.embedding_cache import EmbeddingStore
 from capmetrics.io.model_folder import check_model_path
 from capmetrics.plugins.embeddings.vectors import require
 from capmetrics.runtime.device import device_signature, in_halving_batches, resolve_device
@@ -173,9 +175,7 @@ class SentenceTransformerEmbedder(Embedder):
         """Mean-pooled sentence vectors from ``shared``'s token embeddings; texts whose
         sentence-transformers tokens differ from the shared encoder's go through the model."""
         pooled = shared.mean_pooled(texts)
-        mine = self._tokenizer()(
-            [t.strip() for t in texts], truncation=True, max_length=max_length
-        )["input_ids"]
+        mine = self._token_ids(shared, texts, max_length)
         out = np.stack([mean for mean, _ in pooled]).astype(np.float32)
         if normalised:
             out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), np.float32(1e-12))
@@ -189,6 +189,47 @@ class SentenceTransformerEmbedder(Embedder):
         if self.normalize:
             out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), np.float32(1e-12))
         return out
+
+    def _token_ids(  # type: ignore[no-untyped-def]
+        self, shared, texts: list[str], max_length: int
+    ) -> list[list[int]]:
+        """The token ids sentence-transformers gives ``texts``: kept on disk beside ``shared``'s
+        embeddings (when it keeps them), so a warm run loads no tokenizer nor transformers."""
+        store = self._ids_store(shared, max_length)
+        found = store.get(texts) if store is not None else {}
+        missing = list(dict.fromkeys(t for t in texts if t not in found))
+        if missing:
+            fresh = self._tokenizer()(
+                [t.strip() for t in missing], truncation=True, max_length=max_length
+            )["input_ids"]
+            rows = {t: (np.asarray(ids, dtype=np.int64),) for t, ids in zip(missing, fresh)}
+            if store is not None:
+                store.put(rows)
+            found = {**found, **rows}
+        return [found[t][0].tolist() for t in texts]
+
+    def _ids_store(  # type: ignore[no-untyped-def]
+        self, shared, max_length: int
+    ) -> EmbeddingStore | None:
+        """The disk cache of the fast tokenizer's ids, None where ``shared`` keeps no disk
+        cache; keyed as the encoder's manifest is (the model's identity, its folder, the size
+        and time of each of its files, the torch and transformers versions), and the tokenizers
+        version and maximum length."""
+        if shared.disk_store() is None:
+            return None
+        from capmetrics.plugins.bertscore._encoder import manifest_path
+
+        key = manifest_path(self.model_path(), f"{self.identity()}|fast-tokenizer").stem
+        namespace = {
+            "kind": "bert-st-token-ids",
+            "folder": key,
+            "tokenizers": _version("tokenizers"),
+            "max_length": str(max_length),
+        }
+        stores = self.__dict__.setdefault("_ids_stores", {})
+        if key not in stores or stores[key].namespace != namespace:
+            stores[key] = EmbeddingStore(namespace, ("<i8",))
+        return stores[key]  # type: ignore[no-any-return]
 
     def _tokenizer(self):  # type: ignore[no-untyped-def]
         """The model's (fast) tokenizer as sentence-transformers loads it."""
@@ -300,6 +341,13 @@ def _read_layout(path: str) -> tuple[int, bool] | None:
     ):
         return None
     return int(transformer["max_seq_length"]), len(kinds) == 3
+
+
+def _version(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "none"
 
 
 def model_identity(model: str | None, path: str, revision: str | None = None) -> str:
