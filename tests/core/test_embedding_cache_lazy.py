@@ -123,7 +123,12 @@ def test_warm_cli_process_imports_no_transformers(fresh, tmp_path: Path) -> None
         f"r = capmetrics.score(candidates={CANDS!r}, references={REFS!r}, metrics=['bertscore'])\n"
         "print(repr(r['bertscore'].corpus), 'transformers' in sys.modules)\n"
     )
-    env = {**os.environ, "CAPMETRICS_CACHE_DIR": str(tmp_path)}
+    # transformers' path (a BERT folder takes the light path without it: test_bertscore_light)
+    env = {
+        **os.environ,
+        "CAPMETRICS_CACHE_DIR": str(tmp_path),
+        "CAPMETRICS_BERTSCORE_BACKEND": "transformers",
+    }
     runs = [
         subprocess.run(
             [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
