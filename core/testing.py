@@ -305,8 +305,9 @@ def check_choice_parameters(spec: str, ctx: CheckContext) -> None:
                 )
 
 
-#: A text parameter so named takes a local file: ``*path*``, ``*file*``, ``vectors``, ``df``.
-_FILE_NAMED = re.compile(r"path|file|^vectors$|^df$")
+#: A text parameter so named takes a local file or folder: ``*path*``, ``*file*``, ``*_dir``,
+#: ``*folder*``, ``vectors``, ``df``.
+_FILE_NAMED = re.compile(r"path|file|_dir$|^dir$|folder|^vectors$|^df$")
 
 
 def _takes_text(tp: Any) -> bool:
@@ -321,9 +322,10 @@ def _takes_text(tp: Any) -> bool:
 
 @_check()
 def check_path_params_declared(spec: str, ctx: CheckContext) -> None:
-    """A text parameter named like a file (``*path*``, ``*file*``, ``vectors``, ``df``) is
-    declared in ``path_params`` (or ``program_params``): a model file may then name it only
-    inside its own folder, and the signature shows ``<local>`` with the file's checksum."""
+    """A text parameter named like a file or folder (``*path*``, ``*file*``, ``*_dir``,
+    ``*folder*``, ``vectors``, ``df``) is declared in ``path_params`` (or ``program_params``): a
+    model file may then name it only inside its own folder (a folder it creates, such as a
+    ``cache_dir``, too), and the signature shows ``<local>`` with the file's checksum."""
     cls = type(ctx.build(spec))
     hints = init_hints(cls)
     declared = set(cls.path_params) | set(cls.program_params)

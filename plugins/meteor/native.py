@@ -61,6 +61,7 @@ class Meteor(Distance):
 
     name = "meteor"
     requires = ("coco",)  # the jar and paraphrase table pycocoevalcap installs
+    path_params = ("cache_dir",)  # a folder it creates: a model file may name it only inside
     languages = ("en",)  # the English resources of METEOR 1.5 (paraphrases, stems, synonyms)
     higher_is_better = True
     distance_offset = 1.0

@@ -86,6 +86,7 @@ class NNEval(Learner):
     """
 
     name = "nneval"
+    path_params = ("cache_dir",)  # a folder of feature values it creates
     #: Settings left out of a model file at their default, so files written before they existed
     #: stay byte-identical.
     _DEFAULTS: ClassVar[dict[str, object]] = {"interaction": None, "ensemble": "none"}

@@ -35,6 +35,10 @@ SHIPPED_MODELS = (
 )
 #: The model of a plain ``nneval`` metric.
 DEFAULT_MODEL = "flickr8k-paper"
+#: A path parameter so named is a folder the component creates (``cache_dir``), not a file it
+#: reads: a model file's value is made a folder inside the model's folder, and a saved model
+#: leaves its trainer's out.
+_CREATED_FOLDER = re.compile(r"(^|_)dir$")
 
 
 def model_folder(path: str | Path) -> Path:
@@ -192,9 +196,10 @@ def confine_model_specs(meta: dict[str, Any], folder: Path) -> None:
 
 def without_programs(spec: str, kind: str | tuple[str, ...] = FEATURE_KINDS) -> str:
     """``spec`` with every program parameter (a component's ``program_params``: ``java``,
-    ``corenlp``, ``trust_code``) back at its default, for writing into a model file: a loaded
-    model may not name programs (:func:`confine_model_specs`), so the loading user's own ones
-    are used. A spec that sets none is returned unchanged."""
+    ``corenlp``, ``trust_code``) and every folder it creates (a ``cache_dir`` path parameter)
+    back at its default, for writing into a model file: a loaded model may not name programs
+    (:func:`confine_model_specs`), so the loading user's own ones are used, and a cache's place
+    changes no value. A spec that sets none is returned unchanged."""
     from capmetrics.components.base import Component
     from capmetrics.registry.compose import compose
 
@@ -204,7 +209,8 @@ def without_programs(spec: str, kind: str | tuple[str, ...] = FEATURE_KINDS) -> 
     while stack:
         component = stack.pop()
         params = type(component).constructor_parameters()
-        for key in type(component).program_params:
+        created = [k for k in type(component).path_params if _CREATED_FOLDER.search(k)]
+        for key in (*type(component).program_params, *created):
             default = params[key].default if key in params else None
             if key in params and getattr(component, key, default) != default:
                 setattr(component, key, default)
@@ -219,19 +225,25 @@ def without_programs(spec: str, kind: str | tuple[str, ...] = FEATURE_KINDS) -> 
     return built.spec if changed else spec
 
 
-def _path_arguments(spec: str) -> Iterator[tuple[str, str]]:
-    """(key, value) of every argument of ``spec`` (nested specs too) whose key is a path
-    parameter of some registered component."""
+def _path_keys() -> set[str]:
+    """The path parameters (``path_params``) of every registered component a feature may use."""
     from capmetrics.registry import get_registry
-    from capmetrics.registry.spec import Spec, parse
 
     registry = get_registry()
-    keys = {
+    return {
         p
         for kind in ("distance", "embedder", "tokenizer", "aggregator", "statistic")
         for entry in registry.components(kind)
         for p in entry.cls.path_params
     }
+
+
+def _path_arguments(spec: str) -> Iterator[tuple[str, str]]:
+    """(key, value) of every argument of ``spec`` (nested specs too) whose key is a path
+    parameter of some registered component."""
+    from capmetrics.registry.spec import Spec, parse
+
+    keys = _path_keys()
     stack: list[Any] = [parse(spec)]
     while stack:
         value = stack.pop()
@@ -326,7 +338,7 @@ def attach_feature_files(
                 f"they need: {', '.join(needed) or 'none'}"
             )
         given[path.name] = str(path)
-    specs = list(meta["features"])
+    specs = [_inside(spec, folder, needed) for spec in meta["features"]]
     for name, digest in needed.items():
         path = given.get(name) or (str(folder / name) if (folder / name).exists() else None)
         if path is None:
@@ -346,6 +358,37 @@ def attach_feature_files(
             for spec in specs
         ]
     return specs
+
+
+def _inside(spec: str, folder: Path, declared: dict[str, str]) -> str:
+    """``spec`` (confined: :func:`confine_model_specs`) with each relative path argument that is
+    not a declared file made a path inside ``folder``, where it names something there or a
+    folder the component creates (``cache_dir``): read or created from the current folder, it
+    would be another file, or a folder made outside the model's. Unchanged if none is."""
+    from capmetrics.registry.compose import within
+    from capmetrics.registry.spec import Spec, parse
+
+    keys = _path_keys()
+
+    def moved(key: str | None, value: Any) -> Any:
+        if isinstance(value, list):
+            return [moved(key, v) for v in value]
+        if isinstance(value, Spec) and not value.is_bare:
+            return Spec(value.name, tuple((k, moved(k, v)) for k, v in value.args), value.called)
+        text = value.name if isinstance(value, Spec) else value
+        if (
+            key in keys
+            and isinstance(text, str)
+            and text not in declared
+            and within(folder, text)
+            and (_CREATED_FOLDER.search(key) or os.path.lexists(folder / text))
+        ):
+            return str(folder / text)
+        return value
+
+    tree = parse(spec)
+    out = moved(None, tree)
+    return spec if out == tree else str(out)
 
 
 def upgrade_model_specs(meta: dict[str, Any], source: str) -> None:
