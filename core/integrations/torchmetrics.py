@@ -74,15 +74,29 @@ __all__ = [
     "BERTScoreMetric",
     "CaptionMetric",
     "CocoCaptionMetrics",
-    "gram_keys",
 ]
 
 COCO_METRICS = ("bleu-1", "bleu-2", "bleu-3", "bleu-4", "meteor", "rouge-l", "cider-d")
 
 
-def gram_keys(grams: Sequence[str]) -> np.ndarray:
+def __getattr__(name: str) -> Any:
+    """``gram_keys``, deprecated: served with a DeprecationWarning to scripts that import it."""
+    if name == "gram_keys":
+        import warnings
+
+        warnings.warn(
+            "capmetrics.integrations.torchmetrics.gram_keys is deprecated and will be removed; "
+            "nothing in capmetrics uses it (the DDP classes no longer key n-grams themselves)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return _gram_keys
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _gram_keys(grams: Sequence[str]) -> np.ndarray:
     """A 64-bit key (int64) of each string: its 8-byte BLAKE2b digest, the same in every process.
-    Kept for scripts that imported it; the DDP classes no longer key n-grams themselves."""
+    Deprecated (``gram_keys``): kept for scripts that imported it."""
     blake = hashlib.blake2b
     return np.fromiter(
         (

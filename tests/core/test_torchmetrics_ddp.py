@@ -242,7 +242,8 @@ def test_a_rank_that_never_updates_contributes_nothing(tmp_path: Path, mode: str
 
 
 def test_gram_keys_are_stable_and_distinct() -> None:
-    from capmetrics.integrations.torchmetrics import gram_keys
+    with pytest.deprecated_call(match="gram_keys is deprecated"):
+        from capmetrics.integrations.torchmetrics import gram_keys
 
     grams = ["a", "a dog", "dog a", "a dog runs", "ä dog", "a  dog"]
     keys = gram_keys(grams)
