@@ -73,3 +73,22 @@ def test_java_tool_options_open_what_fst_needs(tmp_path: Path) -> None:
     assert len(agents) == (1 if major >= 15 else 0)
     for agent in agents:
         assert Path(agent.partition(":")[2]).is_file()
+
+
+def test_new_candidates_are_new_texts_for_the_same_images(tmp_path: Path) -> None:
+    import json
+
+    import bench_whole_table as bench
+
+    if not (bench.FLICKR / "Flickr8k.token.txt").is_file():
+        pytest.skip("no Flickr8k captions")
+    annotations, results, n = bench.coco_files(tmp_path, 30)
+    assert n == 150
+    old = json.loads(results.read_text())
+    new = json.loads((tmp_path / bench.NEW_RESULTS).read_text())
+    assert [r["image_id"] for r in new] == [r["image_id"] for r in old] == list(range(30))
+    refs = {a["caption"] for a in json.loads(annotations.read_text())["annotations"]}
+    for before, after in zip(old, new):
+        assert after["caption"] and after["caption"] != before["caption"]
+        assert before["caption"].endswith(after["caption"])  # the caption less its first word
+        assert after["caption"] not in refs
