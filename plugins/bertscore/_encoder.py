@@ -253,7 +253,10 @@ class TokenEncoder:
         if folder is not None and encoder is folder:
             from capmetrics.plugins.bertscore._light import load_model
 
-            self._encoder = load_model(folder, self.layer, self.device)
+            try:
+                self._encoder = load_model(folder, self.layer, self.device)
+            except Exception as err:  # noqa: BLE001 - a damaged file: one line naming the model
+                raise self._failed(err) from None
             return
         owner, attr = _layer_list(encoder, self._model_name)
         setattr(owner, attr, torch.nn.ModuleList(list(getattr(owner, attr))[: self.layer]))

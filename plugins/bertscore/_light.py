@@ -164,7 +164,7 @@ def light_path(model: str | None, path: str) -> tuple[LightFolder | None, str]:
             return None, "an added token other than the named special tokens"
     prefix = _checkpoint_prefix(folder / WEIGHTS, config)
     if prefix is None:
-        return None, f"{WEIGHTS} lacks float32 tensors of the configured shapes"
+        return None, f"{WEIGHTS} unreadable or without float32 tensors of the configured shapes"
     folder_view = LightFolder(path, config, tok_config, specials, prefix, vocab)
     return folder_view, "a float32 BERT encoder with a WordPiece tokenizer"
 

@@ -220,7 +220,10 @@ def _edit_json(file: Path, **changes: object) -> None:
             lambda f: _edit_json(f / "tokenizer_config.json", additional_special_tokens=["x"]),
             "tokenizer_config key",
         ),
-        (lambda f: _edit_json(f / "config.json", num_hidden_layers=4), "model.safetensors lacks"),
+        (
+            lambda f: _edit_json(f / "config.json", num_hidden_layers=4),
+            "model.safetensors unreadable or without float32 tensors",
+        ),
         (lambda f: (f / "added_tokens.json").write_text("{}"), "added_tokens.json"),
         (lambda f: (f / "config.json").write_text("{"), "unreadable config"),
     ],
