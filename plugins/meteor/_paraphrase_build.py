@@ -209,11 +209,6 @@ class _Table:
         slots &= len(self.slots) - 1
         return slots
 
-    def _read(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The keys and the (number + 1, check) words in ``slots``."""
-        cells = self.slots[slots].view(np.int64)
-        return cells[0::2], cells[1::2]
-
     def _claim(self, slots: np.ndarray, claimants: np.ndarray) -> np.ndarray:
         """Of claimants (distinct non-negative) of free slots, which win (one of each slot)."""
         marks = claimants + 1
@@ -257,32 +252,41 @@ class _Table:
         todo, slots = np.arange(len(keys)), self._first_slots(keys)
         steps = np.zeros(len(keys), dtype=np.int64)
         won_by: list[np.ndarray] = []  # the item that brought each new string, in number order
+        cells = self.cells
         while len(todo):
-            held, words = self._read(slots)
-            done = held == keys[todo]
-            free = words == 0
-            done &= ~free
-            if np.any((words[done] & _LOW32) != checks[todo[done]]):
-                raise MetricError(
-                    f"meteor: two paraphrase-table {self.what} share a 64-bit key; "
-                    "please report this (the table cannot be built)"
-                )
-            numbers[todo[done]] = (words[done] >> 32) - 1
-            free = np.flatnonzero(free)
+            where = slots * 2
+            held, words = cells[where], cells[where + 1]
+            del where
+            hit = np.flatnonzero((held == keys) & (words != 0))
+            if len(hit):
+                found = words[hit]
+                if not np.array_equal(found & _LOW32, checks[hit]):
+                    raise MetricError(
+                        f"meteor: two paraphrase-table {self.what} share a 64-bit key; "
+                        "please report this (the table cannot be built)"
+                    )
+                found >>= 32
+                found -= 1
+                numbers[todo[hit]] = found
+            free = np.flatnonzero(words == 0)
+            done = np.zeros(len(todo), dtype=bool)
+            done[hit] = True
             if len(free):
                 claim, at = todo[free], slots[free]
                 won = self._claim(at, claim)
+                won_at = free[won]
                 claim, at = claim[won], at[won]
                 fresh = np.arange(self.count, self.count + len(claim), dtype=np.int64)
-                self.cells[2 * at] = keys[claim]
-                self.cells[2 * at + 1] = ((fresh + 1) << 32) | checks[claim]
+                cells[2 * at] = keys[won_at]
+                cells[2 * at + 1] = ((fresh + 1) << 32) | checks[won_at]
                 numbers[claim] = fresh
                 won_by.append(claim)
                 self.count += len(claim)
-                done[free[won]] = True  # the others look at that slot again: maybe their key
-            keep = ~done
+                done[won_at] = True  # the others look at that slot again: maybe their key
+            keep = np.flatnonzero(~done)
             move = words[keep] != 0  # a slot held by another key: probe on
             todo, slots, steps = todo[keep], slots[keep], steps[keep]
+            keys, checks = keys[keep], checks[keep]
             steps[move] += 1
             slots[move] += steps[move]
             slots &= last
