@@ -109,21 +109,16 @@ class LightBert(nn.Module):
 
 
 def sdpa_mask(attention_mask: torch.Tensor | None, device: torch.device) -> torch.Tensor | None:
-    """transformers' bidirectional ``sdpa`` mask of a 2-D padding mask: None when nothing is
-    padded; else a boolean (batch, 1, length, length) mask, True where a key may be attended."""
+    """The attention mask transformers' ``sdpa`` path gives a 2-D padding mask: None when nothing
+    is padded; else a boolean (batch, 1, length, length) tensor, laid out contiguously as
+    transformers builds it, True where a key may be attended (every query row alike)."""
     if attention_mask is None:
         return None
-    padding = attention_mask.to(device=device, dtype=torch.bool)
-    if padding.all():
+    keys = attention_mask.to(device=device, dtype=torch.bool)
+    if keys.all():
         return None
-    batch, length = padding.shape
-    q_idx = torch.arange(length, device=device)[None, None, :, None]
-    kv_idx = torch.arange(length, device=device)[None, None, None, :]
-    batch_idx = torch.arange(batch, device=device)[:, None, None, None]
-    mask = q_idx.new_ones((), dtype=torch.bool)
-    mask = mask & (q_idx >= 0).to(mask.device)
-    mask = mask & padding[batch_idx, kv_idx].to(mask.device)
-    return mask.expand(batch, -1, length, length)
+    batch, length = keys.shape
+    return keys[:, None, None, :].expand(batch, 1, length, length).contiguous()
 
 
 #: The names of one layer's tensors in a BERT checkpoint, by the name ``_Layer`` gives them.
