@@ -527,25 +527,29 @@ NER_CAPTIONS = [
 ]
 
 
+def _parse_ner_captions(jar_start: bool) -> dict:
+    java, corenlp = _resources.find_java(), _resources.find_corenlp()
+    return _parse.parse_captions(
+        NER_CAPTIONS,
+        lambda threads, i, o: _parse.parse_command(java, corenlp, "3G", threads, i, o, jar_start),
+        1,
+        600,
+        lambda parsed: None,
+    )
+
+
+@pytest.fixture(scope="module")
+def quick_tuples() -> dict:
+    """NER_CAPTIONS parsed by the helper's quick start on one JVM (~9 s), shared by the tests
+    that compare other starts with it."""
+    return _parse_ner_captions(jar_start=False)
+
+
 @needs_spice
-def test_the_helpers_quick_start_gives_the_jars_tuples(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_helpers_quick_start_gives_the_jars_tuples(quick_tuples: dict) -> None:
     """The helper's start (no NER, no synonym tables) against the jar's own start, on one JVM
     each."""
-    java, corenlp = _resources.find_java(), _resources.find_corenlp()
-    found = []
-    for jar_start in (False, True):
-        found.append(
-            _parse.parse_captions(
-                NER_CAPTIONS,
-                lambda threads, i, o, jar_start=jar_start: _parse.parse_command(
-                    java, corenlp, "3G", threads, i, o, jar_start
-                ),
-                1,
-                600,
-                lambda parsed: None,
-            )
-        )
-    quick, jar = found
+    quick, jar = quick_tuples, _parse_ner_captions(jar_start=True)
     assert set(quick) == set(NER_CAPTIONS)
     for caption in NER_CAPTIONS:
         assert quick[caption] == jar[caption], caption
@@ -596,7 +600,9 @@ def test_a_running_server_parses_and_the_run_parses_what_it_did_not(tmp_path, mo
 
 
 @needs_spice
-def test_the_parser_server_gives_the_helpers_tuples_and_stops(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_parser_server_gives_the_helpers_tuples_and_stops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quick_tuples: dict
+) -> None:
     import time
 
     from capmetrics.plugins.spice import _server
@@ -610,14 +616,7 @@ def test_the_parser_server_gives_the_helpers_tuples_and_stops(tmp_path, monkeypa
         assert (_server.info_path().stat().st_mode & 0o077) == 0  # owner-only
         chunks: list[dict] = []
         served = _server.parse(info, NER_CAPTIONS, chunks.append, 300)
-        direct = _parse.parse_captions(
-            NER_CAPTIONS,
-            lambda threads, i, o: _parse.parse_command(java, corenlp, "3G", threads, i, o),
-            1,
-            600,
-            lambda parsed: None,
-        )
-        assert served == direct and sum(map(len, chunks)) == len(NER_CAPTIONS)
+        assert served == quick_tuples and sum(map(len, chunks)) == len(NER_CAPTIONS)
     finally:
         assert _server.stop()
 
