@@ -31,6 +31,7 @@ from capmetrics.components.protocols import Part, ScoresInParts
 from capmetrics.plugins.bertscore._encoder import (
     TokenEncoder,
     loaded_encoder,
+    manifest_path,
     register_in_run,
     shared_encoder,
 )
@@ -40,8 +41,9 @@ from capmetrics.plugins.embeddings.text import flatten
 from capmetrics.runtime.device import device_signature, resolve_device
 
 #: What other families use: the metric, and the run's shared token encoders (the ``bert``
-#: embedder of the embeddings family pools the token embeddings a bertscore metric computed).
-__all__ = ["BERTScore", "TokenEncoder", "loaded_encoder", "shared_encoder"]
+#: embedder of the embeddings family pools the token embeddings a bertscore metric computed, and
+#: keys its token-id cache as the encoders' manifests are keyed: ``manifest_path``).
+__all__ = ["BERTScore", "TokenEncoder", "loaded_encoder", "manifest_path", "shared_encoder"]
 
 PARTS = {"p": 0, "r": 1, "f": 2}
 #: Pairs per batch in ``bert_score.BERTScorer.score`` (its default), for ``floor="bert-score"``.

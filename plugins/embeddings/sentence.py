@@ -217,7 +217,7 @@ class SentenceTransformerEmbedder(Embedder):
         version and maximum length."""
         if shared.disk_store() is None:
             return None
-        from capmetrics.plugins.bertscore._encoder import manifest_path
+        from capmetrics.plugins.bertscore import manifest_path
 
         key = manifest_path(self.model_path(), f"{self.identity()}|fast-tokenizer").stem
         namespace = {
