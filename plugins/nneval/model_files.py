@@ -227,15 +227,23 @@ def without_programs(spec: str, kind: str | tuple[str, ...] = FEATURE_KINDS) -> 
 
 def _path_keys() -> set[str]:
     """The path parameters (``path_params``) of every registered component a feature may use."""
+    return set(_path_defaults())
+
+
+def _path_defaults() -> dict[str, set[str]]:
+    """Each path parameter of a registered component, with the string defaults it has in any
+    of them (a keyword such as cider-d's ``df="corpus"``, never a file's name)."""
     from capmetrics.registry import get_registry
 
     registry = get_registry()
-    return {
-        p
-        for kind in ("distance", "embedder", "tokenizer", "aggregator", "statistic")
-        for entry in registry.components(kind)
-        for p in entry.cls.path_params
-    }
+    defaults: dict[str, set[str]] = {}
+    for kind in ("distance", "embedder", "tokenizer", "aggregator", "statistic"):
+        for entry in registry.components(kind):
+            params = entry.cls.constructor_parameters()
+            for p in entry.cls.path_params:
+                default = params[p].default if p in params else None
+                defaults.setdefault(p, set()).update([default] if isinstance(default, str) else [])
+    return defaults
 
 
 def _path_arguments(spec: str) -> Iterator[tuple[str, str]]:
@@ -368,7 +376,7 @@ def _inside(spec: str, folder: Path, declared: dict[str, str]) -> str:
     from capmetrics.registry.compose import within
     from capmetrics.registry.spec import Spec, parse
 
-    keys = _path_keys()
+    keywords = _path_defaults()  # a parameter's keyword value stays a keyword
 
     def moved(key: str | None, value: Any) -> Any:
         if isinstance(value, list):
@@ -377,8 +385,9 @@ def _inside(spec: str, folder: Path, declared: dict[str, str]) -> str:
             return Spec(value.name, tuple((k, moved(k, v)) for k, v in value.args), value.called)
         text = value.name if isinstance(value, Spec) else value
         if (
-            key in keys
+            key in keywords
             and isinstance(text, str)
+            and text not in keywords[key]
             and text not in declared
             and within(folder, text)
             and (_CREATED_FOLDER.search(key) or os.path.lexists(folder / text))

@@ -70,6 +70,16 @@ def test_a_file_inside_the_model_is_read_from_there_not_from_the_current_folder(
     assert model.features_[0] == f'wmd(embedder=glove(path="{folder / "v.txt"}"))'
 
 
+def test_a_keyword_value_stays_a_keyword_when_the_folder_holds_a_file_of_that_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, _ = hostile_model(tmp_path, 'cider-d(df="corpus")')
+    (folder / "corpus").write_text("{}")  # cider-d's df="corpus" is not a file's name
+    monkeypatch.chdir(tmp_path)
+    model = NNEval.load(folder)
+    assert capmetrics.compose(model.features_[0], "distance").df == "corpus"  # type: ignore
+
+
 def test_a_saved_model_leaves_its_trainers_cache_folder_out() -> None:
     assert without_programs('meteor(cache_dir="/home/me/cache", alpha=0.9)') == "meteor(alpha=0.9)"
     assert (
