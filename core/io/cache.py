@@ -23,3 +23,13 @@ def cache_root() -> Path:
 def component_cache(name: str) -> Path:
     """The cache folder of one component family, e.g. ``component_cache("spice")``."""
     return cache_root() / name
+
+
+#: The values that turn a cache's switch variable off.
+OFF_VALUES = ("0", "off", "false", "no")
+
+
+def switched_on(variable: str) -> bool:
+    """Whether the cache switched by the environment variable ``variable`` is on: unset or any
+    value but ``0``/``off``/``false``/``no`` (case and spaces ignored)."""
+    return os.environ.get(variable, "1").strip().lower() not in OFF_VALUES

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from capmetrics.errors import CapmetricsError, MetricError
 from capmetrics.io.atomic import atomic_write
-from capmetrics.io.cache import component_cache
+from capmetrics.io.cache import component_cache, switched_on
 from capmetrics.io.strict_json import file_kind, parse_json, read_bytes
 
 __all__ = ["ENABLE_ENV", "file_digest", "files_digest", "memo_path", "sha256_file"]
@@ -57,7 +57,6 @@ RACY_NS = 2_000_000_000
 #: A hit on an entry last stamped longer ago than this (s) stamps it again (for the bound).
 TOUCH_S = 86_400
 _BLOCK = 1 << 20
-_OFF = ("0", "off", "false", "no")
 _HEX = re.compile(r"[0-9a-f]{64}")
 _lock = threading.Lock()
 #: The memo as last read: ((inode, size, mtime, ctime) of the file, entries).
@@ -70,7 +69,7 @@ Stamp = tuple[str, int, int, int, int, int]
 
 def enabled() -> bool:
     """Whether the memo is on (``$CAPMETRICS_DIGEST_CACHE`` is not ``0``/``off``)."""
-    return os.environ.get(ENABLE_ENV, "1").strip().lower() not in _OFF
+    return switched_on(ENABLE_ENV)
 
 
 def memo_path() -> Path:

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 from capmetrics.errors import CapmetricsError, SpecError
 from capmetrics.io.atomic import atomic_write, remove_stale_temporaries
-from capmetrics.io.cache import component_cache
+from capmetrics.io.cache import component_cache, switched_on
 
 #: ``0``, ``off``, ``false`` or ``no`` turns the cache off.
 ENABLE_ENV = "CAPMETRICS_EMBEDDING_CACHE"
@@ -62,13 +62,12 @@ MAGIC = b"CMEMBED1"
 _PREFIX = len(MAGIC) + 8 + 32
 _ALIGN = 64
 _SUFFIX = ".emb"
-_OFF = ("0", "off", "false", "no")
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def enabled() -> bool:
     """Whether the embedding cache is on (``$CAPMETRICS_EMBEDDING_CACHE`` is not ``0``/``off``)."""
-    return os.environ.get(ENABLE_ENV, "1").strip().lower() not in _OFF
+    return switched_on(ENABLE_ENV)
 
 
 def max_bytes() -> int:
