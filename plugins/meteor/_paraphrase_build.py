@@ -52,6 +52,8 @@ _SPREAD = 0xD6E8FEB86659FD93
 _MIN_SLOT_BITS = 20
 _MIN_COLUMN_BYTES = 8 << 20
 _LOW32 = 0xFFFFFFFF
+#: The items of a lookup left when they are probed one at a time.
+_FEW = 64
 
 
 def _signed(value: int, bits: int = 64) -> int:
@@ -209,6 +211,44 @@ class _Table:
         slots &= len(self.slots) - 1
         return slots
 
+    def _one_by_one(
+        self,
+        todo: np.ndarray,
+        keys: np.ndarray,
+        checks: np.ndarray,
+        slots: np.ndarray,
+        steps: np.ndarray,
+        numbers: np.ndarray,
+        won_by: list[np.ndarray],
+    ) -> None:
+        """:meth:`number`'s last few items, probed one at a time (each probing round of the
+        vectorised loop costs a few dozen numpy calls, however few items are left)."""
+        cells, last, new = self.cells, len(self.slots) - 1, []
+        for item, key, check, slot, step in zip(
+            todo.tolist(), keys.tolist(), checks.tolist(), slots.tolist(), steps.tolist()
+        ):
+            while True:
+                word = int(cells[2 * slot + 1])
+                if not word:
+                    cells[2 * slot] = key
+                    cells[2 * slot + 1] = ((self.count + 1) << 32) | check
+                    numbers[item] = self.count
+                    self.count += 1
+                    new.append(item)
+                    break
+                if int(cells[2 * slot]) == key:
+                    if word & _LOW32 != check:
+                        raise MetricError(
+                            f"meteor: two paraphrase-table {self.what} share a 64-bit key; "
+                            "please report this (the table cannot be built)"
+                        )
+                    numbers[item] = (word >> 32) - 1
+                    break
+                step += 1
+                slot = (slot + step) & last
+        if new:
+            won_by.append(np.asarray(new, dtype=np.int64))
+
     def _claim(self, slots: np.ndarray, claimants: np.ndarray) -> np.ndarray:
         """Of claimants (distinct non-negative) of free slots, which win (one of each slot)."""
         marks = claimants + 1
@@ -254,6 +294,9 @@ class _Table:
         won_by: list[np.ndarray] = []  # the item that brought each new string, in number order
         cells = self.cells
         while len(todo):
+            if len(todo) <= _FEW:
+                self._one_by_one(todo, keys, checks, slots, steps, numbers, won_by)
+                break
             where = slots * 2
             held, words = cells[where], cells[where + 1]
             del where

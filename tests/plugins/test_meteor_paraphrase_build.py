@@ -80,11 +80,15 @@ def test_the_hash_table_numbers_keys_once_across_growth(monkeypatch) -> None:  #
     assert sorted(seen.values()) == list(range(len(seen))) == list(range(len(table)))
 
 
-def test_a_key_with_another_check_is_an_error_not_a_merge() -> None:
+@pytest.mark.parametrize("count", [2, 5 * build._FEW])  # probed one by one; vectorised
+def test_a_key_with_another_check_is_an_error_not_a_merge(count: int) -> None:
     table = build._Table("phrases")
-    table.number(np.array([5, 6], dtype=np.int64), np.array([1, 2], dtype=np.int32))
+    keys = np.arange(count, dtype=np.int64) * 7919
+    table.number(keys, np.ones(count, dtype=np.int32))
+    checks = np.ones(count, dtype=np.int32)
+    checks[-1] = 2
     with pytest.raises(MetricError, match="two paraphrase-table phrases share a 64-bit key"):
-        table.number(np.array([6], dtype=np.int64), np.array([3], dtype=np.int32))
+        table.number(keys, checks)
 
 
 @pytest.mark.parametrize("block", [16, 1 << 20])
