@@ -45,11 +45,9 @@ _CHECK_BASE, _CHECK_STEP = 0xC2B2AE3D, 0x27D4EB2F
 _LOW_BITS = 12
 #: Hash table slots: a key's first slot is the top bits of ``key * _SPREAD``.
 _SPREAD = 0xD6E8FEB86659FD93
-#: Persistent arrays start at 8 MiB or more (16 MiB tables), so that each is its own mapping
-#: (``capmetrics.runtime.allocator.return_freed_memory``), never amid the blocks' temporary arrays
-#: on the heap, where it would keep their freed memory from being reused; pages not written to
-#: take no memory.
-_MIN_SLOT_BITS = 20
+_MIN_SLOT_BITS = 12
+#: Growing columns start at 8 MiB, each its own mapping from the start (pages not written to
+#: take no memory).
 _MIN_COLUMN_BYTES = 8 << 20
 _LOW32 = 0xFFFFFFFF
 #: The items of a lookup left when they are probed one at a time.
@@ -191,10 +189,10 @@ class _Table:
     for many keys at once. A slot is 16 bytes: the
     key, and the number plus one (0: a free slot) above the check."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, bits: int = _MIN_SLOT_BITS) -> None:
         self.what = what
         self.count = 0
-        self._allocate(_MIN_SLOT_BITS)
+        self._allocate(bits)
 
     def __len__(self) -> int:
         return self.count
@@ -433,7 +431,8 @@ class _Builder:
 
     def __init__(self) -> None:
         self.keys = _Keys()
-        self.phrases, self.words = _Table("phrases"), _Table("words")
+        # millions of phrases (fewer early rebuilds from a larger start), tens of thousands of words
+        self.phrases, self.words = _Table("phrases", 20), _Table("words")
         self.vocab: list[str] = []
         self.first_ref, self.first_par = _Column(np.int32), _Column(np.int32)
         self.phrase_words, self.phrase_lengths = _Chunks(), _Chunks()
@@ -564,14 +563,26 @@ def build_paraphrase_arrays(
             f"reinstall pycocoevalcap (pip install --force-reinstall 'capmetrics[coco]') ({e})"
         ) from None
     between()
-    first_ref, first_par = built.first_ref.values, built.first_par.values
-    rank = np.where(
-        first_ref != _UNSEEN, first_ref.astype(np.int64), built.entries + first_par.astype(np.int64)
+    entries, vocab_seen, first_ref, first_par = (
+        built.entries,
+        built.vocab,
+        built.first_ref,
+        built.first_par,
     )
-    del first_ref, first_par
-    vocab_seen, words, lengths = built.vocab, built.phrase_words, built.phrase_lengths.pop()
-    refs_seen, pars_seen = built.refs, built.pars
+    words, lengths, refs_seen, pars_seen = (
+        built.phrase_words,
+        built.phrase_lengths,
+        built.refs,
+        built.pars,
+    )
     del built  # the hash tables and the keys' arrays
+    rank = first_par.values.astype(np.int64)  # never a reference: after all the references
+    del first_par
+    rank += entries
+    seen = first_ref.values != _UNSEEN
+    rank[seen] = first_ref.values[seen]
+    del first_ref, seen
+    lengths = lengths.pop()
     order = np.argsort(rank, kind="stable").astype(np.int32)  # temporary number of each phrase
     del rank
     final = np.empty(len(order), dtype=np.int32)
