@@ -253,13 +253,15 @@ def test_native_meteor_equals_the_jar_on_flickr8k_expert(expert_scores) -> None:
 @needs_coco
 @needs_flickr8k
 @pytest.mark.java
-def test_flickr8k_expert_kendall_tau_c(jar: MeteorJar) -> None:
+def test_flickr8k_expert_kendall_tau_c(expert_scores) -> None:  # type: ignore[no-untyped-def]
     cands, refs, ratings = raw("expert")
     ptb = PTBTokenizer()
-    # what MeteorJar(tokenizer=PTBTokenizer()) does, on the module's one JVM
-    scores = jar.score(ptb.tokenize_joined(cands), [ptb.tokenize_joined(r) for r in refs])
+    # MeteorJar(tokenizer=PTBTokenizer()) sends the jar capmetrics' PTB tokens: they are
+    # pycocoevalcap's, which the module's jar scored (expert_scores) on its one JVM
+    assert ptb.tokenize_joined(cands) == tokenized("expert")[0]
+    assert [ptb.tokenize_joined(r) for r in refs] == tokenized("expert")[1]
     tau = scipy.stats.kendalltau(
-        np.repeat(scores.values, 3), ratings.reshape(-1), variant="c"
+        np.repeat(expert_scores.values, 3), ratings.reshape(-1), variant="c"
     ).statistic
     assert len(ratings.reshape(-1)) == 16_992
     assert round(100 * tau, 3) == 41.822
@@ -289,9 +291,9 @@ def test_awkward_text(jar: MeteorJar) -> None:
     np.testing.assert_array_equal(plain, messy)
     # a candidate that tokenizes to nothing scores 0 without upsetting the jar
     punct = MeteorJar(tokenizer=PTBTokenizer())
-    punct.__dict__["_jvm"] = jar._process()  # share the module's JVM (same command line)
+    punct.__dict__["_jvms"] = {0: jar._process()}  # the module's JVM (same command line)
     assert punct.score([". , !", "A dog."], [["a dog"], ["a dog"]]).values.tolist() == [0.0, 1.0]
-    punct.__dict__.pop("_jvm")
+    assert punct.__dict__.pop("_jvms") == {0: jar._process()}  # no JVM of its own was started
     long = " ".join(["a", "man", "rides", "a", "horse"] * 2000)  # 10,000 tokens
     with pytest.warns(UserWarning, match="1 caption"):
         cut = jar.score([long], [["a man rides a horse"]]).values
@@ -350,8 +352,9 @@ def test_two_jvms_give_the_same_bytes(expert_scores) -> None:  # type: ignore[no
 @needs_java
 @needs_coco
 @pytest.mark.java
-def test_jvm_killed_during_start_up_is_restarted() -> None:
-    """The JVM is killed while it loads the paraphrase table; the call still returns the scores."""
+def test_jvm_killed_during_start_up_is_restarted(jar: MeteorJar) -> None:
+    """The JVM is killed while it loads the paraphrase table; the call still returns the scores
+    (those of the module's JVM, an undisturbed one with the same command line)."""
     with MeteorJar(tokenizer=WS) as fresh:
         process = fresh._process()
         killed: list[int] = []
@@ -371,7 +374,6 @@ def test_jvm_killed_during_start_up_is_restarted() -> None:
             got = fresh.score(EDGE_CANDIDATES, EDGE_REFERENCES)
         killer.join()
         assert process.pid != killed[0]
-    with MeteorJar(tokenizer=WS) as clean:
-        want = clean.score(EDGE_CANDIDATES, EDGE_REFERENCES)
+    want = jar.score(EDGE_CANDIDATES, EDGE_REFERENCES)
     np.testing.assert_array_equal(got.values, want.values)
     assert got.corpus == want.corpus
