@@ -78,6 +78,19 @@ FLICKR8K = SHARED / "data" / "flickr8k"
 SAMPLE = ROOT / "core" / "sample" / "flickr8k_expert_sample.jsonl"
 
 
+@pytest.fixture(scope="session")
+def meteor_jvm():
+    """One METEOR 1.5 jar JVM for the jar's test modules (test_meteor.py, then
+    test_meteor_native.py, whose ``pair`` closes it): each start loads the paraphrase table
+    (~10 s, 1 GB). A ``MeteorJar`` borrows it as ``jar.__dict__["_jvms"] = {0: meteor_jvm}``
+    (its command line does not depend on the tokenizer or ``max_tokens``)."""
+    from capmetrics.plugins.meteor import MeteorJar
+
+    owner = MeteorJar()
+    yield owner._process()
+    owner.close()
+
+
 @pytest.fixture
 def add_plugin():
     """Register plugin objects for one test; they are unregistered afterwards."""

@@ -187,10 +187,11 @@ needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="needs java
 
 
 @pytest.fixture(scope="module")
-def jar() -> MeteorJar:
+def jar(meteor_jvm) -> MeteorJar:  # type: ignore[no-untyped-def]
     m = MeteorJar(tokenizer=WS)
+    m.__dict__["_jvms"] = {0: meteor_jvm}  # the session's JVM (tests/conftest.py)
     yield m
-    m.close()
+    assert m.__dict__.pop("_jvms") == {0: meteor_jvm}  # still the shared one: left running
 
 
 @pytest.fixture(scope="module")

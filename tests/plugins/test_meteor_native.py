@@ -206,10 +206,12 @@ def vocabulary() -> dict[str, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def pair() -> tuple[Meteor, MeteorJar]:
+def pair(meteor_jvm) -> tuple[Meteor, MeteorJar]:  # type: ignore[no-untyped-def]
     jar = MeteorJar(tokenizer=WS, max_tokens=None)
+    jar.__dict__["_jvms"] = {0: meteor_jvm}  # the session's JVM (tests/conftest.py)
     yield Meteor(tokenizer=WS, max_tokens=None), jar
-    jar.close()
+    jar.__dict__.pop("_jvms")
+    meteor_jvm.close()  # its last user in the suite: its 1 GB freed now, not at the session's end
 
 
 def _caption(draw, vocab: dict[str, list[str]]) -> str:  # type: ignore[no-untyped-def]
