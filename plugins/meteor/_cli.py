@@ -20,7 +20,7 @@ def setup_meteor(
     ] = False,
 ) -> None:
     """METEOR: build the resource cache (from the jar and paraphrase table pycocoevalcap installs,
-    10-30 s) and compile the aligner (numba.pycc, 5-20 s), which the first use would otherwise do;
+    5-15 s) and compile the aligner (numba.pycc, 5-20 s), which the first use would otherwise do;
     each step is announced on stderr with a progress bar on a terminal. Idempotent. ``--check``
     reads what a run reads (the jar's word list, every cache manifest and array checksum, the
     compiled aligner or numba) and says ready only when a run would use them as they are."""

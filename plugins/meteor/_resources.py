@@ -266,7 +266,7 @@ PARTS = {
         "max_len",
     ),
 }
-TABLES_USUAL = "10-30 s"
+TABLES_USUAL = "5-15 s"
 
 
 def resource_folder(root: Path) -> Path:

@@ -809,7 +809,7 @@ def test_first_use_is_announced_and_built_by_a_child(tmp_path: Path, monkeypatch
         err = capsys.readouterr().err
         assert (
             "capmetrics: building METEOR's resource tables from pycocoevalcap's paraphrase table "
-            "(once; usually 10-30 s)..."
+            "(once; usually 5-15 s)..."
             in err
             and "done in" in err
         )
