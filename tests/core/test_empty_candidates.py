@@ -80,7 +80,24 @@ STATISTICS = [
 ]
 
 
-@pytest.mark.parametrize("name", DISTANCES)
+#: meteor-jar's run here is its JVM's start (~10 s) for what CI checks elsewhere: an empty
+#: candidate scored 0 as pycocoevalcap does (tests/plugins/test_meteor.py::
+#: test_edge_cases_equal_pycocoevalcap), one that tokenizes to nothing (test_awkward_text), the
+#: kit's empty candidate (tests/test_conformance.py, meteor-jar-check_edge_inputs); the warning is
+#: the engine's, checked here for every other distance.
+JVM_REPEAT = pytest.mark.slow(
+    full=True,
+    reason=(
+        "a METEOR JVM start; CI covers its empty candidates in test_meteor.py "
+        "(test_edge_cases_equal_pycocoevalcap, test_awkward_text) and "
+        "test_conformance.py (meteor-jar-check_edge_inputs)"
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=[JVM_REPEAT] if n == "meteor-jar" else []) for n in DISTANCES]
+)
 def test_every_bundled_distance_scores_an_empty_candidate(name: str) -> None:
     if name == "meteor":
         pytest.importorskip("pycocoevalcap")
