@@ -35,7 +35,10 @@ def main(rounds: int) -> None:
             with tempfile.TemporaryDirectory() as cache:
                 env["CAPMETRICS_CACHE_DIR"] = cache
                 out = subprocess.run(
-                    [sys.executable, "-c", CHILD], env=env, capture_output=True, text=True,
+                    [sys.executable, "-c", CHILD],
+                    env=env,
+                    capture_output=True,
+                    text=True,
                     check=True,
                 ).stdout
             print(f"round {r + 1} {backend:12s} {json.loads(out.splitlines()[-1])}")
