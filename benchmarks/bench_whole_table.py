@@ -42,7 +42,8 @@ Values: capmetrics' BLEU-1..4, METEOR, ROUGE-L, CIDEr-D and SPICE must equal pyc
 reproduces bert-score's batch of 64) to 1e-6 (float32 kernels).
 
 Run: ``.venv/bin/python benchmarks/bench_whole_table.py [--images 200] [--stages]
-[--no-spice] [--no-bertscore] [--repeat 1]``. Timings on a busy machine are noisy: the load
+[--no-spice] [--no-bertscore] [--only-spice] [--cold-only] [--skip-first-use] [--repeat 1]``.
+Timings on a busy machine are noisy: the load
 average is printed before and after, and CPU seconds (of the whole process tree) beside wall.
 """
 
@@ -90,6 +91,7 @@ from pycocoevalcap.meteor.meteor import Meteor
 from pycocoevalcap.rouge.rouge import Rouge
 from pycocoevalcap.cider.cider import Cider
 annotations, results, out, spice, bert_model = sys.argv[1:6]
+only_spice = sys.argv[6:7] == ["only-spice"]
 stages = {}
 coco = COCO(annotations)
 res = coco.loadRes(results)
@@ -103,6 +105,8 @@ gts, cands = tok.tokenize(gts), tok.tokenize(cands)
 stages["PTB tokenizer (jar)"] = time.perf_counter() - t
 scorers = [(Bleu(4), ["Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4"]), (Meteor(), "METEOR"),
            (Rouge(), "ROUGE_L"), (Cider(), "CIDEr")]
+if only_spice:
+    scorers = []
 if spice == "1":
     from pycocoevalcap.spice.spice import Spice
     scorers.append((Spice(), "SPICE"))
@@ -329,6 +333,14 @@ def main() -> None:
         help="no cold run that also builds METEOR's tables and aligner (the first use after "
         "installing); the cold run after `capmetrics setup meteor` still runs",
     )
+    parser.add_argument(
+        "--only-spice",
+        action="store_true",
+        help="SPICE alone on both sides (the reference: PTB tokenizer and SPICE's jar)",
+    )
+    parser.add_argument(
+        "--cold-only", action="store_true", help="only the cold rows (no warm, no new candidates)"
+    )
     args = parser.parse_args()
     cli = Path(sys.executable).with_name("capmetrics")
     if not cli.exists():
@@ -336,6 +348,8 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench_whole_table_"))
     annotations, results, n_captions = coco_files(tmp, args.images)
     metrics = [m for m in CLASSIC if m != "spice" or not args.no_spice]
+    if args.only_spice:
+        metrics, args.no_bertscore = ["spice"], True
     if not args.no_bertscore:
         metrics.append(BERTSCORE)
     ref_env = dict(ENV)
@@ -378,6 +392,7 @@ def main() -> None:
         return [sys.executable, "-c", REFERENCE, str(annotations), str(results_file), str(out)] + [
             spice,
             bert_model,
+            "only-spice" if args.only_spice else "all",
         ]
 
     new_results = results.with_name(NEW_RESULTS)
@@ -394,17 +409,21 @@ def main() -> None:
     # through $CAPMETRICS_CORENLP_DIR, METEOR's tables and aligner from `capmetrics setup
     # meteor`, which README's set-up runs), as a user meets a run after installing.
     setup_env = {**env, "CAPMETRICS_CACHE_DIR": str(tmp / "cache-setup")}
-    subprocess.run([str(cli), "setup", "meteor"], env=setup_env, check=True, capture_output=True)
+    if "meteor" in metrics:
+        subprocess.run(
+            [str(cli), "setup", "meteor"], env=setup_env, check=True, capture_output=True
+        )
     rows["capmetrics cold"] = run(command, setup_env)
     rows["reference first"] = run(theirs(results, tmp / "theirs.json"), ref_env)
-    rows["capmetrics warm"] = min(run(command, setup_env) for _ in range(args.repeat))
-    rows["reference again"] = min(
-        run(theirs(results, tmp / "theirs.json"), ref_env) for _ in range(args.repeat)
-    )
-    # The hourly evaluation: the same references, a new model's candidates (its SPICE cache
-    # holds the references' parses too).
-    rows["capmetrics new cands"] = run(ours(new_results, tmp / "ours_new.json"), setup_env)
-    rows["reference new cands"] = run(theirs(new_results, tmp / "theirs_new.json"), ref_env)
+    if not args.cold_only:
+        rows["capmetrics warm"] = min(run(command, setup_env) for _ in range(args.repeat))
+        rows["reference again"] = min(
+            run(theirs(results, tmp / "theirs.json"), ref_env) for _ in range(args.repeat)
+        )
+        # The hourly evaluation: the same references, a new model's candidates (its SPICE cache
+        # holds the references' parses too).
+        rows["capmetrics new cands"] = run(ours(new_results, tmp / "ours_new.json"), setup_env)
+        rows["reference new cands"] = run(theirs(new_results, tmp / "theirs_new.json"), ref_env)
     print(f"{'':24}{'wall (s)':>10}{'CPU (s)':>10}{'peak RSS (MB)':>15}")
     for name, (wall, cpu, rss) in rows.items():
         print(f"{name:24}{wall:10.2f}{cpu:10.2f}{rss:15.0f}")
@@ -420,7 +439,9 @@ def main() -> None:
                 f"x{rows[other][1] / rows[mine][1]:.2f} CPU (targets: warm >= 6, cold >= 3)"
             )
     theirs_all = json.loads((tmp / "theirs.json").read_text())
-    print("stages of the reference (its own timings, second run):")
+    print(
+        f"stages of the reference (its own timings, {'first' if args.cold_only else 'second'} run):"
+    )
     for name, seconds in theirs_all["stages"].items():
         print(f"  {name:34}{seconds:8.2f} s")
     if args.stages:
@@ -438,7 +459,11 @@ def main() -> None:
     equal = True
     for title, mine_json, other_json in (
         ("the table", tmp / "ours.json", tmp / "theirs.json"),
-        ("new candidates", tmp / "ours_new.json", tmp / "theirs_new.json"),
+        *(
+            []
+            if args.cold_only
+            else [("new candidates", tmp / "ours_new.json", tmp / "theirs_new.json")]
+        ),
     ):
         print(f"values, {title}:")
         equal &= compare_values(
