@@ -79,6 +79,5 @@ def test_a_text_sentence_transformers_truncates_still_goes_through_it(
     cold = _run(tmp_path, cands, refs)
     warm = _run(tmp_path, cands, refs)
     assert warm["sentence_transformers"]  # its tokens differ from the token encoder's
-    uncached = _run(tmp_path / "off", cands, refs, cache="0")
-    keys = ("corpus", "values", "vectors")
-    assert [warm[k] for k in keys] == [cold[k] for k in keys] == [uncached[k] for k in keys]
+    keys = ("corpus", "values", "vectors")  # cache-off equality: the test above
+    assert [warm[k] for k in keys] == [cold[k] for k in keys]
