@@ -14,6 +14,8 @@ from capmetrics.errors import MetricError
 from capmetrics.plugins.meteor import _paraphrase_build as build
 from capmetrics.plugins.meteor import _resources
 
+from tests.plugins.test_meteor_native import _reference_paraphrase_arrays
+
 
 def _normal(p: str) -> str:
     return " ".join(_resources.java_split(p))
@@ -25,21 +27,6 @@ def _arrays(table: Path) -> tuple[list[str], list[list[int]], list[int], list[in
     )
     rows = [values[offsets[i] : offsets[i + 1]].tolist() for i in range(len(offsets) - 1)]
     return vocab, rows, refs.tolist(), pars.tolist()
-
-
-def _whole(text: str) -> tuple[list[str], list[list[int]], list[int], list[int]]:
-    """The layout's definition, read whole: phrases by first appearance among the references,
-    then the paraphrases; words by first appearance in the phrases in order."""
-    lines = _resources._lines(text)
-    count = len(lines) // 3
-    refs = [_normal(x) for x in lines[1 : 3 * count : 3]]
-    pars = [_normal(x) for x in lines[2 : 3 * count : 3]]
-    number: dict[str, int] = {}
-    ref_ix = [number.setdefault(p, len(number)) for p in refs]
-    par_ix = [number.setdefault(p, len(number)) for p in pars]
-    vocab: dict[str, int] = {}
-    rows = [[vocab.setdefault(w, len(vocab)) for w in p.split(" ") if w] for p in number]
-    return list(vocab), rows, ref_ix, par_ix
 
 
 def test_keys_depend_on_the_bytes_not_where_they_are() -> None:
@@ -130,7 +117,7 @@ def test_bytes_that_are_not_utf8_are_read_as_the_replacement_character(
     table = tmp_path / "paraphrase-en.gz"
     table.write_bytes(gzip.compress(raw))
     monkeypatch.setattr(build, "BLOCK", block)
-    assert _arrays(table) == _whole(raw.decode("utf-8", "replace"))
+    assert _arrays(table) == _reference_paraphrase_arrays(raw.decode("utf-8", "replace"))
     vocab, rows, refs, pars = _arrays(table)
     assert refs == [0, 0, 1] and vocab[0] == "caf\ufffd"
 
@@ -150,6 +137,6 @@ def test_plain_and_irregular_blocks_side_by_side(tmp_path: Path, monkeypatch, bl
     table = tmp_path / "paraphrase-en.gz"
     table.write_bytes(gzip.compress(text.encode("utf-8")))
     monkeypatch.setattr(build, "BLOCK", block)
-    assert _arrays(table) == _whole(text)
+    assert _arrays(table) == _reference_paraphrase_arrays(text)
     vocab, rows, refs, pars = _arrays(table)
     assert refs == [0, 0, 1, 2, 3, 0] and "x\x0by" in vocab
