@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -31,6 +30,7 @@ from capmetrics.engine.prestart import Prestart
 from capmetrics.engine.results import MetricResult, Results
 from capmetrics.engine.statistics import evaluate_statistic
 from capmetrics.errors import DataError, MetricError, component_errors
+from capmetrics.io.models import installed_version
 from capmetrics.runtime.collector import frozen
 
 #: coco-caption's metric set (SPICE needs user-supplied CoreNLP jars, so it is left out).
@@ -166,13 +166,6 @@ def as_dataset(
     return from_gts_res(gts, res, "<lists>", empty_candidates=empty_candidates)
 
 
-def _version(dist: str) -> str:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
-
-
 def run_signature(component: Component, dataset: Dataset) -> dict[str, str]:
     """The component's signature plus what the run decides: reference counts and versions."""
     return signature_with(component, {len(item.references) for item in dataset})
@@ -182,7 +175,7 @@ def signature_with(component: Component, nrefs: set[int]) -> dict[str, str]:
     """:func:`run_signature` from the set of the items' reference counts."""
     sig = component.signature()
     sig["nrefs"] = str(next(iter(nrefs))) if len(nrefs) == 1 else "var"
-    sig["capmetrics"] = _version("capmetrics")
+    sig["capmetrics"] = installed_version("capmetrics")
     sig["numpy"] = np.__version__
     return sig
 
@@ -458,7 +451,7 @@ def score(
         dataset.n_candidates,
         results,
         list(dataset.skipped),
-        _version("capmetrics"),
+        installed_version("capmetrics"),
         empty_candidates=empties,
     )
 

@@ -47,6 +47,7 @@ from capmetrics.engine.executors import Executor, iter_stream, sized
 from capmetrics.engine.prepared import run_scope
 from capmetrics.engine.results import Results
 from capmetrics.errors import DataError, MetricError, component_errors
+from capmetrics.io.models import installed_version
 
 #: JSONL inputs larger than this are streamed even without ``--chunk-size``.
 AUTO_STREAM_BYTES = 256 * 2**20
@@ -171,7 +172,6 @@ def score_file(
     """
     # the registry sits above core (it loads the plugins): names are resolved per call
     from capmetrics.engine.scoring import (
-        _version,
         check_empty_candidates,
         signature_with,
         warn_empty_candidates,
@@ -270,7 +270,7 @@ def score_file(
         offsets[-1],
         results,
         scan.problems,
-        _version("capmetrics"),
+        installed_version("capmetrics"),
         empty_candidates=[e for e in scan.empties if e[0] not in bad],
     )
 

@@ -10,12 +10,18 @@ name) is identified by its name and revision, a bundled default model by its pac
 
 from __future__ import annotations
 
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from capmetrics.io.digests import file_digest, files_digest
 
-__all__ = ["IDENTITY_SUFFIXES", "file_digest", "folder_digest", "model_identity"]
+__all__ = [
+    "IDENTITY_SUFFIXES",
+    "file_digest",
+    "folder_digest",
+    "installed_version",
+    "model_identity",
+]
 
 #: The files of a model folder that its identity covers.
 IDENTITY_SUFFIXES = (".safetensors", ".bin", ".json")
@@ -39,3 +45,11 @@ def model_identity(
     if not Path(path).is_dir():
         return f"{model}@{revision or 'default'}"
     return folder_digest(path)
+
+
+def installed_version(dist: str, missing: str = "unknown") -> str:
+    """The installed version of distribution ``dist``, or ``missing`` where it is not installed."""
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return missing

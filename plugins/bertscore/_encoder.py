@@ -26,7 +26,6 @@ import json
 import os
 import warnings
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ from capmetrics import MetricError, embedding_cache
 from capmetrics.io.digests import files_digest
 from capmetrics.io.embedding_cache import EmbeddingStore
 from capmetrics.io.model_folder import check_model_path
+from capmetrics.io.models import installed_version
 from capmetrics.plugins.embeddings.vectors import require
 
 #: Texts per forward pass (of one token length each).
@@ -220,7 +220,7 @@ class TokenEncoder:
             "empty_ids": list(tok.encode("", add_special_tokens=True)),
             "vocab_files": names,
             "tokenizer": vocab_digest(self.path, names),
-            "transformers": _version("transformers"),
+            "transformers": installed_version("transformers", missing="none"),
         }
 
     def _load_uncut(self) -> int:
@@ -531,13 +531,6 @@ def _write_json(file: Path, content: dict[str, Any]) -> None:
 MANIFEST_VERSION = 1
 
 
-def _version(package: str) -> str:
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return "none"
-
-
 def manifest_path(path: str, identity: str) -> Path:
     """Where the manifest of the model in folder ``path`` (checksum ``identity``) lives: keyed
     by the identity, the folder, the size and time of each of its files, and the torch and
@@ -554,8 +547,8 @@ def manifest_path(path: str, identity: str) -> Path:
             MANIFEST_VERSION,
             identity,
             os.path.realpath(path),
-            _version("torch"),
-            _version("transformers"),
+            installed_version("torch", missing="none"),
+            installed_version("transformers", missing="none"),
             sorted(files),
         ]
     )

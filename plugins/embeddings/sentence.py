@@ -17,7 +17,6 @@ import json
 import os
 import sqlite3
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
@@ -223,7 +222,7 @@ class SentenceTransformerEmbedder(Embedder):
         namespace = {
             "kind": "bert-st-token-ids",
             "folder": key,
-            "tokenizers": _version("tokenizers"),
+            "tokenizers": models.installed_version("tokenizers", missing="none"),
             "max_length": str(max_length),
         }
         stores = self.__dict__.setdefault("_ids_stores", {})
@@ -341,13 +340,6 @@ def _read_layout(path: str) -> tuple[int, bool] | None:
     ):
         return None
     return int(transformer["max_seq_length"]), len(kinds) == 3
-
-
-def _version(package: str) -> str:
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return "none"
 
 
 def model_identity(model: str | None, path: str, revision: str | None = None) -> str:

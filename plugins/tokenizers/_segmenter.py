@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal
 
 from capmetrics import Tokenizer
 from capmetrics.errors import MetricError
+from capmetrics.io.models import installed_version
 
 Normalize = Literal["none", "nfkc"]
 Punctuation = Literal["keep", "remove"]
@@ -31,10 +32,7 @@ CACHE_LIMIT = 1 << 18
 
 def version(dist: str) -> str:
     """The installed version of distribution ``dist``, or ``"unknown"``."""
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+    return installed_version(dist)
 
 
 def require(module: str, tokenizer: str, extra: str, packages: str) -> ModuleType:
